@@ -1,0 +1,319 @@
+// Package controlplane starts an isolated, real Kubernetes control plane —
+// etcd, kube-apiserver and kube-controller-manager built by `make tools` — on
+// free loopback ports, for tests and the demo. One generated CA is both the API
+// server's client CA and the controller-manager's cluster-signing CA, so
+// kubernetes.io/kube-apiserver-client CSRs are really issued and the issued
+// certificates really authenticate. Namespaces really terminate and owner
+// references really garbage-collect.
+package controlplane
+
+import (
+	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TB is the part of testing.TB the harness needs; *testing.T, *testing.B and
+// ginkgo's GinkgoT() all satisfy it.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Failed() bool
+	Logf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// ControlPlane is a running etcd + kube-apiserver + kube-controller-manager.
+type ControlPlane struct {
+	// Config is an admin (system:masters) client configuration.
+	Config *rest.Config
+	// URL is the API server's https URL.
+	URL string
+	// CAPEM is the cluster CA: it signs the serving certificate, client
+	// certificates and every kube-apiserver-client CSR.
+	CAPEM []byte
+	// Dir holds the control plane's files; KubeconfigPath is the admin kubeconfig in it.
+	Dir, KubeconfigPath string
+	// StartupTime is how long the control plane took to become ready.
+	StartupTime time.Duration
+
+	pki       *pki
+	processes []*process
+	ownDir    bool
+}
+
+// controllers are the kube-controller-manager controllers the handshake needs:
+// CSR signing, namespace deletion, garbage collection, and service accounts.
+const controllers = "certificatesigningrequest-signing-controller,certificatesigningrequest-cleaner-controller," +
+	"namespace-controller,garbage-collector-controller,serviceaccount-controller," +
+	"clusterrole-aggregation-controller,root-ca-certificate-publisher-controller"
+
+// Start runs a control plane until the test ends. Everything it started is
+// stopped and its directory removed when the test ends, also when the test
+// fails or panics. Component logs are printed only when the test failed.
+func Start(t TB) *ControlPlane {
+	t.Helper()
+	cp, err := New(context.Background(), "")
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s", cp.Logs(200))
+		}
+		cp.Stop()
+	})
+	t.Logf("control plane %s ready in %s", cp.URL, cp.StartupTime.Round(time.Millisecond))
+	return cp
+}
+
+// New starts a control plane in dir (a new temporary directory, removed by
+// Stop, when dir is empty) and waits until it is ready. Call Stop when done.
+func New(ctx context.Context, dir string) (*ControlPlane, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		cp, err := start(ctx, bin, dir)
+		if err == nil {
+			return cp, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errPortInUse) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+var errPortInUse = errors.New("port taken before it could be bound")
+
+func start(ctx context.Context, bin, dir string) (cp *ControlPlane, err error) {
+	began := time.Now()
+	cp = &ControlPlane{Dir: dir}
+	if dir == "" {
+		if cp.Dir, err = os.MkdirTemp("", "gitpeer-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.ownDir = true
+	} else if err = os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, cp.Logs(60))
+			cp.Stop()
+		}
+	}()
+	if cp.pki, err = newPKI(); err != nil {
+		return cp, err
+	}
+	cp.CAPEM = cp.pki.caPEM
+	files, err := cp.pki.writeFiles(cp.Dir)
+	if err != nil {
+		return cp, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return cp, err
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	cp.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+
+	if err = cp.run(bin, "etcd",
+		"--name=default", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--unsafe-no-fsync", "--log-level=warn",
+	); err != nil {
+		return cp, err
+	}
+	if err = cp.run(bin, "kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
+		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
+		"--tls-cert-file="+files.servingCert, "--tls-private-key-file="+files.servingKey,
+		"--client-ca-file="+files.caCert,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+files.saPub, "--service-account-signing-key-file="+files.saKey,
+		"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--allow-privileged=true",
+	); err != nil {
+		return cp, err
+	}
+
+	if cp.Config, err = cp.clientConfig("admin", []string{"system:masters"}); err != nil {
+		return cp, err
+	}
+	cp.KubeconfigPath = filepath.Join(cp.Dir, "admin.kubeconfig")
+	if err = writeKubeconfig(cp.Config, cp.KubeconfigPath); err != nil {
+		return cp, err
+	}
+	cmConfig, err := cp.clientConfig("system:kube-controller-manager", []string{"system:masters"})
+	if err != nil {
+		return cp, err
+	}
+	cmKubeconfig := filepath.Join(cp.Dir, "controller-manager.kubeconfig")
+	if err = writeKubeconfig(cmConfig, cmKubeconfig); err != nil {
+		return cp, err
+	}
+	if err = cp.waitFor(ctx, "kube-apiserver /readyz", cp.apiServerReady); err != nil {
+		return cp, err
+	}
+	if err = cp.run(bin, "kube-controller-manager",
+		"--kubeconfig="+cmKubeconfig, "--secure-port=0", "--leader-elect=false",
+		"--controllers="+controllers, "--use-service-account-credentials=false",
+		"--cluster-signing-cert-file="+files.caCert, "--cluster-signing-key-file="+files.caKey,
+		"--root-ca-file="+files.caCert, "--service-account-private-key-file="+files.saKey,
+	); err != nil {
+		return cp, err
+	}
+	// The service-account controller creating "default" shows the controller-manager is working.
+	c, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		return cp, err
+	}
+	if err = cp.waitFor(ctx, "kube-controller-manager", func(ctx context.Context) error {
+		return c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{})
+	}); err != nil {
+		return cp, err
+	}
+	cp.StartupTime = time.Since(began)
+	return cp, nil
+}
+
+// run starts one component from the binaries directory.
+func (cp *ControlPlane) run(bin, name string, args ...string) error {
+	p, err := startProcess(cp.Dir, filepath.Join(bin, name), args...)
+	if err != nil {
+		return err
+	}
+	cp.processes = append(cp.processes, p)
+	return nil
+}
+
+// waitFor polls check until it succeeds, a component exits, or a minute passes.
+func (cp *ControlPlane) waitFor(ctx context.Context, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		for _, p := range cp.processes {
+			if done, exitErr := p.exited(); done {
+				if p.portInUse() {
+					return fmt.Errorf("%w: %v", errPortInUse, exitErr)
+				}
+				return exitErr
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %v", what, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (cp *ControlPlane) apiServerReady(ctx context.Context) error {
+	hc, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz: %s", resp.Status)
+	}
+	return nil
+}
+
+// clientConfig returns a client configuration authenticating with a fresh
+// certificate for user in groups.
+func (cp *ControlPlane) clientConfig(user string, groups []string) (*rest.Config, error) {
+	certPEM, keyPEM, err := cp.pki.issue(pkix.Name{CommonName: user, Organization: groups}, x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            cp.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CAPEM, CertData: certPEM, KeyData: keyPEM},
+		QPS:             100,
+		Burst:           200,
+	}, nil
+}
+
+// UserConfig returns a client configuration for an arbitrary user and groups,
+// signed by the cluster CA, for tests that need a non-admin identity.
+func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config, error) {
+	return cp.clientConfig(user, groups)
+}
+
+// Stop stops every component (controller-manager first, etcd last) and removes
+// the directory if New created it. It is safe to call more than once.
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.processes) - 1; i >= 0; i-- {
+		cp.processes[i].stop(10 * time.Second)
+	}
+	if cp.ownDir && cp.Dir != "" {
+		_ = os.RemoveAll(cp.Dir)
+	}
+}
+
+// Logs returns the last lines of every component's log.
+func (cp *ControlPlane) Logs(lines int) string {
+	var out string
+	for _, p := range cp.processes {
+		out += fmt.Sprintf("===== %s (last %d lines) =====\n%s\n", p.name, lines, p.tail(lines))
+	}
+	return out
+}
+
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["local"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "local"}
+	kc.CurrentContext = "local"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
