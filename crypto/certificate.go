@@ -1,0 +1,86 @@
+package crypto
+
+import (
+	"crypto"
+	"crypto/x509"
+	"slices"
+	"time"
+)
+
+// ParseCertificatePEM decodes a certificate that must be exactly one PEM
+// "CERTIFICATE" block with nothing around it, as in
+// Identity.spec.authParams.signedCRT. Failures are *Error with
+// RuleCertificateFormat.
+func ParseCertificatePEM(data []byte) (*x509.Certificate, error) {
+	der, err := decodeSinglePEM(data, pemCertificate, RuleCertificateFormat)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, newError(RuleCertificateFormat, err, "cannot parse certificate")
+	}
+	return cert, nil
+}
+
+// ParseCAPEM decodes a CA bundle, as in Identity.spec.authParams.ca: one or
+// more PEM "CERTIFICATE" blocks, with nothing but white space around them.
+// Failures are *Error with RuleCertificateFormat.
+func ParseCAPEM(data []byte) (*x509.CertPool, error) {
+	ders, err := decodePEMBlocks(data, pemCertificate, true, RuleCertificateFormat)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	for i, der := range ders {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, newError(RuleCertificateFormat, err, "cannot parse CA certificate %d", i+1)
+		}
+		pool.AddCert(cert)
+	}
+	return pool, nil
+}
+
+// VerifyClientCertificate checks a client certificate issued to a consumer,
+// as the consumer must before using it: it is for key (the consumer's own
+// public key), it is valid at now, it allows client authentication and it
+// chains to a certificate in caPEM. It returns the parsed certificate.
+// Failures are *Error with one of the RuleCertificate* rules.
+func VerifyClientCertificate(certPEM, caPEM []byte, key crypto.PublicKey, now time.Time) (*x509.Certificate, error) {
+	cert, err := ParseCertificatePEM(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := ParseCAPEM(caPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !samePublicKey(cert.PublicKey, key) {
+		return nil, newError(RuleCertificateKey, nil, "certificate %s key is not the cluster's %s public key",
+			describeKey(cert.PublicKey), describeKey(key))
+	}
+	if now.Before(cert.NotBefore) || now.After(cert.NotAfter) {
+		return nil, newError(RuleCertificateValidity, nil, "certificate is valid from %s to %s, not at %s",
+			cert.NotBefore.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
+		return nil, newError(RuleCertificateUsage, nil, "certificate does not have the client-auth extended key usage")
+	}
+	_, err = cert.Verify(x509.VerifyOptions{
+		Roots:       roots,
+		CurrentTime: now,
+		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, newError(RuleCertificateChain, err, "certificate does not chain to the CA")
+	}
+	return cert, nil
+}
+
+// RenewalTime returns when cert should be renewed: once two thirds of its
+// validity period have passed.
+func RenewalTime(cert *x509.Certificate) time.Time {
+	life := cert.NotAfter.Sub(cert.NotBefore) // saturates rather than overflows
+	return cert.NotBefore.Add(life - life/3)
+}

@@ -1,0 +1,107 @@
+package crypto
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The Secret holding the cluster key pair, in the agent's namespace, as Liqo
+// names it and its keys.
+const (
+	KeySecretName   = "authentication-keys"
+	PrivateKeyField = "privateKey"
+	PublicKeyField  = "publicKey"
+)
+
+// LoadOrCreateKey returns the cluster private key stored in the Secret
+// KeySecretName in namespace. If the Secret does not exist it generates a
+// key of algorithm alg and creates the Secret, immutable; if another writer
+// created it first, that key wins. An existing key is never replaced: a
+// Secret that is corrupt (missing or unparsable fields, a public key that is
+// not the private key's) or holds a key of another algorithm is an *Error
+// with RuleKeySecret, to be fixed by a person. Use a client that reads from
+// the API server, not from a cache, so a fresh Secret is seen.
+func LoadOrCreateKey(ctx context.Context, c client.Client, namespace string, alg KeyAlgorithm) (crypto.Signer, error) {
+	var secret corev1.Secret
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: KeySecretName}, &secret)
+	if apierrors.IsNotFound(err) {
+		return createKeySecret(ctx, c, namespace, alg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot get Secret %s/%s: %w", namespace, KeySecretName, err)
+	}
+	return keyFromSecret(&secret, alg)
+}
+
+// createKeySecret generates a key and stores it in a new Secret, falling
+// back to the stored key when the Secret appeared meanwhile.
+func createKeySecret(ctx context.Context, c client.Client, namespace string, alg KeyAlgorithm) (crypto.Signer, error) {
+	key, err := GenerateKey(alg)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := keySecret(namespace, key)
+	if err != nil {
+		return nil, err
+	}
+	err = c.Create(ctx, secret)
+	if apierrors.IsAlreadyExists(err) {
+		return LoadOrCreateKey(ctx, c, namespace, alg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot create Secret %s/%s: %w", namespace, KeySecretName, err)
+	}
+	return key, nil
+}
+
+// keySecret returns the immutable Secret storing key.
+func keySecret(namespace string, key crypto.Signer) (*corev1.Secret, error) {
+	privatePEM, err := MarshalPrivateKeyPEM(key)
+	if err != nil {
+		return nil, err
+	}
+	publicPEM, err := MarshalPublicKeyPEM(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: KeySecretName},
+		Type:       corev1.SecretTypeOpaque,
+		Immutable:  ptr.To(true),
+		Data:       map[string][]byte{PrivateKeyField: privatePEM, PublicKeyField: publicPEM},
+	}, nil
+}
+
+// keyFromSecret parses and cross-checks the key pair stored in secret and
+// requires a key of algorithm alg.
+func keyFromSecret(secret *corev1.Secret, alg KeyAlgorithm) (crypto.Signer, error) {
+	where := fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)
+	for _, field := range []string{PrivateKeyField, PublicKeyField} {
+		if len(secret.Data[field]) == 0 {
+			return nil, newError(RuleKeySecret, nil, "%s has no %q", where, field)
+		}
+	}
+	key, err := ParsePrivateKeyPEM(secret.Data[PrivateKeyField])
+	if err != nil {
+		return nil, newError(RuleKeySecret, err, "%s has an invalid %q", where, PrivateKeyField)
+	}
+	pub, err := ParsePublicKey(secret.Data[PublicKeyField])
+	if err != nil {
+		return nil, newError(RuleKeySecret, err, "%s has an invalid %q", where, PublicKeyField)
+	}
+	if !samePublicKey(key.Public(), pub) {
+		return nil, newError(RuleKeySecret, nil, "%s: %q is not the public key of %q", where, PublicKeyField, PrivateKeyField)
+	}
+	if got, _ := AlgorithmOf(pub); got != alg {
+		return nil, newError(RuleKeySecret, nil, "%s holds a %s key, not %s; delete the Secret to replace the key",
+			where, describeKey(pub), alg)
+	}
+	return key, nil
+}
