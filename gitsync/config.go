@@ -1,0 +1,90 @@
+package gitsync
+
+import (
+	"errors"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+)
+
+// DefaultMaxFileSize is the default cap on the size of a blob that may be read.
+const DefaultMaxFileSize = 64 << 10
+
+// Config describes one repository, the branch the agent follows and how it writes.
+type Config struct {
+	// URL is the remote (https://, http://, ssh:// or scp-like user@host:path).
+	URL string
+	// Branch is the authoritative branch; default "main".
+	Branch string
+	// Path is the root inside the repository the agent reads and writes;
+	// default the repository root. Nothing outside it is visible.
+	Path string
+	// Dir is where the persistent bare clone lives. Use CloneDir to derive a
+	// stable per-repository directory from a data directory.
+	Dir string
+	// Auth authenticates against the remote; nil for anonymous access.
+	Auth *Auth
+	// MaxFileSize caps the size of a blob that may be read; default DefaultMaxFileSize.
+	MaxFileSize int64
+	// Shallow makes the initial clone fetch only the branch tip; later fetches
+	// stay incremental.
+	Shallow bool
+	// AuthorName and AuthorEmail identify the agent in the commits it writes.
+	AuthorName, AuthorEmail string
+	// Signer signs the agent's commits when set (see NewSSHSigner, NewOpenPGPSigner).
+	Signer git.Signer
+	// Retry bounds how a rejected push is retried.
+	Retry Retry
+	// Now returns the commit time; default time.Now.
+	Now func() time.Time
+}
+
+// Retry bounds the retries of a push rejected because the branch moved.
+// Delays grow exponentially from BaseDelay up to MaxDelay, with full jitter.
+type Retry struct {
+	// Attempts is the total number of push attempts; default 10.
+	Attempts int
+	// BaseDelay is the first backoff; default 50ms.
+	BaseDelay time.Duration
+	// MaxDelay caps a single backoff; default 2s.
+	MaxDelay time.Duration
+}
+
+func (c *Config) setDefaults() error {
+	if c.URL == "" {
+		return errors.New("gitsync: URL is required")
+	}
+	if c.Dir == "" {
+		return errors.New("gitsync: Dir is required")
+	}
+	if c.Branch == "" {
+		c.Branch = "main"
+	}
+	root, err := cleanRoot(c.Path)
+	if err != nil {
+		return err
+	}
+	c.Path = root
+	if c.MaxFileSize <= 0 {
+		c.MaxFileSize = DefaultMaxFileSize
+	}
+	if c.AuthorName == "" {
+		c.AuthorName = "gitpeer"
+	}
+	if c.AuthorEmail == "" {
+		c.AuthorEmail = "gitpeer@localhost"
+	}
+	if c.Retry.Attempts <= 0 {
+		c.Retry.Attempts = 10
+	}
+	if c.Retry.BaseDelay <= 0 {
+		c.Retry.BaseDelay = 50 * time.Millisecond
+	}
+	if c.Retry.MaxDelay <= 0 {
+		c.Retry.MaxDelay = 2 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package gitsync
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Sentinel errors. Every error returned by this package that belongs to one of
+// these classes matches it with errors.Is.
+var (
+	// ErrAuthFailed means the server refused the credentials.
+	ErrAuthFailed = errors.New("git authentication failed")
+	// ErrHostKeyMismatch means the SSH server presented a host key that is not
+	// the one in known_hosts (or the host is not in known_hosts at all).
+	ErrHostKeyMismatch = errors.New("ssh host key verification failed")
+	// ErrUnreachable means the server could not be reached or the repository
+	// does not exist.
+	ErrUnreachable = errors.New("git server unreachable")
+	// ErrBranchNotFound means the remote has no such branch.
+	ErrBranchNotFound = errors.New("branch not found on remote")
+	// ErrPushRejected means a push was still rejected after every retry.
+	ErrPushRejected = errors.New("push rejected")
+	// ErrHistoryRewritten means the new head does not descend from the last
+	// processed commit (force push or rewritten history).
+	ErrHistoryRewritten = errors.New("branch history rewritten")
+	// ErrFileTooLarge means a blob is larger than the configured cap.
+	ErrFileTooLarge = errors.New("file exceeds size limit")
+	// ErrNotRegularFile means the path is a symlink, submodule, executable or directory.
+	ErrNotRegularFile = errors.New("not a regular file")
+	// ErrUnsafePath means a path is absolute, has empty, "." or ".." components,
+	// or would otherwise escape the configured root.
+	ErrUnsafePath = errors.New("unsafe path")
+	// ErrFileNotFound means no entry exists at the path.
+	ErrFileNotFound = errors.New("file not found")
+)
+
+// HistoryError reports that New does not descend from Last.
+type HistoryError struct {
+	Last, New plumbing.Hash
+}
+
+func (e *HistoryError) Error() string {
+	return fmt.Sprintf("%v: %s does not descend from last processed commit %s", ErrHistoryRewritten, e.New, e.Last)
+}
+
+// Unwrap makes errors.Is(err, ErrHistoryRewritten) true.
+func (e *HistoryError) Unwrap() error { return ErrHistoryRewritten }
+
+// FileError reports a file that cannot be read safely.
+type FileError struct {
+	// Path is the file's path relative to the configured root.
+	Path string
+	// Reason is one of ErrFileTooLarge, ErrNotRegularFile, ErrUnsafePath, ErrFileNotFound.
+	Reason error
+	// Detail says more, e.g. the size or the kind of entry.
+	Detail string
+}
+
+func (e *FileError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("%s: %v", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("%s: %v (%s)", e.Path, e.Reason, e.Detail)
+}
+
+// Unwrap returns Reason.
+func (e *FileError) Unwrap() error { return e.Reason }
+
+// PushError reports a push that was rejected on every attempt.
+type PushError struct {
+	Branch   string
+	Attempts int
+	Last     error
+}
+
+func (e *PushError) Error() string {
+	return fmt.Sprintf("%v: branch %s after %d attempts: %v", ErrPushRejected, e.Branch, e.Attempts, e.Last)
+}
+
+// Unwrap makes errors.Is match ErrPushRejected and the last underlying error.
+func (e *PushError) Unwrap() []error { return []error{ErrPushRejected, e.Last} }

@@ -1,0 +1,97 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Poll brings the clone up to date with the remote branch and returns its
+// head. When the branch has not moved it costs one ref advertisement and no
+// fetch; when it moved only the new objects are fetched. A branch missing on
+// the remote yields ErrBranchNotFound.
+func (r *Repo) Poll(ctx context.Context) (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	head, err := r.refresh(ctx, r.cfg.Branch)
+	if err == nil && head.IsZero() {
+		err = fmt.Errorf("%w: %s", ErrBranchNotFound, r.cfg.Branch)
+	}
+	return head, err
+}
+
+// Head returns the last fetched head of the branch without contacting the remote.
+func (r *Repo) Head() plumbing.Hash {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.localHead(r.cfg.Branch)
+}
+
+// refresh fetches branch if the remote moved and returns the remote head, or
+// the zero hash when the branch does not exist on the remote.
+func (r *Repo) refresh(ctx context.Context, branch string) (plumbing.Hash, error) {
+	remote, err := r.remoteHead(ctx, branch)
+	if err != nil || remote.IsZero() {
+		return remote, err
+	}
+	if r.localHead(branch) == remote && r.hasCommit(remote) {
+		return remote, nil
+	}
+	if err := r.fetch(ctx, branch); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.localHead(branch), nil
+}
+
+// remoteHead lists the remote refs (one ref advertisement) and returns the
+// head of branch, or the zero hash if the branch does not exist.
+func (r *Repo) remoteHead(ctx context.Context, branch string) (plumbing.Hash, error) {
+	remote, err := r.repo.Remote(remoteName)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: r.auth, CABundle: r.cfg.Auth.caBundle()})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, classify("ls-remote "+r.cfg.URL, err)
+	}
+	want := plumbing.NewBranchReferenceName(branch)
+	for _, ref := range refs {
+		if ref.Name() == want {
+			return ref.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// fetch fetches branch into its tracking ref. The first fetch is shallow when
+// configured; later ones send what the clone has, so only new objects come.
+func (r *Repo) fetch(ctx context.Context, branch string) error {
+	remote, err := r.repo.Remote(remoteName)
+	if err != nil {
+		return err
+	}
+	opts := &git.FetchOptions{
+		RemoteName: remoteName,
+		RefSpecs: []config.RefSpec{config.RefSpec(
+			"+" + plumbing.NewBranchReferenceName(branch).String() + ":" + trackingRef(branch).String())},
+		Auth:     r.auth,
+		CABundle: r.cfg.Auth.caBundle(),
+		Tags:     git.NoTags,
+	}
+	if r.cfg.Shallow && r.localHead(branch).IsZero() {
+		opts.Depth = 1
+	}
+	err = remote.FetchContext(ctx, opts)
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return classify("fetch "+r.cfg.URL, err)
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package gitsync
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+const remoteName = "origin"
+
+// Repo is a persistent bare clone of one remote repository. Its methods are
+// safe for concurrent use; they are serialised internally.
+type Repo struct {
+	cfg     Config
+	auth    transport.AuthMethod
+	mu      sync.Mutex
+	repo    *git.Repository
+	storage *filesystem.Storage
+}
+
+// CloneDir returns a stable directory under dataDir for the clone of url.
+func CloneDir(dataDir, url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return filepath.Join(dataDir, hex.EncodeToString(sum[:12]))
+}
+
+// Open opens the clone in cfg.Dir, creating an empty one on first use. It
+// does not contact the remote; Poll does.
+func Open(cfg Config) (*Repo, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	auth, err := cfg.Auth.method(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	st := filesystem.NewStorageWithOptions(osfs.New(cfg.Dir), cache.NewObjectLRUDefault(),
+		filesystem.Options{KeepDescriptors: false})
+	repo, err := git.Open(st, nil)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.Init(st, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gitsync: open clone %s: %w", cfg.Dir, err)
+	}
+	if err := ensureRemote(repo, cfg.URL); err != nil {
+		return nil, err
+	}
+	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st}, nil
+}
+
+// ensureRemote points the origin remote at url.
+func ensureRemote(repo *git.Repository, url string) error {
+	cfg, err := repo.Config()
+	if err != nil {
+		return err
+	}
+	if rc, ok := cfg.Remotes[remoteName]; ok && len(rc.URLs) == 1 && rc.URLs[0] == url {
+		return nil
+	}
+	cfg.Remotes[remoteName] = &config.RemoteConfig{Name: remoteName, URLs: []string{url}}
+	return repo.SetConfig(cfg)
+}
+
+// Branch returns the authoritative branch name.
+func (r *Repo) Branch() string { return r.cfg.Branch }
+
+// trackingRef is where the clone keeps the last fetched head of branch.
+func trackingRef(branch string) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(remoteName, branch)
+}
+
+// localHead returns the last fetched head of branch, or the zero hash.
+func (r *Repo) localHead(branch string) plumbing.Hash {
+	ref, err := r.repo.Reference(trackingRef(branch), true)
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	return ref.Hash()
+}
+
+// setLocalHead records h as the fetched head of branch.
+func (r *Repo) setLocalHead(branch string, h plumbing.Hash) error {
+	return r.repo.Storer.SetReference(plumbing.NewHashReference(trackingRef(branch), h))
+}
+
+// hasCommit reports whether the commit h is in the clone.
+func (r *Repo) hasCommit(h plumbing.Hash) bool {
+	_, err := r.repo.CommitObject(h)
+	return err == nil
+}

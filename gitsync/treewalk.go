@@ -1,0 +1,130 @@
+package gitsync
+
+import (
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// entryKind names what a non-regular tree entry is, for reports.
+func entryKind(m filemode.FileMode) string {
+	switch m {
+	case filemode.Symlink:
+		return "symlink"
+	case filemode.Submodule:
+		return "submodule"
+	case filemode.Executable:
+		return "executable"
+	case filemode.Dir:
+		return "directory"
+	}
+	return "mode " + m.String()
+}
+
+// isRegular reports whether m is a plain (non-executable) file.
+func isRegular(m filemode.FileMode) bool {
+	return m == filemode.Regular || m == filemode.Deprecated
+}
+
+// visit receives one visible path whose regular-file state differs between
+// the two trees: from or to is the zero hash when the file is absent (or not
+// a regular file) on that side.
+type visit func(path string, from, to plumbing.Hash)
+
+// treeDiff compares two trees (either may be nil) recursively, skipping
+// identical subtrees by hash. Entries with unsafe names, and non-regular
+// entries on the "to" side, are reported in skipped and treated as absent.
+type treeDiff struct {
+	storer  storer.EncodedObjectStorer
+	visit   visit
+	skipped []*FileError
+}
+
+func (d *treeDiff) tree(h plumbing.Hash) (*object.Tree, error) {
+	return object.GetTree(d.storer, h)
+}
+
+func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
+	from, to := entryMap(a), entryMap(b)
+	for _, name := range unionNames(from, to) {
+		ea, eb := from[name], to[name]
+		if ea != nil && eb != nil && ea.Hash == eb.Hash && ea.Mode == eb.Mode {
+			continue
+		}
+		p := joinPath(prefix, name)
+		if !validName(name) {
+			if eb != nil {
+				d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrUnsafePath, Detail: "invalid tree entry name"})
+			}
+			continue
+		}
+		subA, subB, err := d.subtrees(ea, eb)
+		if err != nil {
+			return err
+		}
+		if subA != nil || subB != nil {
+			if err := d.diff(p, subA, subB); err != nil {
+				return err
+			}
+		}
+		if eb != nil && eb.Mode != filemode.Dir && !isRegular(eb.Mode) {
+			d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrNotRegularFile, Detail: entryKind(eb.Mode)})
+		}
+		fa, fb := regularHash(ea), regularHash(eb)
+		if fa != fb {
+			d.visit(p, fa, fb)
+		}
+	}
+	return nil
+}
+
+// subtrees loads the directory entries among ea and eb.
+func (d *treeDiff) subtrees(ea, eb *object.TreeEntry) (a, b *object.Tree, err error) {
+	if ea != nil && ea.Mode == filemode.Dir {
+		if a, err = d.tree(ea.Hash); err != nil {
+			return nil, nil, err
+		}
+	}
+	if eb != nil && eb.Mode == filemode.Dir {
+		if b, err = d.tree(eb.Hash); err != nil {
+			return nil, nil, err
+		}
+	}
+	return a, b, nil
+}
+
+// regularHash returns the blob hash of a regular-file entry, else the zero hash.
+func regularHash(e *object.TreeEntry) plumbing.Hash {
+	if e == nil || !isRegular(e.Mode) {
+		return plumbing.ZeroHash
+	}
+	return e.Hash
+}
+
+func entryMap(t *object.Tree) map[string]*object.TreeEntry {
+	if t == nil {
+		return nil
+	}
+	m := make(map[string]*object.TreeEntry, len(t.Entries))
+	for i := range t.Entries {
+		m[t.Entries[i].Name] = &t.Entries[i]
+	}
+	return m
+}
+
+func unionNames(a, b map[string]*object.TreeEntry) []string {
+	names := make([]string, 0, len(a)+len(b))
+	for n := range a {
+		names = append(names, n)
+	}
+	for n := range b {
+		if _, ok := a[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}

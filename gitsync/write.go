@@ -1,0 +1,198 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// WriteResult reports what a write did.
+type WriteResult struct {
+	// Commit is the pushed commit, or the head that already held the changes.
+	Commit plumbing.Hash
+	// Pushed is false when the changes were already present: no commit was made.
+	Pushed bool
+	// Attempts is the number of pushes tried.
+	Attempts int
+}
+
+// heads is the remote state a write attempt builds on.
+type heads struct {
+	target, review plumbing.Hash
+}
+
+// Write applies changes on top of the branch as one commit and pushes it with
+// compare-and-swap semantics: the push succeeds only if the branch is still
+// where the commit was built. When another writer moved the branch, the
+// changes are re-applied on the new head and the push retried with bounded,
+// jittered backoff. Changes already present make no commit.
+func (r *Repo) Write(ctx context.Context, msg Message, changes []FileChange) (WriteResult, error) {
+	return r.write(ctx, msg, changes, "")
+}
+
+// WriteReview pushes changes to reviewBranch, an agent-owned branch for
+// review: it is created from the authoritative branch, moved forward to it
+// when it has nothing the branch lacks, and otherwise extended. The push is
+// compare-and-swap, as in Write. Changes already present on the authoritative
+// branch (or on the review branch) make no commit.
+func (r *Repo) WriteReview(ctx context.Context, reviewBranch string, msg Message, changes []FileChange) (WriteResult, error) {
+	if reviewBranch == "" || reviewBranch == r.cfg.Branch {
+		return WriteResult{}, fmt.Errorf("gitsync: review branch %q must differ from %q", reviewBranch, r.cfg.Branch)
+	}
+	if err := plumbing.NewBranchReferenceName(reviewBranch).Validate(); err != nil {
+		return WriteResult{}, fmt.Errorf("gitsync: review branch %q: %w", reviewBranch, err)
+	}
+	return r.write(ctx, msg, changes, reviewBranch)
+}
+
+func (r *Repo) write(ctx context.Context, msg Message, changes []FileChange, review string) (WriteResult, error) {
+	text, err := msg.String()
+	if err != nil {
+		return WriteResult{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ed := &treeEditor{s: r.storage}
+	edits, err := ed.plan(r.cfg.Path, changes)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	branch := r.cfg.Branch
+	if review != "" {
+		branch = review
+	}
+	var prev heads
+	var lastErr error
+	for attempt := 1; attempt <= r.cfg.Retry.Attempts; attempt++ {
+		if attempt > 1 {
+			if err := sleep(ctx, r.cfg.Retry.delay(attempt-1)); err != nil {
+				return WriteResult{}, err
+			}
+		}
+		h, err := r.fetchHeads(ctx, review)
+		if err != nil {
+			return WriteResult{}, err
+		}
+		if lastErr != nil && h == prev {
+			// The branch did not move, so the push failed for another reason.
+			return WriteResult{}, classify("push "+branch, lastErr)
+		}
+		commit, old, err := r.prepare(ed, edits, h, review, text)
+		if err != nil || commit.IsZero() {
+			return WriteResult{Commit: old, Attempts: attempt - 1}, err
+		}
+		if lastErr = r.push(ctx, branch, old, commit); lastErr == nil {
+			return WriteResult{Commit: commit, Pushed: true, Attempts: attempt}, r.setLocalHead(branch, commit)
+		}
+		prev = h
+	}
+	return WriteResult{}, &PushError{Branch: branch, Attempts: r.cfg.Retry.Attempts, Last: lastErr}
+}
+
+// fetchHeads refreshes the authoritative branch and, for a review write, the review branch.
+func (r *Repo) fetchHeads(ctx context.Context, review string) (heads, error) {
+	var h heads
+	var err error
+	if h.target, err = r.refresh(ctx, r.cfg.Branch); err != nil || review == "" {
+		return h, err
+	}
+	h.review, err = r.refresh(ctx, review)
+	return h, err
+}
+
+// prepare builds the commit for one attempt. It returns the commit (zero when
+// the changes are already present) and the value the pushed branch must still
+// have: the current head when nothing needs pushing.
+func (r *Repo) prepare(ed *treeEditor, edits *editNode, h heads, review, text string) (commit, old plumbing.Hash, err error) {
+	tree, changed, err := r.applyOn(ed, h.target, edits)
+	if err != nil || !changed {
+		return plumbing.ZeroHash, h.target, err
+	}
+	base := h.target
+	if review != "" {
+		if base, err = r.reviewBase(h); err != nil {
+			return plumbing.ZeroHash, h.review, err
+		}
+		if base != h.target {
+			if tree, changed, err = r.applyOn(ed, base, edits); err != nil || !changed {
+				return plumbing.ZeroHash, h.review, err
+			}
+		}
+		old = h.review
+	} else {
+		old = h.target
+	}
+	commit, err = r.newCommit(tree, base, text)
+	return commit, old, err
+}
+
+// reviewBase is the commit a review write builds on: the authoritative head
+// unless the review branch holds commits the authoritative branch lacks.
+func (r *Repo) reviewBase(h heads) (plumbing.Hash, error) {
+	if h.review.IsZero() || h.target.IsZero() || h.review == h.target {
+		return h.target, nil
+	}
+	rc, err := r.repo.CommitObject(h.review)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tc, err := r.repo.CommitObject(h.target)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	merged, err := rc.IsAncestor(tc)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if merged {
+		return h.target, nil
+	}
+	return h.review, nil
+}
+
+// applyOn applies edits to base's tree (no tree when base is zero) and returns
+// the resulting tree and whether it differs.
+func (r *Repo) applyOn(ed *treeEditor, base plumbing.Hash, edits *editNode) (plumbing.Hash, bool, error) {
+	var t *object.Tree
+	if !base.IsZero() {
+		c, err := r.repo.CommitObject(base)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		if t, err = c.Tree(); err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+	}
+	h, changed, err := ed.apply(t, edits)
+	if err != nil || !changed || !h.IsZero() {
+		return h, changed, err
+	}
+	// Every file was deleted: the commit still needs a (empty) root tree.
+	h, err = ed.writeTree(nil)
+	return h, true, err
+}
+
+// push updates branch from old (zero: must not exist) to commit. A remote
+// that no longer has old refuses it.
+func (r *Repo) push(ctx context.Context, branch string, old, commit plumbing.Hash) error {
+	ref := plumbing.NewBranchReferenceName(branch)
+	opts := &git.PushOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []config.RefSpec{config.RefSpec(commit.String() + ":" + ref.String())},
+		Auth:       r.auth,
+		CABundle:   r.cfg.Auth.caBundle(),
+	}
+	if !old.IsZero() {
+		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(old.String() + ":" + ref.String())}
+	}
+	err := r.repo.PushContext(ctx, opts)
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	return err
+}
