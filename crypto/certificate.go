@@ -24,8 +24,9 @@ func ParseCertificatePEM(data []byte) (*x509.Certificate, error) {
 }
 
 // ParseCAPEM decodes a CA bundle, as in Identity.spec.authParams.ca: one or
-// more PEM "CERTIFICATE" blocks, with nothing but white space around them.
-// Failures are *Error with RuleCertificateFormat.
+// more PEM "CERTIFICATE" blocks, with nothing but white space around them,
+// each a CA certificate. Failures are *Error with RuleCertificateFormat, or
+// RuleCertificateChain for a certificate that is not a CA.
 func ParseCAPEM(data []byte) (*x509.CertPool, error) {
 	ders, err := decodePEMBlocks(data, pemCertificate, true, RuleCertificateFormat)
 	if err != nil {
@@ -36,6 +37,9 @@ func ParseCAPEM(data []byte) (*x509.CertPool, error) {
 		cert, err := x509.ParseCertificate(der)
 		if err != nil {
 			return nil, newError(RuleCertificateFormat, err, "cannot parse CA certificate %d", i+1)
+		}
+		if !cert.BasicConstraintsValid || !cert.IsCA {
+			return nil, newError(RuleCertificateChain, nil, "CA certificate %d (%s) is not a CA certificate", i+1, cert.Subject)
 		}
 		pool.AddCert(cert)
 	}
