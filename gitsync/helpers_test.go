@@ -1,0 +1,142 @@
+package gitsync_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/test/gitserver"
+)
+
+// fixture is one bare repository on a running test server.
+type fixture struct {
+	t    testing.TB
+	srv  *gitserver.Server
+	repo gitserver.Repo
+}
+
+func newFixture(t testing.TB, name string) *fixture {
+	t.Helper()
+	srv := gitserver.Start(t)
+	repo, err := srv.NewRepo(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, srv: srv, repo: repo}
+}
+
+func (f *fixture) httpAuth() *gitsync.Auth {
+	return &gitsync.Auth{Username: f.srv.Username, Password: f.srv.Password}
+}
+
+func (f *fixture) sshAuth() *gitsync.Auth {
+	return &gitsync.Auth{Identity: f.srv.ClientKey, KnownHosts: f.srv.KnownHosts}
+}
+
+// open opens a fresh agent clone of the repository; mod adjusts the config.
+func (f *fixture) open(url string, auth *gitsync.Auth, mod ...func(*gitsync.Config)) *gitsync.Repo {
+	f.t.Helper()
+	cfg := gitsync.Config{URL: url, Dir: filepath.Join(f.t.TempDir(), "clone"), Auth: auth}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	r, err := gitsync.Open(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+func (f *fixture) openHTTP(mod ...func(*gitsync.Config)) *gitsync.Repo {
+	return f.open(f.repo.HTTPURL, f.httpAuth(), mod...)
+}
+
+func (f *fixture) openSSH(mod ...func(*gitsync.Config)) *gitsync.Repo {
+	return f.open(f.repo.SSHURL, f.sshAuth(), mod...)
+}
+
+// git runs the git CLI in dir and returns its trimmed output.
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Mallory", "GIT_AUTHOR_EMAIL=mallory@example.com",
+		"GIT_COMMITTER_NAME=Mallory", "GIT_COMMITTER_EMAIL=mallory@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// cliClone clones the repository with the git CLI into a fresh work tree.
+func (f *fixture) cliClone() string {
+	f.t.Helper()
+	dir := filepath.Join(f.t.TempDir(), "work")
+	git(f.t, "", "clone", "--quiet", f.srv.HTTPURLWithCredentials(f.repo), dir)
+	return dir
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func mustPoll(t testing.TB, r *gitsync.Repo) plumbing.Hash {
+	t.Helper()
+	h, err := r.Poll(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func mustWrite(t testing.TB, r *gitsync.Repo, subject string, changes ...gitsync.FileChange) gitsync.WriteResult {
+	t.Helper()
+	res, err := r.Write(ctx(t), gitsync.Message{Subject: subject, Action: "test"}, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// counter is a reverse proxy in front of the HTTP server that counts ref
+// advertisements and pack requests for upload-pack (fetch).
+type counter struct {
+	URL                string
+	adverts, downloads atomic.Int64
+}
+
+func newCounter(t testing.TB, repoURL string) *counter {
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &counter{}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Query().Get("service") == "git-upload-pack":
+			c.adverts.Add(1)
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
+			c.downloads.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c.URL = srv.URL + u.Path
+	return c
+}
