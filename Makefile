@@ -31,3 +31,16 @@ $(TOOLS_BIN)/etcd:
 GO_TEST_FLAGS ?= -timeout 60m
 test: tools
 	go test $(GO_TEST_FLAGS) ./...
+
+# Regenerates the deepcopy functions in apis/ and the CRDs in config/crd/bases with controller-gen,
+# pinned by the tools module test/codegen (so gitpeer itself never depends on controller-tools).
+CONTROLLER_GEN := $(CURDIR)/.cache/tools/controller-gen-$(shell awk '$$1=="sigs.k8s.io/controller-tools" {print $$2; exit}' test/codegen/go.mod)
+.PHONY: generate
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object paths=./apis/...
+	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
+	gofmt -l -w apis
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(@D)
+	cd test/codegen && go build -trimpath -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

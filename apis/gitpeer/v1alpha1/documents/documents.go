@@ -1,0 +1,82 @@
+package documents
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+)
+
+// File names of the documents in a <providerID>/<consumerID>/ directory. Any other name is ignored.
+const (
+	// RequestFile holds the consumer's PeeringRequest.
+	RequestFile = "request.yaml"
+	// NonceFile holds the provider's Nonce.
+	NonceFile = "nonce.yaml"
+	// TenantFile holds the consumer's Tenant (authentication.liqo.io/v1beta1).
+	TenantFile = "tenant.yaml"
+	// IdentityFile holds the provider's Identity (authentication.liqo.io/v1beta1).
+	IdentityFile = "identity.yaml"
+	// KustomizationFile, when present, makes the agent build the directory with kustomize and use
+	// the built objects instead of the files themselves.
+	KustomizationFile = "kustomization.yaml"
+)
+
+const (
+	// PeeringRequestKind is the kind of the PeeringRequest document.
+	PeeringRequestKind = "PeeringRequest"
+	// NonceKind is the kind of the Nonce document.
+	NonceKind = "Nonce"
+)
+
+// APIVersion is the apiVersion of the git-only documents: gitpeer.io/v1alpha1.
+var APIVersion = gitpeerv1alpha1.GroupVersion.String()
+
+// +kubebuilder:object:root=true
+
+// PeeringRequest is written by a consumer, in <providerID>/<consumerID>/request.yaml, to ask a
+// provider for a nonce. It grants nothing, so the consumer may push it straight to the branch.
+type PeeringRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta is informational only; by convention the name is the consumer cluster ID.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the content of the request.
+	Spec PeeringRequestSpec `json:"spec"`
+}
+
+// PeeringRequestSpec is the content of a PeeringRequest.
+type PeeringRequestSpec struct {
+	// ConsumerClusterID is the ID of the consumer cluster; it must equal the <consumerID> of the path.
+	ConsumerClusterID authv1beta1.ClusterID `json:"consumerClusterID"`
+	// ProviderClusterID is the ID of the provider cluster; it must equal the <providerID> of the path.
+	ProviderClusterID authv1beta1.ClusterID `json:"providerClusterID"`
+	// PublicKey is the consumer's cluster public key, encoded as in Tenant.spec.publicKey (a PEM
+	// PUBLIC KEY, base64-encoded in YAML).
+	PublicKey []byte `json:"publicKey"`
+}
+
+// +kubebuilder:object:root=true
+
+// Nonce is written by a provider, in <providerID>/<consumerID>/nonce.yaml, to hand the consumer
+// the nonce it must sign. The copy in Git is only a message: the provider verifies signatures
+// against the nonce in its own liqo-nonce Secret.
+type Nonce struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta is informational only; by convention the name is the consumer cluster ID.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the content of the nonce document.
+	Spec NonceSpec `json:"spec"`
+}
+
+// NonceSpec is the content of a Nonce.
+type NonceSpec struct {
+	// ProviderClusterID is the ID of the provider cluster; it must equal the <providerID> of the path.
+	ProviderClusterID authv1beta1.ClusterID `json:"providerClusterID"`
+	// ConsumerClusterID is the ID of the consumer cluster; it must equal the <consumerID> of the path.
+	ConsumerClusterID authv1beta1.ClusterID `json:"consumerClusterID"`
+	// Nonce is the nonce as Liqo prints it: 64 random bytes in standard base64 with padding (an
+	// 88-character ASCII string). The consumer signs this string itself, not the decoded bytes.
+	Nonce string `json:"nonce"`
+}

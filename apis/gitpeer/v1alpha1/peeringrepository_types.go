@@ -1,0 +1,406 @@
+package v1alpha1
+
+import (
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+)
+
+const (
+	// PeeringRepositoryKind is the kind of the PeeringRepository.
+	PeeringRepositoryKind = "PeeringRepository"
+
+	// DefaultBranch is the branch used when spec.branch is empty.
+	DefaultBranch = "main"
+	// DefaultInterval is the interval used when spec.interval is empty.
+	DefaultInterval = time.Minute
+	// DefaultTimeout is the timeout of Git operations used when spec.timeout is empty.
+	DefaultTimeout = 60 * time.Second
+	// DefaultCertificateTTL is the lifetime of the certificates a provider issues when
+	// spec.provider.certificateTTL is empty. It equals the default of kube-controller-manager's
+	// --cluster-signing-duration, which is what the certificates Liqo issues get (Liqo sets no
+	// expirationSeconds on its CSRs).
+	DefaultCertificateTTL = 365 * 24 * time.Hour
+	// MinCertificateTTL is the shortest certificate lifetime Kubernetes accepts in a
+	// CertificateSigningRequest's expirationSeconds.
+	MinCertificateTTL = 10 * time.Minute
+	// DefaultClusterRoleName is the ClusterRole bound to tenants when
+	// spec.provider.clusterRoleName is empty: Liqo's remote control-plane role.
+	DefaultClusterRoleName = authv1beta1.RemoteControlPlaneClusterRole
+	// DefaultReviewBranchTemplate is the review branch template used when
+	// spec.consumer.reviewBranchTemplate is empty.
+	DefaultReviewBranchTemplate = "gitpeer/{{.ProviderID}}/{{.ConsumerID}}"
+	// DefaultAuthorName is the commit author name used when spec.commit.author.name is empty.
+	DefaultAuthorName = "gitpeer"
+	// DefaultAuthorEmail is the commit author email used when spec.commit.author.email is empty.
+	DefaultAuthorEmail = "gitpeer@localhost"
+
+	// Finalizer is the finalizer gitpeer sets on the objects it manages.
+	Finalizer = "gitpeer.io/finalizer"
+	// AcknowledgeRewriteAnnotation, set on a PeeringRepository to the full SHA of the current head
+	// of the branch, acknowledges a rewritten (non fast-forward) history and lets the agent resume
+	// from that commit.
+	AcknowledgeRewriteAnnotation = "gitpeer.io/acknowledge-rewrite"
+)
+
+// Reasons of the PeeringRepository conditions (the condition types are Flux's meta.ReadyCondition,
+// meta.ReconcilingCondition and meta.StalledCondition).
+const (
+	// GitOperationFailedReason signals that a Git operation (fetch, push) failed.
+	GitOperationFailedReason = "GitOperationFailed"
+	// HistoryRewrittenReason signals that the branch was rewritten (not a fast-forward of the last
+	// processed commit); the agent is stalled until AcknowledgeRewriteAnnotation is set.
+	HistoryRewrittenReason = "HistoryRewritten"
+	// CommitVerificationFailedReason signals that a commit the agent must act on is not signed by a
+	// trusted key.
+	CommitVerificationFailedReason = "CommitVerificationFailed"
+	// InvalidDocumentReason signals that a file of the repository was rejected (see the message and
+	// the events for its path and the reason).
+	InvalidDocumentReason = "InvalidDocument"
+	// InvalidSpecReason signals that the PeeringRepository spec cannot be acted upon.
+	InvalidSpecReason = "InvalidSpec"
+)
+
+// PeeringRepositorySpec defines the Git repository used as the channel of the Liqo authentication
+// handshake and the roles this cluster plays in it.
+// +kubebuilder:validation:XValidation:rule="(has(self.provider) && self.provider.enabled) || (has(self.consumer) && has(self.consumer.providers) && size(self.consumer.providers) > 0)",message="enable the provider role or list at least one provider in consumer.providers"
+type PeeringRepositorySpec struct {
+	// URL of the Git repository, an HTTP/S or SSH address.
+	// +kubebuilder:validation:Pattern="^(http|https|ssh)://.*$"
+	// +kubebuilder:validation:MaxLength=2048
+	// +required
+	URL string `json:"url"`
+
+	// Branch is the only branch the agent trusts and acts upon; defaults to main.
+	// +kubebuilder:default=main
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// Path is the directory of the repository that holds the <providerID>/<consumerID>/ folders,
+	// relative to the repository root; defaults to the root.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="path must be relative and must not contain '..'"
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// Interval at which the repository is fetched for changes; defaults to 1m.
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// Timeout of each Git operation (fetch, push); defaults to 60s.
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m))+$"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// SecretRef names a Secret, in the namespace of the PeeringRepository, with the credentials for
+	// the repository, with Flux's key names.
+	// For HTTPS repositories: 'username' and 'password' for basic auth, or 'bearerToken';
+	// optionally 'ca.crt' to trust a private CA.
+	// For SSH repositories: 'identity' (the private key, PEM or OpenSSH format) and 'known_hosts';
+	// optionally 'password' if the private key is encrypted.
+	// The credentials must allow pushing to the branch (and, for consumers, to review branches).
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Suspend stops the agent from acting on this repository; nothing is fetched, pushed, issued
+	// or revoked while it is true.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// ClusterID is the ID of the local cluster, as peers know it: the name of its folder in the
+	// repository and the CN of the certificates it obtains as a consumer. Immutable.
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="clusterID must be at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterID is immutable"
+	// +required
+	ClusterID authv1beta1.ClusterID `json:"clusterID"`
+
+	// Provider configures the provider role: offering this cluster's API server to consumers.
+	// +optional
+	Provider *ProviderSpec `json:"provider,omitempty"`
+
+	// Consumer configures the consumer role: obtaining identities on provider clusters.
+	// +optional
+	Consumer *ConsumerSpec `json:"consumer,omitempty"`
+
+	// Verify requires the commits the agent acts upon to be signed by trusted keys.
+	// +optional
+	Verify *VerifySpec `json:"verify,omitempty"`
+
+	// Commit configures the commits the agent writes.
+	// +optional
+	Commit *CommitSpec `json:"commit,omitempty"`
+}
+
+// ProviderSpec configures the provider role.
+// +kubebuilder:validation:XValidation:rule="!self.enabled || (has(self.apiServer) && self.apiServer != ”)",message="apiServer is required when the provider role is enabled"
+type ProviderSpec struct {
+	// Enabled turns the provider role on: the agent answers requests under <path>/<clusterID>/,
+	// issues nonces, verifies merged Tenants and issues Identities.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// APIServer is the URL of this cluster's API server as consumers reach it; it is written to
+	// Identity.spec.authParams.apiServer.
+	// +kubebuilder:validation:Pattern="^https://.*$"
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	APIServer string `json:"apiServer,omitempty"`
+
+	// CASecretRef names a Secret with a 'ca.crt' key holding the PEM CA bundle consumers must trust
+	// for APIServer, written to Identity.spec.authParams.ca. Defaults to the cluster's own CA (the
+	// one in the agent's in-cluster configuration), which is right unless the API server is
+	// reached through a proxy or load balancer with another certificate.
+	// +optional
+	CASecretRef *meta.LocalObjectReference `json:"caSecretRef,omitempty"`
+
+	// CertificateTTL is the lifetime of the client certificates issued to consumers (the CSR's
+	// expirationSeconds); they are renewed when 2/3 of it has passed. Defaults to 8760h (one
+	// year, what Liqo's certificates get); at least 10m.
+	// +kubebuilder:default="8760h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="certificateTTL must be at least 10m"
+	// +optional
+	CertificateTTL *metav1.Duration `json:"certificateTTL,omitempty"`
+
+	// ClusterRoleName is the ClusterRole bound, in its tenant namespace, to each consumer's user.
+	// Defaults to Liqo's liqo-remote-controlplane; gitpeer creates it with Liqo's rules if it
+	// does not exist.
+	// +kubebuilder:default=liqo-remote-controlplane
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClusterRoleName string `json:"clusterRoleName,omitempty"`
+
+	// DeleteNamespaceOnRevoke deletes the consumer's tenant namespace, and everything in it, when
+	// the consumer is revoked. By default the namespace is kept and only the Tenant, the
+	// RoleBindings and the nonce are removed.
+	// +optional
+	DeleteNamespaceOnRevoke bool `json:"deleteNamespaceOnRevoke,omitempty"`
+}
+
+// ConsumerSpec configures the consumer role.
+type ConsumerSpec struct {
+	// Providers are the IDs of the provider clusters this cluster wants an identity on.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.all(p, size(p) <= 63)",message="provider IDs must be at most 63 characters"
+	// +optional
+	Providers []authv1beta1.ClusterID `json:"providers,omitempty"`
+
+	// ReviewBranchTemplate is the Go text/template of the branch a Tenant is pushed to for review,
+	// with the fields .ProviderID and .ConsumerID; defaults to gitpeer/{{.ProviderID}}/{{.ConsumerID}}.
+	// Ignored when Direct is true.
+	// +kubebuilder:default="gitpeer/{{.ProviderID}}/{{.ConsumerID}}"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	ReviewBranchTemplate string `json:"reviewBranchTemplate,omitempty"`
+
+	// Direct commits tenant.yaml straight to the branch instead of a review branch, for
+	// repositories where the push itself is the approval.
+	// +optional
+	Direct bool `json:"direct,omitempty"`
+}
+
+// VerificationMode selects the commits whose signature is verified.
+// +kubebuilder:validation:Enum=HEAD;Relevant;All
+type VerificationMode string
+
+const (
+	// VerifyHEAD verifies the signature of the head commit of the branch only.
+	VerifyHEAD VerificationMode = "HEAD"
+	// VerifyRelevant verifies every new commit (since the last processed one) that changes a file
+	// the agent acts upon: under <path>/<clusterID>/ for the provider role, and under
+	// <path>/<providerID>/<clusterID>/ for each wanted provider for the consumer role.
+	VerifyRelevant VerificationMode = "Relevant"
+	// VerifyAll verifies every new commit (since the last processed one) of the branch.
+	VerifyAll VerificationMode = "All"
+)
+
+// VerifySpec configures the verification of commit signatures.
+type VerifySpec struct {
+	// Mode selects the commits that must be signed by a trusted key; defaults to Relevant.
+	// +kubebuilder:default=Relevant
+	// +optional
+	Mode VerificationMode `json:"mode,omitempty"`
+
+	// SecretRef names a Secret with the public keys of the trusted signers, with Flux's key
+	// conventions: OpenPGP public keys (ASCII-armored) under keys ending in '.asc', SSH public
+	// keys (authorized_keys format) under keys ending in '.sshpub'.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
+// CommitSpec configures the commits the agent writes.
+type CommitSpec struct {
+	// Author of the commits; defaults to gitpeer <gitpeer@localhost>.
+	// +optional
+	Author *CommitAuthor `json:"author,omitempty"`
+
+	// SigningKey signs the commits the agent writes.
+	// +optional
+	SigningKey *SigningKey `json:"signingKey,omitempty"`
+}
+
+// CommitAuthor is the author of the agent's commits.
+type CommitAuthor struct {
+	// Name of the author.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Email of the author.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Email string `json:"email,omitempty"`
+}
+
+// SigningKey references the private key that signs the agent's commits.
+type SigningKey struct {
+	// SecretRef names a Secret with the private key: an ASCII-armored OpenPGP private key under
+	// 'git.asc' with an optional 'passphrase' (Flux's convention), or an SSH private key under
+	// 'identity' with an optional 'password'.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
+// PeeringRole is the role of the local cluster in a peering.
+// +kubebuilder:validation:Enum=Provider;Consumer
+type PeeringRole string
+
+const (
+	// ProviderRole: the local cluster is the provider and the peer is a consumer.
+	ProviderRole PeeringRole = "Provider"
+	// ConsumerRole: the local cluster is the consumer and the peer is a provider.
+	ConsumerRole PeeringRole = "Consumer"
+)
+
+// PeeringPhase is the phase of a peering, as seen by the local cluster.
+// +kubebuilder:validation:Enum=Requested;NonceIssued;AwaitingApproval;Issued;Ready;Cordoned;Drained;Revoked;Failed
+type PeeringPhase string
+
+const (
+	// PhaseRequested: the consumer committed request.yaml and waits for a nonce (consumer), or the
+	// provider saw request.yaml and has not issued the nonce yet (provider).
+	PhaseRequested PeeringPhase = "Requested"
+	// PhaseNonceIssued: the provider committed nonce.yaml and waits for a merged tenant.yaml.
+	PhaseNonceIssued PeeringPhase = "NonceIssued"
+	// PhaseAwaitingApproval: the consumer pushed tenant.yaml (to the review branch, or to the
+	// branch in direct mode) and waits for identity.yaml.
+	PhaseAwaitingApproval PeeringPhase = "AwaitingApproval"
+	// PhaseIssued: the provider verified the Tenant, bound RBAC and committed identity.yaml.
+	PhaseIssued PeeringPhase = "Issued"
+	// PhaseReady: the consumer verified identity.yaml, wrote the kubeconfig Secret and proved it
+	// authenticates to the provider.
+	PhaseReady PeeringPhase = "Ready"
+	// PhaseCordoned: the provider honours spec.tenantCondition Cordoned.
+	PhaseCordoned PeeringPhase = "Cordoned"
+	// PhaseDrained: the provider honours spec.tenantCondition Drained (RBAC removed).
+	PhaseDrained PeeringPhase = "Drained"
+	// PhaseRevoked: tenant.yaml (provider) or identity.yaml (consumer) was removed and the
+	// peering's objects were deleted.
+	PhaseRevoked PeeringPhase = "Revoked"
+	// PhaseFailed: the last input of the peering was rejected; Message says which file and why.
+	PhaseFailed PeeringPhase = "Failed"
+)
+
+// PeeringStatus is the state of one peering of the local cluster.
+type PeeringStatus struct {
+	// PeerID is the ID of the peer cluster.
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="peerID must be at most 63 characters"
+	// +required
+	PeerID authv1beta1.ClusterID `json:"peerID"`
+
+	// Role is the role of the local cluster in this peering.
+	// +required
+	Role PeeringRole `json:"role"`
+
+	// Phase is the phase of the peering.
+	// +required
+	Phase PeeringPhase `json:"phase"`
+
+	// Since is when the peering entered Phase.
+	// +required
+	Since metav1.Time `json:"since"`
+
+	// Message is a human-readable detail of Phase, for example the path and reason of a rejected file.
+	// +kubebuilder:validation:MaxLength=32768
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// PeeringRepositoryStatus is the observed state of a PeeringRepository.
+type PeeringRepositoryStatus struct {
+	// ObservedGeneration is the last generation of the spec the agent acted upon.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are the conditions of the PeeringRepository: Ready, Reconciling and Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastProcessedCommit is the full SHA of the last commit of the branch the agent has acted upon.
+	// +optional
+	LastProcessedCommit string `json:"lastProcessedCommit,omitempty"`
+
+	// Peerings has one entry per peering of the local cluster, in either role.
+	// +listType=map
+	// +listMapKey=peerID
+	// +listMapKey=role
+	// +optional
+	Peerings []PeeringStatus `json:"peerings,omitempty"`
+
+	meta.ReconcileRequestStatus `json:",inline"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=peerrepo,categories=gitpeer
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterID`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Branch",type=string,JSONPath=`.spec.branch`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.lastProcessedCommit`,priority=1
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PeeringRepository configures a gitpeer agent: the Git repository it uses as the channel of the
+// Liqo authentication handshake, the local cluster ID, and the provider and consumer roles.
+type PeeringRepository struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the PeeringRepository.
+	Spec PeeringRepositorySpec `json:"spec,omitempty"`
+	// Status is the observed state of the PeeringRepository.
+	// +kubebuilder:default={"observedGeneration":-1}
+	Status PeeringRepositoryStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// PeeringRepositoryList contains a list of PeeringRepository.
+type PeeringRepositoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the PeeringRepositories of the list.
+	Items []PeeringRepository `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PeeringRepository{}, &PeeringRepositoryList{})
+}
