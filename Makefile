@@ -34,7 +34,8 @@ test: tools
 
 # Regenerates the deepcopy functions in apis/ and the CRDs in config/crd/bases with controller-gen,
 # pinned by the tools module test/codegen (so gitpeer itself never depends on controller-tools).
-CONTROLLER_GEN := $(CURDIR)/.cache/tools/controller-gen-$(shell awk '$$1=="sigs.k8s.io/controller-tools" {print $$2; exit}' test/codegen/go.mod)
+# Built into .cache/codegen, not .cache/tools, whose single entry the control-plane harness finds.
+CONTROLLER_GEN := $(CURDIR)/.cache/codegen/controller-gen-$(shell awk '$$1=="sigs.k8s.io/controller-tools" {print $$2; exit}' test/codegen/go.mod)
 .PHONY: generate
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./apis/...
