@@ -100,7 +100,7 @@ func keyFromSecret(secret *corev1.Secret, alg KeyAlgorithm) (crypto.Signer, erro
 		return nil, newError(RuleKeySecret, nil, "%s: %q is not the public key of %q", where, PublicKeyField, PrivateKeyField)
 	}
 	if got, _ := AlgorithmOf(pub); got != alg {
-		return nil, newError(RuleKeySecret, nil, "%s holds a %s key, not %s; delete the Secret to replace the key",
+		return nil, newError(RuleKeySecret, nil, "%s holds an %s key, not %s; delete the Secret to replace the key",
 			where, describeKey(pub), alg)
 	}
 	return key, nil
