@@ -45,6 +45,7 @@ func TestAuthFailuresAreTyped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.open(tc.url, tc.auth)
 			_, err := r.Poll(ctx(t))
+			t.Log(err)
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("poll: %v, want %v containing %q", err, tc.want, tc.msg)
 			}
