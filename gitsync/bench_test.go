@@ -1,0 +1,306 @@
+package gitsync_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/test/gitserver"
+)
+
+// The benchmark repository: providers × consumers peering directories, each
+// with request, nonce, tenant and identity files.
+const (
+	benchProviders = 100
+	benchConsumers = 100
+	childEnv       = "GITSYNC_BENCH_CHILD"
+)
+
+var peeringFiles = []string{"request.yaml", "nonce.yaml", "tenant.yaml", "identity.yaml"}
+
+// benchRepo is a server holding the 10,000-directory repository, built once
+// per test process with git fast-import and removed when the process ends.
+type benchRepo struct {
+	dir    string
+	srv    *gitserver.Server
+	repo   gitserver.Repo
+	cliURL string
+	serial int
+}
+
+var (
+	benchOnce sync.Once
+	bench     *benchRepo
+	benchErr  error
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runMemoryChild())
+	}
+	code := m.Run()
+	if bench != nil {
+		bench.srv.Stop()
+		os.RemoveAll(bench.dir)
+	}
+	os.Exit(code)
+}
+
+func getBench(b *testing.B) *benchRepo {
+	benchOnce.Do(func() { bench, benchErr = newBenchRepo() })
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return bench
+}
+
+func newBenchRepo() (*benchRepo, error) {
+	dir, err := os.MkdirTemp("", "gitsync-bench-")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := gitserver.New(dir)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := srv.NewRepo("peers")
+	if err != nil {
+		return nil, err
+	}
+	br := &benchRepo{dir: dir, srv: srv, repo: repo, cliURL: srv.HTTPURLWithCredentials(repo)}
+	var in bytes.Buffer
+	in.WriteString("commit refs/heads/main\ncommitter gen <gen@example.com> 1700000000 +0000\ndata 5\nseed\n")
+	for p := range benchProviders {
+		for c := range benchConsumers {
+			for _, name := range peeringFiles {
+				body := peeringDoc(p, c, name, 0)
+				fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", peeringPath(p, c, name), len(body), body)
+			}
+		}
+	}
+	return br, fastImport(repo.Dir, &in)
+}
+
+func peeringPath(p, c int, name string) string {
+	return fmt.Sprintf("provider-%03d/consumer-%03d/%s", p, c, name)
+}
+
+func peeringDoc(p, c int, name string, serial int) string {
+	return fmt.Sprintf("apiVersion: gitpeer.io/v1alpha1\nkind: %s\nspec:\n  providerClusterID: provider-%03d\n  consumerClusterID: consumer-%03d\n  serial: %d\n  nonce: %s\n",
+		strings.TrimSuffix(name, ".yaml"), p, c, serial, strings.Repeat(fmt.Sprintf("%03d%03d", p, c), 14))
+}
+
+func fastImport(dir string, in *bytes.Buffer) error {
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = dir
+	cmd.Stdin = in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("fast-import: %v: %s", err, out)
+	}
+	return nil
+}
+
+// change pushes (server side) one commit modifying one nonce file and
+// returns its path relative to the repository root.
+func (br *benchRepo) change(b *testing.B) string {
+	br.serial++
+	p, c := br.serial%benchProviders, (br.serial/benchProviders)%benchConsumers
+	path := peeringPath(p, c, "nonce.yaml")
+	body := peeringDoc(p, c, "nonce.yaml", br.serial)
+	head := git(b, br.repo.Dir, "rev-parse", "main")
+	var in bytes.Buffer
+	fmt.Fprintf(&in, "commit refs/heads/main\ncommitter gen <gen@example.com> 1700000000 +0000\ndata 6\nchange\nfrom %s\nM 100644 inline %s\ndata %d\n%s\n",
+		head, path, len(body), body)
+	if err := fastImport(br.repo.Dir, &in); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func (br *benchRepo) agent(b *testing.B, dir string) *gitsync.Repo {
+	r, err := gitsync.Open(gitsync.Config{URL: br.repo.HTTPURL, Dir: dir,
+		Auth: &gitsync.Auth{Username: br.srv.Username, Password: br.srv.Password}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// cliClone makes a bare clone with the git CLI, as an agent built on it would keep.
+func (br *benchRepo) cliClone(b *testing.B, dir string) {
+	git(b, "", "clone", "--quiet", "--bare", "--single-branch", "--branch", "main", br.cliURL, dir)
+}
+
+func BenchmarkNoChangePoll(b *testing.B) {
+	br := getBench(b)
+	b.Run("gitsync", func(b *testing.B) {
+		agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
+		mustPoll(b, agent)
+		b.ResetTimer()
+		for b.Loop() {
+			mustPoll(b, agent)
+		}
+	})
+	b.Run("git-cli", func(b *testing.B) {
+		dir := filepath.Join(b.TempDir(), "clone")
+		br.cliClone(b, dir)
+		b.ResetTimer()
+		for b.Loop() {
+			git(b, dir, "fetch", "--quiet", "origin", "+refs/heads/main:refs/heads/main")
+		}
+	})
+}
+
+func BenchmarkIncrementalSync(b *testing.B) {
+	br := getBench(b)
+	b.Run("gitsync", func(b *testing.B) {
+		agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
+		last := mustPoll(b, agent)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			path := br.change(b)
+			b.StartTimer()
+			head := mustPoll(b, agent)
+			cs, err := agent.Changes(last, head)
+			if err != nil || len(cs.Changes) != 1 || cs.Changes[0].Path != path {
+				b.Fatalf("changes %+v %v", cs, err)
+			}
+			if _, err := agent.ReadFile(head, path); err != nil {
+				b.Fatal(err)
+			}
+			last = head
+		}
+	})
+	b.Run("git-cli", func(b *testing.B) {
+		dir := filepath.Join(b.TempDir(), "clone")
+		br.cliClone(b, dir)
+		last := git(b, dir, "rev-parse", "main")
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			path := br.change(b)
+			b.StartTimer()
+			git(b, dir, "fetch", "--quiet", "origin", "+refs/heads/main:refs/heads/main")
+			head := git(b, dir, "rev-parse", "main")
+			if got := git(b, dir, "diff-tree", "-r", "--name-status", last, head); got != "M\t"+path {
+				b.Fatalf("diff %q", got)
+			}
+			git(b, dir, "cat-file", "blob", head+":"+path)
+			last = head
+		}
+	})
+}
+
+func BenchmarkInitialClone(b *testing.B) {
+	br := getBench(b)
+	b.Run("gitsync", func(b *testing.B) {
+		for b.Loop() {
+			mustPoll(b, br.agent(b, filepath.Join(b.TempDir(), "clone")))
+		}
+	})
+	b.Run("git-cli", func(b *testing.B) {
+		for b.Loop() {
+			br.cliClone(b, filepath.Join(b.TempDir(), "clone"))
+		}
+	})
+}
+
+func BenchmarkFullListing(b *testing.B) {
+	br := getBench(b)
+	b.Run("gitsync", func(b *testing.B) {
+		agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
+		head := mustPoll(b, agent)
+		b.ResetTimer()
+		for b.Loop() {
+			if l, err := agent.List(head); err != nil || len(l.Files) < benchProviders*benchConsumers*len(peeringFiles) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("git-cli", func(b *testing.B) {
+		dir := filepath.Join(b.TempDir(), "clone")
+		br.cliClone(b, dir)
+		b.ResetTimer()
+		for b.Loop() {
+			git(b, dir, "ls-tree", "-r", "main")
+		}
+	})
+}
+
+// BenchmarkPeakMemory reports the peak RSS of a fresh agent process that
+// clones the 10,000-directory repository, lists it and reads every request,
+// next to `git clone --bare` followed by `git ls-tree -r`.
+func BenchmarkPeakMemory(b *testing.B) {
+	br := getBench(b)
+	b.Run("gitsync", func(b *testing.B) {
+		var peak int64
+		for b.Loop() {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=1", "BENCH_URL="+br.repo.HTTPURL, "BENCH_DIR="+filepath.Join(b.TempDir(), "clone"),
+				"BENCH_USER="+br.srv.Username, "BENCH_PASS="+br.srv.Password)
+			peak = max(peak, runForRSS(b, cmd))
+		}
+		b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
+	})
+	b.Run("git-cli", func(b *testing.B) {
+		var peak int64
+		for b.Loop() {
+			dir := filepath.Join(b.TempDir(), "clone")
+			peak = max(peak, runForRSS(b, exec.Command("git", "clone", "--quiet", "--bare", "--single-branch", "--branch", "main", br.cliURL, dir)))
+			peak = max(peak, runForRSS(b, exec.Command("git", "-C", dir, "ls-tree", "-r", "main")))
+		}
+		b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
+	})
+}
+
+// runForRSS runs cmd and returns its peak RSS in KiB (including the children it waited for).
+func runForRSS(b *testing.B, cmd *exec.Cmd) int64 {
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s: %v: %s", cmd, err, out)
+	}
+	return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+}
+
+// runMemoryChild is the agent process of BenchmarkPeakMemory.
+func runMemoryChild() int {
+	r, err := gitsync.Open(gitsync.Config{URL: os.Getenv("BENCH_URL"), Dir: os.Getenv("BENCH_DIR"),
+		Auth: &gitsync.Auth{Username: os.Getenv("BENCH_USER"), Password: os.Getenv("BENCH_PASS")}})
+	if err == nil {
+		err = cloneAndReadRequests(r)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func cloneAndReadRequests(r *gitsync.Repo) error {
+	head, err := r.Poll(context.Background())
+	if err != nil {
+		return err
+	}
+	cs, err := r.Changes(plumbing.ZeroHash, head)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs.Changes {
+		if strings.HasSuffix(c.Path, "/request.yaml") {
+			if _, err := r.ReadFile(head, c.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
