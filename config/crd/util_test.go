@@ -1,6 +1,8 @@
 package crd_test
 
 import (
+	"github.com/fluxcd/pkg/apis/meta"
+
 	"sort"
 	"strings"
 )
@@ -12,3 +14,5 @@ func sorted(s []string) []string {
 }
 
 func splitDots(s string) []string { return strings.Split(s, ".") }
+
+func metaRef(name string) meta.LocalObjectReference { return meta.LocalObjectReference{Name: name} }

@@ -19,7 +19,7 @@ func (in *PeeringRepository) SetConditions(conditions []metav1.Condition) {
 
 // GetRequeueAfter returns the interval after which the repository is fetched again.
 func (in *PeeringRepository) GetRequeueAfter() time.Duration {
-	if in.Spec.Interval.Duration <= 0 {
+	if in.Spec.Interval == nil || in.Spec.Interval.Duration <= 0 {
 		return DefaultInterval
 	}
 	return in.Spec.Interval.Duration

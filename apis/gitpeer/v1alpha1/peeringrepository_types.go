@@ -93,7 +93,7 @@ type PeeringRepositorySpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +optional
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Timeout of each Git operation (fetch, push); defaults to 60s.
 	// +kubebuilder:default="60s"
@@ -142,7 +142,7 @@ type PeeringRepositorySpec struct {
 }
 
 // ProviderSpec configures the provider role.
-// +kubebuilder:validation:XValidation:rule="!self.enabled || (has(self.apiServer) && self.apiServer != ”)",message="apiServer is required when the provider role is enabled"
+// +kubebuilder:validation:XValidation:rule="!self.enabled || (has(self.apiServer) && size(self.apiServer) > 0)",message="apiServer is required when the provider role is enabled"
 type ProviderSpec struct {
 	// Enabled turns the provider role on: the agent answers requests under <path>/<clusterID>/,
 	// issues nonces, verifies merged Tenants and issues Identities.
