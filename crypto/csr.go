@@ -60,19 +60,21 @@ func ValidateCSR(csrPEM []byte, clusterID string, tenantKey crypto.PublicKey) (*
 	if err := csr.CheckSignature(); err != nil {
 		return nil, newError(RuleCSRFormat, err, "CSR self-signature is invalid")
 	}
-	for _, check := range []func(*x509.CertificateRequest, string, crypto.PublicKey) error{
-		checkCSRSubject, checkCSRExtensions, checkCSRKey,
-	} {
-		if err := check(csr, clusterID, tenantKey); err != nil {
-			return nil, err
-		}
+	if err := checkCSRSubject(csr, clusterID); err != nil {
+		return nil, err
+	}
+	if err := checkCSRExtensions(csr); err != nil {
+		return nil, err
+	}
+	if err := checkCSRKey(csr, tenantKey); err != nil {
+		return nil, err
 	}
 	return csr, nil
 }
 
 // checkCSRSubject requires the subject to be exactly one CN equal to
 // clusterID and the organization [liqo.io], in whatever RDN layout.
-func checkCSRSubject(csr *x509.CertificateRequest, clusterID string, _ crypto.PublicKey) error {
+func checkCSRSubject(csr *x509.CertificateRequest, clusterID string) error {
 	var commonNames []string
 	for _, attr := range csr.Subject.Names {
 		value, isString := attr.Value.(string)
@@ -99,7 +101,7 @@ func checkCSRSubject(csr *x509.CertificateRequest, clusterID string, _ crypto.Pu
 
 // checkCSRExtensions rejects requested extensions (SANs among them) and any
 // other CSR attribute, including those the x509 parser skips.
-func checkCSRExtensions(csr *x509.CertificateRequest, _ string, _ crypto.PublicKey) error {
+func checkCSRExtensions(csr *x509.CertificateRequest) error {
 	if len(csr.Extensions) > 0 {
 		oids := make([]string, len(csr.Extensions))
 		for i, ext := range csr.Extensions {
@@ -122,7 +124,7 @@ func checkCSRExtensions(csr *x509.CertificateRequest, _ string, _ crypto.PublicK
 }
 
 // checkCSRKey requires an allowed key type equal to the Tenant's key.
-func checkCSRKey(csr *x509.CertificateRequest, _ string, tenantKey crypto.PublicKey) error {
+func checkCSRKey(csr *x509.CertificateRequest, tenantKey crypto.PublicKey) error {
 	if err := checkPublicKey(csr.PublicKey, RuleCSRKey); err != nil {
 		return err
 	}

@@ -29,10 +29,15 @@ const (
 // with RuleKeySecret, to be fixed by a person. Use a client that reads from
 // the API server, not from a cache, so a fresh Secret is seen.
 func LoadOrCreateKey(ctx context.Context, c client.Client, namespace string, alg KeyAlgorithm) (crypto.Signer, error) {
+	name := client.ObjectKey{Namespace: namespace, Name: KeySecretName}
 	var secret corev1.Secret
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: KeySecretName}, &secret)
+	err := c.Get(ctx, name, &secret)
 	if apierrors.IsNotFound(err) {
-		return createKeySecret(ctx, c, namespace, alg)
+		created, createErr := createKeySecret(ctx, c, namespace, alg)
+		if !apierrors.IsAlreadyExists(createErr) {
+			return created, createErr
+		}
+		err = c.Get(ctx, name, &secret)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot get Secret %s/%s: %w", namespace, KeySecretName, err)
@@ -40,8 +45,8 @@ func LoadOrCreateKey(ctx context.Context, c client.Client, namespace string, alg
 	return keyFromSecret(&secret, alg)
 }
 
-// createKeySecret generates a key and stores it in a new Secret, falling
-// back to the stored key when the Secret appeared meanwhile.
+// createKeySecret generates a key of algorithm alg and stores it in a new
+// Secret. An AlreadyExists error means another writer was first.
 func createKeySecret(ctx context.Context, c client.Client, namespace string, alg KeyAlgorithm) (crypto.Signer, error) {
 	key, err := GenerateKey(alg)
 	if err != nil {
@@ -51,11 +56,7 @@ func createKeySecret(ctx context.Context, c client.Client, namespace string, alg
 	if err != nil {
 		return nil, err
 	}
-	err = c.Create(ctx, secret)
-	if apierrors.IsAlreadyExists(err) {
-		return LoadOrCreateKey(ctx, c, namespace, alg)
-	}
-	if err != nil {
+	if err := c.Create(ctx, secret); err != nil {
 		return nil, fmt.Errorf("cannot create Secret %s/%s: %w", namespace, KeySecretName, err)
 	}
 	return key, nil

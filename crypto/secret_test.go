@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gitpeer/gitpeer/test/controlplane"
 )
@@ -59,14 +60,14 @@ func TestKeyFromSecretRejects(t *testing.T) {
 	}
 }
 
-// TestAgainstControlPlane runs the key Secret logic against a
-// real kube-apiserver.
+// TestAgainstControlPlane runs the key Secret logic, and the CSR path, against
+// a real etcd + kube-apiserver + kube-controller-manager.
 func TestAgainstControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
 	cp := controlplane.Start(t)
-	c, err := client.New(cp.Config, client.Options{})
+	c, err := client.NewWithWatch(cp.Config, client.Options{})
 	requireNoError(t, err)
 	ctx := context.Background()
 	newNamespace := func(t *testing.T) string {
@@ -161,6 +162,24 @@ func TestAgainstControlPlane(t *testing.T) {
 			if !samePublicKey(keys[i].Public(), keys[0].Public()) {
 				t.Fatal("concurrent callers got different keys")
 			}
+		}
+	})
+
+	t.Run("creation race lost to another writer", func(t *testing.T) {
+		ns := newNamespace(t)
+		winner := newEd25519(t)
+		racing := interceptor.NewClient(c, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				other, err := keySecret(ns, winner)
+				requireNoError(t, err)
+				requireNoError(t, c.Create(ctx, other))
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+		loaded, err := LoadOrCreateKey(ctx, racing, ns, Ed25519)
+		requireNoError(t, err)
+		if !samePublicKey(loaded.Public(), winner.Public()) {
+			t.Fatal("the loser's key was returned instead of the stored one")
 		}
 	})
 
