@@ -1,6 +1,8 @@
 package documents
 
 import (
+	"path"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -79,4 +81,10 @@ type NonceSpec struct {
 	// Nonce is the nonce as Liqo prints it: 64 random bytes in standard base64 with padding (an
 	// 88-character ASCII string). The consumer signs this string itself, not the decoded bytes.
 	Nonce string `json:"nonce"`
+}
+
+// Dir returns the directory of the peering between providerID and consumerID in a repository
+// whose spec.path is root ("" or "." for the repository root), as a slash-separated path.
+func Dir(root string, providerID, consumerID authv1beta1.ClusterID) string {
+	return path.Join(root, string(providerID), string(consumerID))
 }
