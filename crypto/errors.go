@@ -25,7 +25,7 @@ const (
 	RuleCertificateKey      Rule = "CertificateKey"      // a certificate is not for the expected key
 	RuleCertificateValidity Rule = "CertificateValidity" // a certificate is outside its validity window
 	RuleCertificateUsage    Rule = "CertificateUsage"    // a certificate lacks client-auth extended key usage
-	RuleCertificateChain    Rule = "CertificateChain"    // a certificate does not chain to the given CA
+	RuleCertificateChain    Rule = "CertificateChain"    // a certificate does not chain to the given CA, or that CA is not a CA
 )
 
 // Error reports an artifact that breaks one of the package's rules.
