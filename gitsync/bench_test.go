@@ -133,6 +133,7 @@ func (br *benchRepo) agent(b *testing.B, dir string) *gitsync.Repo {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = r.Close() })
 	return r
 }
 
@@ -278,6 +279,7 @@ func runMemoryChild() int {
 		Auth: &gitsync.Auth{Username: os.Getenv("BENCH_USER"), Password: os.Getenv("BENCH_PASS")}})
 	if err == nil {
 		err = cloneAndReadRequests(r)
+		_ = r.Close()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -56,6 +56,7 @@ func (f *fixture) open(url string, auth *gitsync.Auth, mod ...func(*gitsync.Conf
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.t.Cleanup(func() { _ = r.Close() })
 	return r
 }
 

@@ -111,7 +111,7 @@ func (r *Repo) rootTree(commit plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitsync: commit %s: %w", commit, err)
 	}
-	t, err := c.Tree()
+	t, err := r.trees.get(c.TreeHash)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (r *Repo) subtree(e *object.TreeEntry) (*object.Tree, error) {
 	if e.Mode != filemode.Dir {
 		return nil, nil
 	}
-	return object.GetTree(r.storage, e.Hash)
+	return r.trees.get(e.Hash)
 }
 
 // findEntry looks name up in t by exact match (no path interpretation).

@@ -93,6 +93,7 @@ func TestPollCostAndPersistence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = r.Close() })
 		return r
 	}
 	agent := open()
@@ -106,6 +107,9 @@ func TestPollCostAndPersistence(t *testing.T) {
 	}
 
 	// A restarted agent reuses its clone: still no download.
+	if err := agent.Close(); err != nil {
+		t.Fatal(err)
+	}
 	agent = open()
 	if mustPoll(t, agent) != h1 || c.downloads.Load() != 1 {
 		t.Fatalf("restart re-downloaded: %d", c.downloads.Load())

@@ -35,16 +35,13 @@ func isRegular(m filemode.FileMode) bool {
 type visit func(path string, from, to plumbing.Hash)
 
 // treeDiff compares two trees (either may be nil) recursively, skipping
-// identical subtrees by hash. Entries with unsafe names, and non-regular
+// identical subtrees by hash. It visits each tree once, so it bypasses the
+// tree cache. Entries with unsafe names, and non-regular
 // entries on the "to" side, are reported in skipped and treated as absent.
 type treeDiff struct {
 	storer  storer.EncodedObjectStorer
 	visit   visit
 	skipped []*FileError
-}
-
-func (d *treeDiff) tree(h plumbing.Hash) (*object.Tree, error) {
-	return object.GetTree(d.storer, h)
 }
 
 func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
@@ -84,12 +81,12 @@ func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
 // subtrees loads the directory entries among ea and eb.
 func (d *treeDiff) subtrees(ea, eb *object.TreeEntry) (a, b *object.Tree, err error) {
 	if ea != nil && ea.Mode == filemode.Dir {
-		if a, err = d.tree(ea.Hash); err != nil {
+		if a, err = object.GetTree(d.storer, ea.Hash); err != nil {
 			return nil, nil, err
 		}
 	}
 	if eb != nil && eb.Mode == filemode.Dir {
-		if b, err = d.tree(eb.Hash); err != nil {
+		if b, err = object.GetTree(d.storer, eb.Hash); err != nil {
 			return nil, nil, err
 		}
 	}
