@@ -1,0 +1,312 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
+)
+
+// consume runs the consumer side of one peering directory <provider>/<me>.
+func (s *session) consume(ctx context.Context, pe *layout.Peering) outcome {
+	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Provider))
+	switch {
+	case pe.Identity != nil:
+		return s.applyIdentity(ctx, pe, ns)
+	case pe.Request == nil:
+		return s.request(ctx, pe)
+	}
+	if o, revoked := s.dropIdentity(ctx, pe, ns); revoked {
+		return o
+	}
+	if pe.Nonce == nil {
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for the provider's nonce"}
+	}
+	return s.proposeTenant(ctx, pe, ns)
+}
+
+// request commits request.yaml with the cluster's public key. Requests grant
+// nothing, so they go straight to the branch.
+func (s *session) request(ctx context.Context, pe *layout.Peering) outcome {
+	pub, err := crypto.MarshalPublicKeyPEM(s.key.Public())
+	if err != nil {
+		return outcome{err: err}
+	}
+	doc, err := marshalDocument(&documents.PeeringRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: documents.APIVersion, Kind: documents.PeeringRequestKind},
+		Spec: documents.PeeringRequestSpec{
+			ConsumerClusterID: authv1beta1.ClusterID(pe.Consumer), ProviderClusterID: authv1beta1.ClusterID(pe.Provider), PublicKey: pub,
+		},
+	})
+	if err != nil {
+		return outcome{err: err}
+	}
+	if err := s.write(ctx, gitsync.Message{
+		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
+		Action:  "request", Provider: pe.Provider, Consumer: pe.Consumer,
+	}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Request}.String(), doc)); err != nil {
+		return outcome{err: err}
+	}
+	s.r.event(s.obj, corev1.EventTypeNormal, ReasonRequested, "requested peering with provider %s", pe.Provider)
+	return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for the provider's nonce"}
+}
+
+// proposeTenant signs the provider's nonce, builds the CSR and pushes
+// tenant.yaml for review (or to the branch in direct mode), once per nonce.
+func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns string) outcome {
+	nonce := pe.Nonce.Spec.Nonce
+	branch, err := s.reviewBranch(pe)
+	if err != nil {
+		return outcome{err: err}
+	}
+	where := "branch " + branch
+	if branch == "" {
+		where = "the branch (direct mode)"
+	}
+	signature, err := crypto.SignNonce(s.key, nonce)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if pe.Tenant != nil && bytes.Equal(pe.Tenant.Spec.Signature, signature) {
+		return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml merged; waiting for identity.yaml"}
+	}
+	// The signed-nonce Secret is written after the push: if it holds this nonce, the Tenant was proposed.
+	proposed := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}, proposed); err == nil &&
+		string(proposed.Data[authv1beta1.NonceSecretField]) == nonce {
+		return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
+	}
+	csr, err := crypto.BuildCSR(s.key, pe.Consumer)
+	if err != nil {
+		return outcome{err: err}
+	}
+	pub, err := crypto.MarshalPublicKeyPEM(s.key.Public())
+	if err != nil {
+		return outcome{err: err}
+	}
+	policy := authv1beta1.KeysExchange
+	doc, err := marshalDocument(&authv1beta1.Tenant{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.TenantKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pe.Consumer, Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer)),
+			Labels: map[string]string{authv1beta1.RemoteClusterIDLabel: pe.Consumer},
+		},
+		Spec: authv1beta1.TenantSpec{
+			ClusterID: authv1beta1.ClusterID(pe.Consumer), AuthzPolicy: &policy, PublicKey: pub, CSR: csr,
+			Signature: signature, TenantCondition: authv1beta1.TenantConditionActive,
+		},
+	})
+	if err != nil {
+		return outcome{err: err}
+	}
+	msg := gitsync.Message{
+		Subject: fmt.Sprintf("Propose Tenant of %s for %s", pe.Consumer, pe.Provider),
+		Body:    "Merging this change approves the peering: the provider's agent then verifies the Tenant and issues an identity.",
+		Action:  "propose-tenant", Provider: pe.Provider, Consumer: pe.Consumer,
+	}
+	change := gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Tenant}.String(), doc)
+	if branch == "" {
+		err = s.write(ctx, msg, change)
+	} else {
+		_, err = observeGit("write", func() (plumbing.Hash, error) {
+			res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
+			return res.Commit, err
+		})
+	}
+	if err != nil {
+		return outcome{err: err}
+	}
+	if err := s.ensureTenantNamespace(ctx, pe.Provider, ns); err != nil {
+		return outcome{err: err}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Provider)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
+		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce), authv1beta1.SignedNonceSecretField: signature}
+		return nil
+	}); err != nil {
+		return outcome{err: err}
+	}
+	s.r.event(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, "tenant.yaml for provider %s pushed to %s", pe.Provider, where)
+	return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
+}
+
+// reviewBranch renders the review-branch template; "" in direct mode.
+func (s *session) reviewBranch(pe *layout.Peering) (string, error) {
+	if s.obj.Spec.Consumer.Direct {
+		return "", nil
+	}
+	tmpl, err := template.New("branch").Option("missingkey=error").Parse(s.obj.Spec.Consumer.GetReviewBranchTemplate())
+	if err != nil {
+		return "", fmt.Errorf("reviewBranchTemplate: %w", err)
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, map[string]string{"ProviderID": pe.Provider, "ConsumerID": pe.Consumer}); err != nil {
+		return "", fmt.Errorf("reviewBranchTemplate: %w", err)
+	}
+	return b.String(), nil
+}
+
+// applyIdentity verifies identity.yaml against the cluster's own key and the
+// pinned provider CA, applies the Identity and its kubeconfig Secret, and
+// proves the kubeconfig works with a SelfSubjectReview.
+func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns string) outcome {
+	id := pe.Identity
+	cert, err := layout.VerifyIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
+	if err != nil {
+		return s.rejectIdentity(pe, err.Error())
+	}
+	if err := s.ensureTenantNamespace(ctx, pe.Provider, ns); err != nil {
+		return outcome{err: err}
+	}
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return outcome{err: err}
+	}
+	sum := sha256.Sum256(id.Spec.AuthParams.CA)
+	pin := hex.EncodeToString(sum[:])
+	switch pinned := nsObj.Annotations[PinnedCAAnnotation]; {
+	case pinned == "":
+		patch := client.MergeFrom(nsObj.DeepCopy())
+		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedCAAnnotation, pin)
+		if err := s.r.Patch(ctx, nsObj, patch); err != nil {
+			return outcome{err: err}
+		}
+	case pinned != pin:
+		return s.rejectIdentity(pe, fmt.Sprintf("CA %s is not the CA pinned for provider %s (%s)", pin[:16], pe.Provider, pinned[:16]))
+	}
+	remoteNS := ""
+	if id.Spec.Namespace != nil {
+		remoteNS = *id.Spec.Namespace
+	}
+	proxy := ""
+	if id.Spec.AuthParams.ProxyURL != nil {
+		proxy = *id.Spec.AuthParams.ProxyURL
+	}
+	kubeconfig, err := crypto.BuildKubeconfig(crypto.KubeconfigParams{
+		ProviderClusterID: pe.Provider, IdentityName: id.Name, Namespace: remoteNS, APIServer: id.Spec.AuthParams.APIServer,
+		ProxyURL: proxy, CA: id.Spec.AuthParams.CA, Certificate: id.Spec.AuthParams.SignedCRT, Key: s.key,
+	})
+	if err != nil {
+		return outcome{err: err}
+	}
+	secretName := authv1beta1.KubeconfigSecretName(id.Name)
+	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.Name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, identity, func() error {
+		metav1.SetMetaDataLabel(&identity.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Provider)
+		metav1.SetMetaDataLabel(&identity.ObjectMeta, ManagedByLabel, managedBy)
+		identity.Spec = id.Spec
+		return nil
+	}); err != nil {
+		return outcome{err: err}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName}}
+	op, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Provider)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.IdentityTypeLabel, string(id.Spec.Type))
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
+		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, authv1beta1.RemoteTenantNamespaceAnnotation, remoteNS)
+		secret.Data = map[string][]byte{authv1beta1.KubeconfigSecretField: kubeconfig}
+		return controllerutil.SetControllerReference(identity, secret, s.r.Scheme())
+	})
+	if err != nil {
+		return outcome{err: err}
+	}
+	if identity.Status.KubeconfigSecretRef == nil || identity.Status.KubeconfigSecretRef.Name != secretName {
+		patch := client.MergeFrom(identity.DeepCopy())
+		identity.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secretName}
+		if err := s.r.Status().Patch(ctx, identity, patch); err != nil {
+			return outcome{err: err}
+		}
+	}
+	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
+	if op != controllerutil.OperationResultNone || s.obj.Status.LastProcessedCommit != s.head.String() {
+		user, err := whoAmI(ctx, kubeconfig)
+		if err != nil {
+			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("kubeconfig for %s does not work yet: %v", pe.Provider, err)}
+		}
+		if user != pe.Consumer {
+			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates this kubeconfig as %q, not %q", pe.Provider, user, pe.Consumer)}
+		}
+		if op != controllerutil.OperationResultNone {
+			s.r.event(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
+		}
+	}
+	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
+}
+
+// dropIdentity deletes the Identity and its kubeconfig Secret once
+// identity.yaml left the branch.
+func (s *session) dropIdentity(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
+	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(pe.Provider))
+	identity := &authv1beta1.Identity{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, identity); err != nil {
+		if apierrors.IsNotFound(err) {
+			return outcome{}, false
+		}
+		return outcome{err: err}, true
+	}
+	for _, obj := range []client.Object{
+		identity,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.KubeconfigSecretName(name)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}},
+	} {
+		if err := s.r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return outcome{err: err}, true
+		}
+	}
+	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider)
+	s.r.event(s.obj, corev1.EventTypeNormal, ReasonRevoked, "identity.yaml for provider %s left the branch: Identity and kubeconfig deleted", pe.Provider)
+	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity and kubeconfig deleted"}, true
+}
+
+func (s *session) rejectIdentity(pe *layout.Peering, reason string) outcome {
+	msg := fmt.Sprintf("%s/%s/identity.yaml rejected: %s", pe.Provider, pe.Consumer, reason)
+	s.r.event(s.obj, corev1.EventTypeWarning, ReasonRejected, "%s", msg)
+	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
+}
+
+// whoAmI asks the provider who the kubeconfig authenticates as.
+func whoAmI(ctx context.Context, kubeconfig []byte) (string, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
+// marshalDocument renders a document as YAML for the repository.
+func marshalDocument(obj any) ([]byte, error) {
+	return yaml.Marshal(obj)
+}

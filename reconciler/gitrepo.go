@@ -1,0 +1,122 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/gitsync"
+)
+
+// gitRepo returns the persistent clone for obj, reusing the one opened by an
+// earlier reconcile unless the URL, branch, path, credentials or commit
+// settings changed.
+func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*gitsync.Repo, error) {
+	cfg := gitsync.Config{
+		URL:    obj.Spec.URL,
+		Branch: obj.GetBranch(),
+		Path:   obj.Spec.Path,
+		Dir:    gitsync.CloneDir(r.DataDir, string(obj.UID)+"-"+obj.Spec.URL),
+		Now:    r.Now,
+	}
+	cfg.AuthorName, cfg.AuthorEmail = obj.Spec.Commit.GetAuthor()
+	var secretVersion string
+	if ref := obj.Spec.SecretRef; ref != nil {
+		secret, err := r.secret(ctx, obj.Namespace, ref.Name)
+		if err != nil {
+			return nil, fmt.Errorf("git credentials: %w", err)
+		}
+		if cfg.Auth, err = gitsync.AuthFromSecret(secret.Data); err != nil {
+			return nil, err
+		}
+		secretVersion = secret.ResourceVersion
+	}
+	if sk := obj.Spec.Commit; sk != nil && sk.SigningKey != nil {
+		secret, err := r.secret(ctx, obj.Namespace, sk.SigningKey.SecretRef.Name)
+		if err != nil {
+			return nil, fmt.Errorf("commit signing key: %w", err)
+		}
+		if cfg.Signer, err = signerFromSecret(secret.Data); err != nil {
+			return nil, err
+		}
+		secretVersion += "/" + secret.ResourceVersion
+	}
+	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s", obj.UID, cfg.URL, cfg.Branch, cfg.Path, cfg.AuthorName, cfg.AuthorEmail, secretVersion)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o := r.repos[client.ObjectKeyFromObject(obj)]; o != nil && o.key == key {
+		return o.repo, nil
+	}
+	repo, err := gitsync.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.repos[client.ObjectKeyFromObject(obj)] = &openRepo{repo: repo, key: key}
+	return repo, nil
+}
+
+// forget drops the clone handle of a deleted PeeringRepository.
+func (r *PeeringRepositoryReconciler) forget(name types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.repos, name)
+}
+
+func (r *PeeringRepositoryReconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	if err := r.apiReader().Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+		return nil, err
+	}
+	return secret, nil
+}
+
+// Keys of the commit signing Secret.
+const (
+	signingKeySSH    = "identity"
+	signingKeyPGP    = "git.asc"
+	signingKeyPhrase = "passphrase"
+)
+
+func signerFromSecret(data map[string][]byte) (git.Signer, error) {
+	switch {
+	case len(data[signingKeySSH]) > 0:
+		return gitsync.NewSSHSigner(data[signingKeySSH], data[signingKeyPhrase])
+	case len(data[signingKeyPGP]) > 0:
+		return gitsync.NewOpenPGPSigner(data[signingKeyPGP], data[signingKeyPhrase])
+	}
+	return nil, fmt.Errorf("commit signing Secret has neither %q (SSH) nor %q (OpenPGP)", signingKeySSH, signingKeyPGP)
+}
+
+// observeGit times one Git operation for the metrics.
+func observeGit(op string, f func() (plumbing.Hash, error)) (plumbing.Hash, error) {
+	start := time.Now()
+	h, err := f()
+	gitOperationDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		gitOperationFailures.WithLabelValues(op).Inc()
+	}
+	return h, err
+}
+
+// write commits changes to the branch (a no-op when they are already there)
+// and records whether a commit was pushed.
+func (s *session) write(ctx context.Context, msg gitsync.Message, changes ...gitsync.FileChange) error {
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
+	defer cancel()
+	var res gitsync.WriteResult
+	_, err := observeGit("write", func() (plumbing.Hash, error) {
+		var err error
+		res, err = s.repo.Write(ctx, msg, changes)
+		return res.Commit, err
+	})
+	s.wrote = res.Pushed
+	return err
+}

@@ -1,0 +1,121 @@
+package layout
+
+import (
+	"fmt"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/crypto"
+)
+
+// Peering is the decoded documents of one directory <providerID>/<consumerID>.
+// A nil field means the file is absent (or was invalid and reported).
+type Peering struct {
+	Provider, Consumer string
+	Request            *documents.PeeringRequest
+	Nonce              *documents.Nonce
+	Tenant             *authv1beta1.Tenant
+	Identity           *authv1beta1.Identity
+}
+
+// Decode strictly decodes the file at p and checks its type and that the IDs
+// inside it are the IDs in its path. It stores the result in peering.
+func (pe *Peering) Decode(p Path, data []byte) error {
+	if err := pe.decode(p, data); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return nil
+}
+
+func (pe *Peering) decode(p Path, data []byte) error {
+	switch p.Kind {
+	case Request:
+		var r documents.PeeringRequest
+		if err := decodeStrict(data, &r); err != nil {
+			return err
+		}
+		if err := checkType(r.APIVersion, r.Kind, documents.APIVersion, documents.PeeringRequestKind); err != nil {
+			return err
+		}
+		if err := checkIDs(p, string(r.Spec.ProviderClusterID), string(r.Spec.ConsumerClusterID)); err != nil {
+			return err
+		}
+		if _, err := crypto.ParsePublicKey(r.Spec.PublicKey); err != nil {
+			return fmt.Errorf("%w: spec.publicKey: %v", ErrInvalid, err)
+		}
+		pe.Request = &r
+	case Nonce:
+		var n documents.Nonce
+		if err := decodeStrict(data, &n); err != nil {
+			return err
+		}
+		if err := checkType(n.APIVersion, n.Kind, documents.APIVersion, documents.NonceKind); err != nil {
+			return err
+		}
+		if err := checkIDs(p, string(n.Spec.ProviderClusterID), string(n.Spec.ConsumerClusterID)); err != nil {
+			return err
+		}
+		if err := crypto.ValidateNonce(n.Spec.Nonce); err != nil {
+			return fmt.Errorf("%w: spec.nonce: %v", ErrInvalid, err)
+		}
+		pe.Nonce = &n
+	case Tenant:
+		var t authv1beta1.Tenant
+		if err := decodeStrict(data, &t); err != nil {
+			return err
+		}
+		if err := checkType(t.APIVersion, t.Kind, authv1beta1.GroupVersion.String(), authv1beta1.TenantKind); err != nil {
+			return err
+		}
+		if t.Name != p.Consumer || string(t.Spec.ClusterID) != p.Consumer {
+			return fmt.Errorf("%w: Tenant %q for cluster %q sits in the directory of consumer %q", ErrInvalid, t.Name, t.Spec.ClusterID, p.Consumer)
+		}
+		switch t.Spec.TenantCondition {
+		case "", authv1beta1.TenantConditionActive, authv1beta1.TenantConditionCordoned, authv1beta1.TenantConditionDrained:
+		default:
+			return fmt.Errorf("%w: unknown spec.tenantCondition %q", ErrInvalid, t.Spec.TenantCondition)
+		}
+		if len(t.Spec.PublicKey) == 0 || len(t.Spec.CSR) == 0 || len(t.Spec.Signature) == 0 {
+			return fmt.Errorf("%w: Tenant needs spec.publicKey, spec.csr and spec.signature", ErrInvalid)
+		}
+		pe.Tenant = &t
+	case Identity:
+		var id authv1beta1.Identity
+		if err := decodeStrict(data, &id); err != nil {
+			return err
+		}
+		if err := checkType(id.APIVersion, id.Kind, authv1beta1.GroupVersion.String(), authv1beta1.IdentityKind); err != nil {
+			return err
+		}
+		want := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(p.Provider))
+		if id.Name != want || string(id.Spec.ClusterID) != p.Provider {
+			return fmt.Errorf("%w: Identity %q for cluster %q sits in the directory of provider %q (want name %q)", ErrInvalid, id.Name, id.Spec.ClusterID, p.Provider, want)
+		}
+		if id.Spec.Type != authv1beta1.ControlPlaneIdentityType {
+			return fmt.Errorf("%w: Identity type %q is not %q", ErrInvalid, id.Spec.Type, authv1beta1.ControlPlaneIdentityType)
+		}
+		if id.Spec.AuthParams.APIServer == "" || len(id.Spec.AuthParams.CA) == 0 || len(id.Spec.AuthParams.SignedCRT) == 0 {
+			return fmt.Errorf("%w: Identity needs spec.authParams.apiServer, ca and signedCRT", ErrInvalid)
+		}
+		if id.Spec.AuthParams.AwsConfig != nil {
+			return fmt.Errorf("%w: Identity with awsConfig is not supported", ErrInvalid)
+		}
+		pe.Identity = &id
+	}
+	return nil
+}
+
+func checkType(apiVersion, kind, wantAPIVersion, wantKind string) error {
+	if apiVersion != wantAPIVersion || kind != wantKind {
+		return fmt.Errorf("%w: found %s %s, want %s %s", ErrInvalid, apiVersion, kind, wantAPIVersion, wantKind)
+	}
+	return nil
+}
+
+func checkIDs(p Path, provider, consumer string) error {
+	if provider != p.Provider || consumer != p.Consumer {
+		return fmt.Errorf("%w: IDs in the file (provider %q, consumer %q) are not the IDs in its path (provider %q, consumer %q)",
+			ErrInvalid, provider, consumer, p.Provider, p.Consumer)
+	}
+	return nil
+}

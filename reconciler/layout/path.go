@@ -1,0 +1,71 @@
+// Package layout reads the files of a peering repository: it maps paths to
+// (provider, consumer, kind), decodes each file strictly, checks that the IDs in
+// its path are the IDs inside it, and verifies Tenants and Identities with the
+// crypto package. The agent and `gitpeer verify` share it, so a repository's CI
+// rejects exactly what the agent would.
+package layout
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+)
+
+// Kind is which document a file holds, named by its file name.
+type Kind string
+
+// The documents of a peering directory <providerID>/<consumerID>/.
+const (
+	Request  Kind = documents.RequestFile
+	Nonce    Kind = documents.NonceFile
+	Tenant   Kind = documents.TenantFile
+	Identity Kind = documents.IdentityFile
+)
+
+// Kinds lists every document kind in handshake order.
+var Kinds = []Kind{Request, Nonce, Tenant, Identity}
+
+// Path locates one document: <providerID>/<consumerID>/<kind>.
+type Path struct {
+	Provider, Consumer string
+	Kind               Kind
+}
+
+// String returns the path relative to the repository's peering root.
+func (p Path) String() string { return path.Join(p.Provider, p.Consumer, string(p.Kind)) }
+
+// Dir returns the peering directory <providerID>/<consumerID>.
+func (p Path) Dir() string { return path.Join(p.Provider, p.Consumer) }
+
+// ParsePath maps a path relative to the peering root to a document. ok is false
+// for files gitpeer does not know (README.md, kustomization.yaml, ...), which
+// are ignored; err is set when the path has the shape of a document but its
+// IDs are not valid cluster IDs.
+func ParsePath(rel string) (p Path, ok bool, err error) {
+	parts := strings.Split(rel, "/")
+	if len(parts) != 3 || !known(Kind(parts[2])) {
+		return Path{}, false, nil
+	}
+	p = Path{Provider: parts[0], Consumer: parts[1], Kind: Kind(parts[2])}
+	for _, id := range []string{p.Provider, p.Consumer} {
+		if err := authv1beta1.ValidateClusterID(id); err != nil {
+			return p, true, fmt.Errorf("%s: %w", rel, err)
+		}
+	}
+	if p.Provider == p.Consumer {
+		return p, true, fmt.Errorf("%s: a cluster cannot peer with itself", rel)
+	}
+	return p, true, nil
+}
+
+func known(k Kind) bool {
+	for _, kk := range Kinds {
+		if k == kk {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,494 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	gocrypto "crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
+)
+
+// Labels and annotations gitpeer adds to what it creates.
+const (
+	// ManagedByLabel marks the objects the agent owns.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "gitpeer"
+	// PinnedKeyAnnotation on a provider-side tenant namespace holds the SHA-256
+	// of the consumer's public key, pinned at first issuance.
+	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
+	// PinnedCAAnnotation on a consumer-side tenant namespace holds the SHA-256
+	// of the provider's CA, pinned on first use.
+	PinnedCAAnnotation = "gitpeer.io/pinned-ca-sha256"
+	// consumerLabel marks the CSRs issued for a consumer.
+	consumerLabel = "gitpeer.io/consumer"
+)
+
+// provide runs the provider side of one peering directory <me>/<consumer>.
+func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
+	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
+	tenant := &authv1beta1.Tenant{}
+	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, tenant)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return outcome{err: err}
+	}
+	issued := err == nil && tenant.Status.AuthParams != nil
+	switch {
+	case pe.Tenant == nil && (err == nil || pe.Identity != nil):
+		return s.revoke(ctx, pe, ns)
+	case pe.Tenant == nil:
+		return s.offerNonce(ctx, pe, ns)
+	case issued && bytes.Equal(tenant.Spec.Signature, pe.Tenant.Spec.Signature) && bytes.Equal(tenant.Spec.CSR, pe.Tenant.Spec.CSR):
+		return s.maintain(ctx, pe, tenant)
+	default:
+		return s.issue(ctx, pe, ns)
+	}
+}
+
+// offerNonce makes sure a requested peering has a tenant namespace, a nonce
+// Secret and that nonce committed as nonce.yaml.
+func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string) outcome {
+	if pe.Request == nil {
+		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"}
+	}
+	if err := s.ensureTenantNamespace(ctx, pe.Consumer, ns); err != nil {
+		return outcome{err: err}
+	}
+	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if pe.Nonce == nil || pe.Nonce.Spec.Nonce != nonce {
+		doc, err := nonceDocument(pe, nonce)
+		if err != nil {
+			return outcome{err: err}
+		}
+		if err := s.write(ctx, gitsync.Message{
+			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
+			Action:  "issue-nonce", Provider: pe.Provider, Consumer: pe.Consumer,
+		}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Nonce}.String(), doc)); err != nil {
+			return outcome{err: err}
+		}
+		s.r.event(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, "nonce issued for consumer %s", pe.Consumer)
+	}
+	return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for a merged tenant.yaml"}
+}
+
+// issue verifies a merged Tenant against the provider's own nonce and, if it
+// holds, applies it, binds RBAC, signs its CSR and commits identity.yaml with
+// a fresh nonce.
+func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outcome {
+	nonce, err := s.nonce(ctx, pe.Consumer, ns, true)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if nonce == "" {
+		return s.rejectTenant(pe, "no nonce was issued to this consumer (request.yaml missing or revoked)")
+	}
+	key, err := layout.VerifyTenant(pe.Tenant, nonce, pe.Consumer)
+	if err != nil {
+		return s.rejectTenant(pe, err.Error())
+	}
+	pin, err := keyFingerprint(key)
+	if err != nil {
+		return outcome{err: err}
+	}
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return outcome{err: err}
+	}
+	if pinned := nsObj.Annotations[PinnedKeyAnnotation]; pinned != "" && pinned != pin {
+		return s.rejectTenant(pe, fmt.Sprintf("public key %s is not the key pinned for %s (%s); revoke the peering first to change keys", pin[:16], pe.Consumer, pinned[:16]))
+	}
+	if nsObj.Annotations[PinnedKeyAnnotation] == "" {
+		patch := client.MergeFrom(nsObj.DeepCopy())
+		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedKeyAnnotation, pin)
+		if err := s.r.Patch(ctx, nsObj, patch); err != nil {
+			return outcome{err: err}
+		}
+	}
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, ManagedByLabel, managedBy)
+		tenant.Spec = pe.Tenant.Spec
+		return nil
+	}); err != nil {
+		return outcome{err: err}
+	}
+	if err := s.syncBinding(ctx, pe.Consumer, ns, pe.Tenant.Spec.TenantCondition); err != nil {
+		return outcome{err: err}
+	}
+	cert, err := s.sign(ctx, pe.Consumer, pe.Tenant.Spec.CSR, csrName(pe.Consumer, pe.Tenant.Spec.CSR, pe.Tenant.Spec.Signature))
+	if err != nil || cert == nil {
+		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed", err: err}
+	}
+	if err := s.storeIssued(ctx, tenant, ns, cert); err != nil {
+		return outcome{err: err}
+	}
+	return s.maintain(ctx, pe, tenant)
+}
+
+// maintain keeps an issued peering true to the branch: the nonce is rotated
+// once used, identity.yaml matches the issued certificate, the Tenant's
+// condition is honoured, and the certificate is renewed at 2/3 of its life.
+func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *authv1beta1.Tenant) outcome {
+	ns := tenant.Namespace
+	if tenant.Spec.TenantCondition != pe.Tenant.Spec.TenantCondition {
+		patch := client.MergeFrom(tenant.DeepCopy())
+		tenant.Spec.TenantCondition = pe.Tenant.Spec.TenantCondition
+		if err := s.r.Patch(ctx, tenant, patch); err != nil {
+			return outcome{err: err}
+		}
+	}
+	if err := s.syncBinding(ctx, pe.Consumer, ns, tenant.Spec.TenantCondition); err != nil {
+		return outcome{err: err}
+	}
+	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return outcome{err: fmt.Errorf("stored certificate of %s: %w", pe.Consumer, err)}
+	}
+	action, reason := "issue-identity", ReasonIssued
+	if pe.Identity != nil {
+		action, reason = "renew-identity", ReasonRenewed
+	}
+	if renewAt := crypto.RenewalTime(cert); !s.r.Now().Before(renewAt) {
+		renewed, err := s.sign(ctx, pe.Consumer, tenant.Spec.CSR, csrName(pe.Consumer, tenant.Spec.CSR, cert.Raw))
+		if err != nil || renewed == nil {
+			return outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed", err: err}
+		}
+		if err := s.storeIssued(ctx, tenant, ns, renewed); err != nil {
+			return outcome{err: err}
+		}
+		if cert, err = crypto.ParseCertificatePEM(renewed); err != nil {
+			return outcome{err: err}
+		}
+		action, reason = "renew-identity", ReasonRenewed
+	}
+	s.noteRenewal(crypto.RenewalTime(cert))
+	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
+
+	// A nonce is used once: rotate it if the Tenant's signature still verifies against it.
+	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey); err == nil && crypto.VerifyNonceSignature(key, nonce, tenant.Spec.Signature) == nil {
+		if nonce, err = s.rotateNonce(ctx, pe.Consumer, ns); err != nil {
+			return outcome{err: err}
+		}
+	}
+	identity, err := s.identityDocument(pe, tenant)
+	if err != nil {
+		return outcome{err: err}
+	}
+	nonceDoc, err := nonceDocument(pe, nonce)
+	if err != nil {
+		return outcome{err: err}
+	}
+	dir := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer}
+	dir.Kind = layout.Identity
+	identityPath := dir.String()
+	dir.Kind = layout.Nonce
+	if err := s.write(ctx, gitsync.Message{
+		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{"issue-identity": "Issue", "renew-identity": "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
+		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
+		Extra: []gitsync.Trailer{{Key: "Gitpeer-Serial", Value: cert.SerialNumber.Text(16)}, {Key: "Gitpeer-Expires", Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
+	}, gitsync.Put(identityPath, identity), gitsync.Put(dir.String(), nonceDoc)); err != nil {
+		return outcome{err: err}
+	}
+	if s.wrote {
+		s.r.event(s.obj, corev1.EventTypeNormal, reason, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	switch tenant.Spec.TenantCondition {
+	case authv1beta1.TenantConditionCordoned:
+		return outcome{phase: gitpeerv1alpha1.PhaseCordoned, message: "tenant cordoned"}
+	case authv1beta1.TenantConditionDrained:
+		return outcome{phase: gitpeerv1alpha1.PhaseDrained, message: "tenant drained: RBAC removed"}
+	}
+	return outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
+}
+
+// revoke deletes everything issued to a consumer whose tenant.yaml left the
+// branch, and removes identity.yaml from the branch.
+func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) outcome {
+	tenantKey := client.ObjectKey{Namespace: ns, Name: pe.Consumer}
+	for _, obj := range []client.Object{
+		&authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.RoleBindingName(s.obj.Spec.Provider.GetClusterRoleName())}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}},
+	} {
+		if err := s.r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return outcome{err: err}
+		}
+	}
+	if err := s.r.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{}, client.MatchingLabels{consumerLabel: pe.Consumer}); err != nil {
+		return outcome{err: err}
+	}
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err == nil {
+		if s.obj.Spec.Provider.DeleteNamespaceOnRevoke {
+			if err := s.r.Delete(ctx, nsObj); client.IgnoreNotFound(err) != nil {
+				return outcome{err: err}
+			}
+		} else if nsObj.Annotations[PinnedKeyAnnotation] != "" {
+			patch := client.MergeFrom(nsObj.DeepCopy())
+			delete(nsObj.Annotations, PinnedKeyAnnotation)
+			if err := s.r.Patch(ctx, nsObj, patch); err != nil {
+				return outcome{err: err}
+			}
+		}
+	}
+	var changes []gitsync.FileChange
+	for _, k := range []layout.Kind{layout.Identity, layout.Nonce} {
+		changes = append(changes, gitsync.Delete(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
+	}
+	if err := s.write(ctx, gitsync.Message{
+		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
+		Body:    "tenant.yaml left the branch: the Tenant, its RoleBinding and its nonce were deleted.",
+		Action:  "revoke", Provider: pe.Provider, Consumer: pe.Consumer,
+	}, changes...); err != nil {
+		return outcome{err: err}
+	}
+	if s.wrote {
+		s.r.event(s.obj, corev1.EventTypeNormal, ReasonRevoked, "peering with consumer %s revoked", pe.Consumer)
+	}
+	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
+	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
+}
+
+// issuedConsumers lists the consumers holding a Tenant issued by this agent.
+func (s *session) issuedConsumers(ctx context.Context) []string {
+	var tenants authv1beta1.TenantList
+	if err := s.r.List(ctx, &tenants, client.MatchingLabels{ManagedByLabel: managedBy}); err != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range tenants.Items {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func (s *session) rejectTenant(pe *layout.Peering, reason string) outcome {
+	msg := fmt.Sprintf("%s/%s/tenant.yaml rejected, nothing issued: %s", pe.Provider, pe.Consumer, reason)
+	s.r.event(s.obj, corev1.EventTypeWarning, ReasonRejected, "%s", msg)
+	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
+}
+
+// ensureTenantNamespace creates liqo-tenant-<consumer> with Liqo's labels.
+func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) error {
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	_, err := controllerutil.CreateOrPatch(ctx, s.r.Client, obj, func() error {
+		metav1.SetMetaDataLabel(&obj.ObjectMeta, authv1beta1.RemoteClusterIDLabel, peer)
+		metav1.SetMetaDataLabel(&obj.ObjectMeta, authv1beta1.TenantNamespaceLabel, authv1beta1.TrueValue)
+		metav1.SetMetaDataLabel(&obj.ObjectMeta, ManagedByLabel, managedBy)
+		return nil
+	})
+	return err
+}
+
+// nonce returns the consumer's current nonce from the liqo-nonce Secret,
+// creating one unless onlyExisting is set (then "" means none).
+func (s *session) nonce(ctx context.Context, consumer, ns string, onlyExisting bool) (string, error) {
+	secret := &corev1.Secret{}
+	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.NonceSecretName}, secret)
+	switch {
+	case err == nil:
+		return string(secret.Data[authv1beta1.NonceSecretField]), nil
+	case !apierrors.IsNotFound(err) || onlyExisting:
+		return "", client.IgnoreNotFound(err)
+	}
+	return s.rotateNonce(ctx, consumer, ns)
+}
+
+// rotateNonce stores a fresh nonce in the liqo-nonce Secret.
+func (s *session) rotateNonce(ctx context.Context, consumer, ns string) (string, error) {
+	nonce := crypto.GenerateNonce()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}}
+	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.NonceSecretLabel, authv1beta1.TrueValue)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
+		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce)}
+		return nil
+	})
+	return nonce, err
+}
+
+// syncBinding binds the consumer (user = its cluster ID, the certificate CN) to
+// the configured ClusterRole in its tenant namespace, or removes the binding
+// when the Tenant is Drained.
+func (s *session) syncBinding(ctx context.Context, consumer, ns string, condition authv1beta1.TenantCondition) error {
+	role := s.obj.Spec.Provider.GetClusterRoleName()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.RoleBindingName(role)}}
+	if condition == authv1beta1.TenantConditionDrained {
+		return client.IgnoreNotFound(s.r.Delete(ctx, rb))
+	}
+	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, rb, func() error {
+		metav1.SetMetaDataLabel(&rb.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
+		metav1.SetMetaDataLabel(&rb.ObjectMeta, ManagedByLabel, managedBy)
+		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
+		rb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}
+		return nil
+	})
+	return err
+}
+
+// sign creates (once, under a name derived from its inputs) and approves a
+// kube-apiserver-client CSR, and returns the certificate once issued (nil
+// while the signer is still working).
+func (s *session) sign(ctx context.Context, consumer string, csrPEM []byte, name string) ([]byte, error) {
+	csr := &certificatesv1.CertificateSigningRequest{}
+	err := s.r.Get(ctx, client.ObjectKey{Name: name}, csr)
+	if apierrors.IsNotFound(err) {
+		ttl := int32(s.obj.Spec.Provider.GetCertificateTTL().Seconds())
+		csr = &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{consumerLabel: consumer, ManagedByLabel: managedBy}},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:           csrPEM,
+				SignerName:        certificatesv1.KubeAPIServerClientSignerName,
+				ExpirationSeconds: &ttl,
+				Usages: []certificatesv1.KeyUsage{
+					certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth,
+				},
+			},
+		}
+		err = s.r.Create(ctx, csr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !approved(csr) {
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+			Reason: "GitpeerApproved", Message: "Tenant merged on the branch and verified by gitpeer",
+		})
+		cs, err := kubernetes.NewForConfig(s.r.Config)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	if len(csr.Status.Certificate) == 0 {
+		s.noteRenewal(s.r.Now().Add(time.Second))
+		return nil, nil
+	}
+	return csr.Status.Certificate, nil
+}
+
+func approved(csr *certificatesv1.CertificateSigningRequest) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// storeIssued records the issued certificate in the Tenant's status, as Liqo does.
+func (s *session) storeIssued(ctx context.Context, tenant *authv1beta1.Tenant, ns string, cert []byte) error {
+	ca, err := s.providerCA(ctx)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(tenant.DeepCopy())
+	tenant.Status.TenantNamespace = ns
+	tenant.Status.AuthParams = &authv1beta1.AuthParams{CA: ca, SignedCRT: cert, APIServer: s.apiServer()}
+	return s.r.Status().Patch(ctx, tenant, patch)
+}
+
+// providerCA is the CA consumers must trust: spec.provider.caSecretRef's
+// ca.crt, or the CA of the agent's own connection to its API server.
+func (s *session) providerCA(ctx context.Context) ([]byte, error) {
+	if ref := s.obj.Spec.Provider.CASecretRef; ref != nil {
+		secret, err := s.r.secret(ctx, s.obj.Namespace, ref.Name)
+		if err != nil {
+			return nil, err
+		}
+		return secret.Data["ca.crt"], nil
+	}
+	if len(s.r.Config.CAData) > 0 {
+		return s.r.Config.CAData, nil
+	}
+	return os.ReadFile(s.r.Config.CAFile)
+}
+
+func (s *session) apiServer() string {
+	if s.obj.Spec.Provider.APIServer != "" {
+		return s.obj.Spec.Provider.APIServer
+	}
+	return s.r.Config.Host
+}
+
+// identityDocument renders identity.yaml from the Tenant's issued AuthParams.
+func (s *session) identityDocument(pe *layout.Peering, tenant *authv1beta1.Tenant) ([]byte, error) {
+	ns := tenant.Namespace
+	id := &authv1beta1.Identity{
+		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.IdentityKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(pe.Provider)),
+			Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Provider)),
+			Labels:    map[string]string{authv1beta1.RemoteClusterIDLabel: pe.Provider},
+		},
+		Spec: authv1beta1.IdentitySpec{
+			ClusterID:  authv1beta1.ClusterID(pe.Provider),
+			Type:       authv1beta1.ControlPlaneIdentityType,
+			AuthParams: *tenant.Status.AuthParams,
+			Namespace:  &ns,
+		},
+	}
+	return marshalDocument(id)
+}
+
+func nonceDocument(pe *layout.Peering, nonce string) ([]byte, error) {
+	return marshalDocument(&documents.Nonce{
+		TypeMeta: metav1.TypeMeta{APIVersion: documents.APIVersion, Kind: documents.NonceKind},
+		Spec: documents.NonceSpec{
+			ProviderClusterID: authv1beta1.ClusterID(pe.Provider), ConsumerClusterID: authv1beta1.ClusterID(pe.Consumer), Nonce: nonce,
+		},
+	})
+}
+
+// csrName derives a stable CSR name from what is signed, so a restarted agent
+// finds its CSR instead of creating a second one.
+func csrName(consumer string, parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write(p)
+	}
+	return fmt.Sprintf("gitpeer-%s-%s", consumer, hex.EncodeToString(h.Sum(nil))[:16])
+}
+
+// keyFingerprint is the SHA-256 of the key's PKIX encoding.
+func keyFingerprint(key gocrypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(key)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,419 @@
+// Package reconciler holds gitpeer's controller: one PeeringRepository
+// reconciler that follows a Git branch and, for the local cluster, acts as the
+// provider (nonces, Tenant verification, CSR signing, Identities) and as the
+// consumer (requests, signed Tenants, kubeconfigs) of the handshake described
+// in docs/DESIGN.md.
+package reconciler
+
+import (
+	"context"
+	gocrypto "crypto"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
+)
+
+// Condition reasons (also the event reasons).
+const (
+	ReasonSucceeded         = meta.SucceededReason
+	ReasonProgressing       = meta.ProgressingReason
+	ReasonGitFailed         = gitpeerv1alpha1.GitOperationFailedReason
+	ReasonHistoryRewritten  = gitpeerv1alpha1.HistoryRewrittenReason
+	ReasonInvalidFile       = gitpeerv1alpha1.InvalidDocumentReason
+	ReasonRejected          = "Rejected"
+	ReasonIssued            = "IdentityIssued"
+	ReasonRenewed           = "IdentityRenewed"
+	ReasonRevoked           = "Revoked"
+	ReasonSuspended         = "Suspended"
+	ReasonKeyError          = "ClusterKeyError"
+	ReasonPeeringReady      = "PeeringReady"
+	ReasonTenantProposed    = "TenantProposed"
+	ReasonNonceIssued       = "NonceIssued"
+	ReasonRequested         = "Requested"
+	ConditionFilesValid     = "FilesValid"
+	ConditionPeeringsHealth = "PeeringsHealthy"
+)
+
+// PeeringRepositoryReconciler reconciles PeeringRepository objects.
+type PeeringRepositoryReconciler struct {
+	client.Client
+	// APIReader reads straight from the API server (the cluster key Secret).
+	APIReader client.Reader
+	// Config is the agent's own client configuration; its CA is the CA the
+	// provider puts in Identities unless spec.provider.caSecretRef is set.
+	Config   *rest.Config
+	Recorder events.EventRecorder
+	// DataDir holds the persistent clones, one per repository.
+	DataDir string
+	// Now returns the current time; tests may replace it.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	repos map[types.NamespacedName]*openRepo
+}
+
+type openRepo struct {
+	repo *gitsync.Repo
+	key  string // what the clone was opened with; a change reopens it
+}
+
+// SetupWithManager registers the reconciler. It reconciles on spec changes and
+// on the reconcile.fluxcd.io/requestedAt annotation; polling does the rest.
+func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts ControllerOptions) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.repos = map[types.NamespacedName]*openRepo{}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(opts.controller()).
+		Complete(r)
+}
+
+// Reconcile runs the ordered steps for one PeeringRepository and derives Ready.
+func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := r.Now()
+	obj := &gitpeerv1alpha1.PeeringRepository{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer func() {
+		reconcileDuration.WithLabelValues(req.Namespace, req.Name).Observe(time.Since(start).Seconds())
+	}()
+
+	patcher := patch.NewSerialPatcher(obj, r.Client)
+	defer func() {
+		r.summarize(obj, retErr)
+		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
+			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionFilesValid, ConditionPeeringsHealth,
+		}}, patch.WithFieldOwner("gitpeer")); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		obj.Status.SetLastHandledReconcileRequest(v)
+	}
+	if obj.Spec.Suspend {
+		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonSuspended, "reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	if obj.Generation != obj.Status.ObservedGeneration {
+		conditions.MarkReconciling(obj, ReasonProgressing, "reconciling generation %d", obj.Generation)
+	}
+
+	s, err := r.newSession(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := s.sync(ctx); err != nil {
+		var stall *stallError
+		if errors.As(err, &stall) {
+			return ctrl.Result{RequeueAfter: obj.GetRequeueAfter()}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	s.run(ctx)
+	return ctrl.Result{RequeueAfter: s.requeueAfter()}, nil
+}
+
+// summarize derives Ready from the other conditions and the reconcile error,
+// the way Flux controllers do, and records the observed generation.
+func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepository, err error) {
+	switch {
+	case obj.Spec.Suspend:
+	case conditions.IsTrue(obj, meta.StalledCondition):
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, conditions.GetReason(obj, meta.StalledCondition), "%s", conditions.GetMessage(obj, meta.StalledCondition))
+	case err != nil:
+		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonGitFailed, "%s", err.Error())
+	case conditions.IsFalse(obj, ConditionFilesValid):
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", conditions.GetMessage(obj, ConditionFilesValid))
+	case conditions.IsFalse(obj, ConditionPeeringsHealth):
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, conditions.GetReason(obj, ConditionPeeringsHealth), "%s", conditions.GetMessage(obj, ConditionPeeringsHealth))
+	default:
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), len(obj.Status.Peerings))
+	}
+	if err == nil {
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+}
+
+// stallError stops the reconciliation until a person acts.
+type stallError struct{ error }
+
+// session is one reconciliation of one PeeringRepository.
+type session struct {
+	r        *PeeringRepositoryReconciler
+	obj      *gitpeerv1alpha1.PeeringRepository
+	repo     *gitsync.Repo
+	key      gocrypto.Signer
+	head     plumbing.Hash
+	peerings map[string]*layout.Peering // by "<provider>/<consumer>"
+	invalid  []string
+	status   map[string]gitpeerv1alpha1.PeeringStatus
+	renewAt  time.Time
+	wrote    bool // whether the last write pushed a commit
+}
+
+func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
+	repo, err := r.gitRepo(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	key, err := crypto.LoadOrCreateKey(ctx, r.apiReader(), obj.Namespace, crypto.Ed25519)
+	if err != nil {
+		r.event(obj, corev1.EventTypeWarning, ReasonKeyError, "%v", err)
+		return nil, err
+	}
+	return &session{r: r, obj: obj, repo: repo, key: key, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
+}
+
+func (r *PeeringRepositoryReconciler) apiReader() client.Client {
+	if c, ok := r.APIReader.(client.Client); ok {
+		return c
+	}
+	return r.Client
+}
+
+// sync polls the branch, guards its history and loads the peering documents
+// that concern the local cluster.
+func (s *session) sync(ctx context.Context) error {
+	obj := s.obj
+	pollCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
+	defer cancel()
+	head, err := observeGit("poll", func() (plumbing.Hash, error) { return s.repo.Poll(pollCtx) })
+	if err != nil {
+		s.r.event(obj, corev1.EventTypeWarning, ReasonGitFailed, "%v", err)
+		return err
+	}
+	s.head = head
+	last := plumbing.NewHash(obj.Status.LastProcessedCommit)
+	if obj.Status.LastProcessedCommit != "" && head != last {
+		if _, err := s.repo.Changes(last, head); err != nil {
+			if !errors.Is(err, gitsync.ErrHistoryRewritten) {
+				return err
+			}
+			if obj.GetAnnotations()[gitpeerv1alpha1.AcknowledgeRewriteAnnotation] != head.String() {
+				msg := fmt.Sprintf("branch %s was rewritten: %s does not descend from %s; review it and set annotation %s=%s",
+					obj.GetBranch(), head, last, gitpeerv1alpha1.AcknowledgeRewriteAnnotation, head)
+				if !conditions.IsStalled(obj) {
+					s.r.event(obj, corev1.EventTypeWarning, ReasonHistoryRewritten, "%s", msg)
+				}
+				conditions.MarkStalled(obj, ReasonHistoryRewritten, "%s", msg)
+				return &stallError{errors.New(msg)}
+			}
+			s.r.event(obj, corev1.EventTypeNormal, ReasonHistoryRewritten, "rewritten history acknowledged at %s", head)
+		}
+	}
+	conditions.Delete(obj, meta.StalledCondition)
+	return s.load(ctx)
+}
+
+// load decodes the documents of every peering directory the local cluster is
+// part of. Invalid files are reported and skipped.
+func (s *session) load(ctx context.Context) error {
+	listing, err := s.repo.List(s.head)
+	if err != nil {
+		return err
+	}
+	me := string(s.obj.Spec.ClusterID)
+	wanted := map[string]bool{}
+	if s.obj.IsConsumer() {
+		for _, p := range s.obj.Spec.Consumer.Providers {
+			wanted[string(p)] = true
+		}
+	}
+	s.peerings = map[string]*layout.Peering{}
+	for _, f := range listing.Files {
+		p, ok, err := layout.ParsePath(f.Path)
+		if !ok {
+			continue
+		}
+		mine := (p.Provider == me && s.obj.IsProvider()) || (p.Consumer == me && wanted[p.Provider])
+		if !mine {
+			continue
+		}
+		if err != nil {
+			s.reject(ctx, err)
+			continue
+		}
+		data, err := s.repo.ReadFile(s.head, f.Path)
+		if err == nil {
+			err = s.peering(p.Provider, p.Consumer).Decode(p, data)
+		} else {
+			err = fmt.Errorf("%s: %w", f.Path, err)
+		}
+		if err != nil {
+			s.reject(ctx, err)
+		}
+	}
+	for _, sk := range listing.Skipped {
+		if p, ok, _ := layout.ParsePath(sk.Path); ok && (p.Provider == me || p.Consumer == me) {
+			s.reject(ctx, sk)
+		}
+	}
+	if len(s.invalid) > 0 {
+		conditions.MarkFalse(s.obj, ConditionFilesValid, ReasonInvalidFile, "%d file(s) skipped: %s", len(s.invalid), s.invalid[0])
+	} else {
+		conditions.MarkTrue(s.obj, ConditionFilesValid, ReasonSucceeded, "all files valid")
+	}
+	return nil
+}
+
+// reject reports an invalid file (condition, event, log); it is skipped.
+func (s *session) reject(ctx context.Context, err error) {
+	s.invalid = append(s.invalid, err.Error())
+	log.FromContext(ctx).Info("skipping invalid file", "reason", err.Error())
+	s.r.event(s.obj, corev1.EventTypeWarning, ReasonInvalidFile, "%v", err)
+}
+
+func (s *session) peering(provider, consumer string) *layout.Peering {
+	k := provider + "/" + consumer
+	if s.peerings[k] == nil {
+		s.peerings[k] = &layout.Peering{Provider: provider, Consumer: consumer}
+	}
+	return s.peerings[k]
+}
+
+// run acts on every peering; a failure in one never blocks the others.
+func (s *session) run(ctx context.Context) {
+	me := string(s.obj.Spec.ClusterID)
+	if s.obj.IsProvider() {
+		consumers := map[string]bool{}
+		for _, pe := range s.peerings {
+			if pe.Provider == me {
+				consumers[pe.Consumer] = true
+			}
+		}
+		// Tenants issued earlier whose directory is gone entirely must be revoked too.
+		for _, c := range s.issuedConsumers(ctx) {
+			consumers[c] = true
+		}
+		for _, c := range sortedKeys(consumers) {
+			s.record(ctx, c, gitpeerv1alpha1.ProviderRole, s.provide(ctx, s.peering(me, c)))
+		}
+	}
+	if s.obj.IsConsumer() {
+		for _, p := range s.obj.Spec.Consumer.Providers {
+			s.record(ctx, string(p), gitpeerv1alpha1.ConsumerRole, s.consume(ctx, s.peering(string(p), me)))
+		}
+	}
+	s.obj.Status.LastProcessedCommit = s.head.String()
+	s.publishStatus()
+}
+
+// outcome is what one peering step reached.
+type outcome struct {
+	phase   gitpeerv1alpha1.PeeringPhase
+	message string
+	err     error
+}
+
+func (s *session) record(ctx context.Context, peer string, role gitpeerv1alpha1.PeeringRole, o outcome) {
+	if o.err != nil {
+		log.FromContext(ctx).Error(o.err, "peering step failed", "peer", peer, "role", role)
+		o.phase, o.message = gitpeerv1alpha1.PhaseFailed, o.err.Error()
+	}
+	peeringPhase.WithLabelValues(s.obj.Namespace, s.obj.Name, string(role), peer).Set(phaseValue(o.phase))
+	s.status[string(role)+"/"+peer] = gitpeerv1alpha1.PeeringStatus{
+		PeerID: authv1beta1.ClusterID(peer), Role: role, Phase: o.phase, Message: o.message,
+	}
+}
+
+// publishStatus replaces status.peerings, keeping "since" for unchanged phases.
+func (s *session) publishStatus() {
+	prev := map[string]gitpeerv1alpha1.PeeringStatus{}
+	for _, p := range s.obj.Status.Peerings {
+		prev[string(p.Role)+"/"+string(p.PeerID)] = p
+	}
+	now := metav1.NewTime(s.r.Now())
+	var out []gitpeerv1alpha1.PeeringStatus
+	var failed []string
+	for _, k := range sortedKeys(s.status) {
+		st := s.status[k]
+		st.Since = now
+		if p, ok := prev[k]; ok && p.Phase == st.Phase {
+			st.Since = p.Since
+		}
+		if st.Phase == gitpeerv1alpha1.PhaseFailed {
+			failed = append(failed, fmt.Sprintf("%s %s: %s", st.Role, st.PeerID, st.Message))
+		}
+		out = append(out, st)
+	}
+	s.obj.Status.Peerings = out
+	if len(failed) > 0 {
+		conditions.MarkFalse(s.obj, ConditionPeeringsHealth, ReasonRejected, "%s", failed[0])
+	} else {
+		conditions.MarkTrue(s.obj, ConditionPeeringsHealth, ReasonSucceeded, "no peering failed")
+	}
+}
+
+// requeueAfter is the poll interval, or sooner when a certificate must be renewed.
+func (s *session) requeueAfter() time.Duration {
+	after := s.obj.GetRequeueAfter()
+	if !s.renewAt.IsZero() {
+		if d := s.renewAt.Sub(s.r.Now()); d < after {
+			after = max(d, time.Second)
+		}
+	}
+	return after
+}
+
+func (s *session) noteRenewal(t time.Time) {
+	if s.renewAt.IsZero() || t.Before(s.renewAt) {
+		s.renewAt = t
+	}
+}
+
+func (r *PeeringRepositoryReconciler) event(obj client.Object, eventType, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, eventType, reason, reason, format, args...)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+)
+
+const (
+	providerID = "provider-a"
+	consumerID = "consumer-1"
+	reviewRef  = "gitpeer/" + providerID + "/" + consumerID
+)
+
+var _ = Describe("Handshake", Ordered, func() {
+	var provider, consumer *cluster
+	var kubeconfig []byte
+	dir := providerID + "/" + consumerID + "/"
+	tenantNS := authv1beta1.TenantNamespaceName(consumerID)
+	consumerNS := authv1beta1.TenantNamespaceName(providerID)
+	identityName := authv1beta1.ControlPlaneIdentityName(providerID)
+
+	BeforeAll(func() {
+		provider, consumer = newCluster(providerID), newCluster(consumerID)
+		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
+		})
+		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}}
+		})
+		provider.startAgent()
+		consumer.startAgent()
+	})
+
+	It("proposes the Tenant for review and issues nothing until it is merged", func(ctx SpecContext) {
+		Eventually(func() string { return show("main", dir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Eventually(func() string { return show("main", dir+"nonce.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Eventually(func() string { return show(reviewRef, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Expect(show("main", dir+"tenant.yaml")).To(BeEmpty())
+
+		// The provider never reads the review branch.
+		Consistently(func() bool {
+			return apierrors.IsNotFound(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: consumerID}, &authv1beta1.Tenant{}))
+		}).WithTimeout(5 * time.Second).Should(BeTrue())
+		Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
+	})
+
+	It("issues a working, least-privilege kubeconfig once a reviewer merges the Tenant", func(ctx SpecContext) {
+		// The reviewer merges the pull request.
+		w := filepath.Join(GinkgoT().TempDir(), "w")
+		gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)
+		gitCLI(w, "merge", "-q", "--no-ff", "origin/"+reviewRef, "-m", "Merge pull request #1 from "+reviewRef)
+		gitCLI(w, "push", "-q", "origin", "HEAD:main")
+
+		Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		secret := &corev1.Secret{}
+		Eventually(func(g Gomega) {
+			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: authv1beta1.KubeconfigSecretName(identityName)}, secret)).To(Succeed())
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Expect(secret.Labels).To(HaveKeyWithValue(authv1beta1.RemoteClusterIDLabel, providerID))
+		Expect(secret.Labels).To(HaveKeyWithValue(authv1beta1.IdentityTypeLabel, string(authv1beta1.ControlPlaneIdentityType)))
+		Expect(secret.Annotations).To(HaveKeyWithValue(authv1beta1.RemoteTenantNamespaceAnnotation, tenantNS))
+		kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
+
+		cs := clientFor(kubeconfig)
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(review.Status.UserInfo.Username).To(Equal(consumerID))
+		Expect(review.Status.UserInfo.Groups).To(ContainElement("liqo.io"))
+		Expect(can(ctx, cs, "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeTrue())
+		Expect(can(ctx, cs, "list", "", "secrets", "")).To(BeFalse())
+		_, err = cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "listing secrets: %v", err)
+
+		Eventually(func(g Gomega) {
+			obj := &gitpeerv1alpha1.PeeringRepository{}
+			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: "peering"}, obj)).To(Succeed())
+			g.Expect(obj.Status.Peerings).To(ContainElement(HaveField("Phase", gitpeerv1alpha1.PhaseReady)))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("revokes access when tenant.yaml is deleted from the branch", func(ctx SpecContext) {
+		w := filepath.Join(GinkgoT().TempDir(), "w")
+		gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)
+		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
+		gitCLI(w, "commit", "-q", "-m", "Revoke "+consumerID)
+		gitCLI(w, "push", "-q", "origin", "HEAD:main")
+
+		cs := clientFor(kubeconfig)
+		Eventually(func() bool {
+			return can(ctx, cs, "create", "authentication.liqo.io", "resourceslices", tenantNS)
+		}).WithTimeout(time.Minute).Should(BeFalse())
+		Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: authv1beta1.KubeconfigSecretName(identityName)}, &corev1.Secret{}))
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		Expect(apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: identityName}, &authv1beta1.Identity{}))).To(BeTrue())
+	})
+})
+
+func clientFor(kubeconfig []byte) *kubernetes.Clientset {
+	GinkgoHelper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// can asks the provider whether the kubeconfig's user may do verb on resource.
+func can(ctx context.Context, cs *kubernetes.Clientset, verb, group, resource, namespace string) bool {
+	GinkgoHelper()
+	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: verb, Group: group, Resource: resource, Namespace: namespace,
+		}},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return r.Status.Allowed
+}
