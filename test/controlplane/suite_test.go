@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	cp *controlplane.ControlPlane
+	cp  *controlplane.ControlPlane
 	k8s client.Client
 )
 
