@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -109,6 +110,23 @@ var _ = Describe("Handshake", Ordered, func() {
 			return apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: authv1beta1.KubeconfigSecretName(identityName)}, &corev1.Secret{}))
 		}).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: identityName}, &authv1beta1.Identity{}))).To(BeTrue())
+	})
+
+	It("leaves a git log that reads as an audit trail", func() {
+		out, err := exec.Command("git", "--git-dir", repo.Dir, "log", "main", "--format=%s|%an|%(trailers:unfold,separator=%x2C)").Output()
+		Expect(err).NotTo(HaveOccurred())
+		log := string(out)
+		GinkgoWriter.Println(log)
+		for _, want := range []string{
+			"Request peering of consumer-1 with provider-a|gitpeer|Gitpeer-Action: request,Gitpeer-Provider: provider-a,Gitpeer-Consumer: consumer-1",
+			"Issue nonce for consumer-1 on provider-a|gitpeer|Gitpeer-Action: issue-nonce",
+			"Propose Tenant of consumer-1 for provider-a|gitpeer|Gitpeer-Action: propose-tenant",
+			"Merge pull request #1 from " + reviewRef + "|Rita Reviewer|",
+			"Revoke identity of consumer-1 on provider-a|gitpeer|Gitpeer-Action: revoke",
+		} {
+			Expect(log).To(ContainSubstring(want))
+		}
+		Expect(log).To(MatchRegexp(`Issue identity of consumer-1 on provider-a \(serial [0-9a-f]+\)\|gitpeer\|Gitpeer-Action: issue-identity,Gitpeer-Provider: provider-a,Gitpeer-Consumer: consumer-1,Gitpeer-Serial: [0-9a-f]+,Gitpeer-Expires: 20[0-9-]+T`))
 	})
 })
 
