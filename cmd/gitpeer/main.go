@@ -1,0 +1,31 @@
+// Command gitpeer runs Liqo's inter-cluster authentication handshake through a
+// shared Git repository: the agent (a Kubernetes controller manager), a local
+// demo, and offline tools for the repository's CI and its reviewers.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "gitpeer",
+		Short:         "Peer Kubernetes clusters with Liqo's authentication handshake, through Git",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newVersionCmd(),
+	)
+	return root
+}
