@@ -13,7 +13,7 @@ K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) 
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
 
-.PHONY: tools test deps
+.PHONY: tools test demo build
 tools: $(TOOLS)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager:
@@ -45,3 +45,11 @@ generate: $(CONTROLLER_GEN)
 $(CONTROLLER_GEN):
 	@mkdir -p $(@D)
 	cd test/codegen && go build -trimpath -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# The gitpeer binary; go's build cache makes a rebuild with no change instant.
+build:
+	go build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/gitpeer ./cmd/gitpeer
+
+# The whole handshake locally: two control planes, a Git server, two agents.
+demo: tools build
+	./bin/gitpeer demo

@@ -26,6 +26,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newAgentCmd(),
+		newDemoCmd(),
 	)
 	return root
 }

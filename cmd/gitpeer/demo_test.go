@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestDemo runs the demo's whole code path: real control planes, a real Git
+// server, two agents, the merge, the proof, the audit trail and the revocation.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two control planes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if err := runDemo(ctx, &out, false); err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+	for _, want := range []string{
+		"provider control plane ready",
+		"consumer requested the peering",
+		"provider issued a nonce",
+		"proposed its Tenant on branch gitpeer/provider/consumer",
+		"In real life a person reviews the pull request",
+		"reviewer merged tenant.yaml into main",
+		"Issue identity of consumer on provider (serial",
+		`user "consumer", groups [liqo.io system:authenticated]`,
+		"may I create resourceslices in liqo-tenant-consumer?  yes",
+		"list Secrets in all namespaces?             denied: Forbidden",
+		"Rita Reviewer  Merge pull request #1 from gitpeer/provider/consumer",
+		"Revoke identity of consumer on provider",
+		"the old kubeconfig may no longer create resourceslices: no",
+		"consumer deleted its Identity and kubeconfig Secret",
+	} {
+		if !bytes.Contains(out.Bytes(), []byte(want)) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	// Nothing the demo started outlives it.
+	if out, err := exec.Command("pgrep", "-f", "gitpeer-demo-").Output(); err == nil {
+		t.Errorf("processes left running:\n%s", out)
+	}
+}

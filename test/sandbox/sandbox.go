@@ -1,0 +1,171 @@
+// Package sandbox assembles local gitpeer environments from real parts: a
+// control plane per cluster (test/controlplane) with gitpeer's CRDs and the
+// tenant ClusterRole installed, Git credentials for a test/gitserver, and an
+// in-process agent. The end-to-end suite and `gitpeer demo` share it.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/config/crd"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/gitserver"
+)
+
+// AgentNamespace is where each cluster's agent, its PeeringRepository and its
+// Git credentials live.
+const AgentNamespace = "gitpeer-system"
+
+// Scheme knows the built-in types, gitpeer's and Liqo's types, and CRDs.
+var Scheme = func() *runtime.Scheme {
+	s := reconciler.NewScheme()
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
+}()
+
+// Cluster is one control plane prepared for gitpeer.
+type Cluster struct {
+	ID     string
+	CP     *controlplane.ControlPlane
+	Client client.Client
+
+	dataDir string
+	stop    context.CancelFunc
+	done    chan error
+}
+
+// Prepare installs the CRDs, the tenant ClusterRole, the agent namespace and
+// a Secret with the Git server's SSH credentials on cp.
+func Prepare(ctx context.Context, id string, cp *controlplane.ControlPlane, git *gitserver.Server, dataDir string) (*Cluster, error) {
+	c := &Cluster{ID: id, CP: cp, dataDir: dataDir}
+	var err error
+	if c.Client, err = client.New(cp.Config, client.Options{Scheme: Scheme}); err != nil {
+		return nil, err
+	}
+	crds, err := crd.Load()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range crds {
+		if err := c.Client.Create(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range crds {
+		if err := c.waitEstablished(ctx, d.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, obj := range []client.Object{
+		TenantClusterRole(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AgentNamespace}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: AgentNamespace, Name: "git"},
+			Data:       map[string][]byte{"identity": git.ClientKey, "known_hosts": git.KnownHosts},
+		},
+	} {
+		if err := c.Client.Create(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) waitEstablished(ctx context.Context, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			return false, err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// TenantClusterRole is the role bound to consumers on a provider: Liqo's
+// remote control-plane rules, nothing more.
+func TenantClusterRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: gitpeerv1alpha1.DefaultClusterRoleName},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "renews"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+}
+
+// Apply creates the cluster's PeeringRepository "peering" for repoURL, polling
+// every interval, after mutate has filled in the roles.
+func (c *Cluster) Apply(ctx context.Context, repoURL string, interval time.Duration, mutate func(*gitpeerv1alpha1.PeeringRepositorySpec)) (*gitpeerv1alpha1.PeeringRepository, error) {
+	obj := &gitpeerv1alpha1.PeeringRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: AgentNamespace, Name: "peering"},
+		Spec: gitpeerv1alpha1.PeeringRepositorySpec{
+			URL: repoURL, ClusterID: authv1beta1.ClusterID(c.ID),
+			Interval:  &metav1.Duration{Duration: interval},
+			SecretRef: &meta.LocalObjectReference{Name: "git"},
+		},
+	}
+	mutate(&obj.Spec)
+	return obj, c.Client.Create(ctx, obj)
+}
+
+// StartAgent runs the cluster's agent (a controller manager) in this process
+// until StopAgent; log receives its logs.
+func (c *Cluster) StartAgent(log logr.Logger) error {
+	mgr, err := ctrl.NewManager(c.CP.Config, ctrl.Options{
+		Scheme:                 Scheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return err
+	}
+	r := &reconciler.PeeringRepositoryReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: c.CP.Config,
+		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: c.dataDir,
+	}
+	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{SkipNameValidation: true}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop, c.done = cancel, make(chan error, 1)
+	go func() { c.done <- mgr.Start(ctx) }()
+	return nil
+}
+
+// StopAgent stops the agent and waits for it; it is safe to call when stopped.
+func (c *Cluster) StopAgent() error {
+	if c.stop == nil {
+		return nil
+	}
+	c.stop()
+	err := <-c.done
+	c.stop = nil
+	if err != nil {
+		return fmt.Errorf("agent of %s: %w", c.ID, err)
+	}
+	return nil
+}
