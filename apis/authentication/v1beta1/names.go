@@ -2,7 +2,7 @@ package v1beta1
 
 import (
 	"fmt"
-	"regexp"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Names, labels and annotations Liqo uses for the objects of the authentication handshake. Both
@@ -62,8 +62,6 @@ const (
 	ClusterIDMaxLength = 63
 )
 
-var clusterIDRegexp = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
 // ValidateClusterID returns an error unless id is an RFC 1123 label of at most 63 characters.
 func ValidateClusterID(id string) error {
 	switch {
@@ -71,7 +69,7 @@ func ValidateClusterID(id string) error {
 		return fmt.Errorf("cluster ID is empty")
 	case len(id) > ClusterIDMaxLength:
 		return fmt.Errorf("cluster ID %.20q... is longer than %d characters", id, ClusterIDMaxLength)
-	case !clusterIDRegexp.MatchString(id):
+	case len(validation.IsDNS1123Label(id)) > 0:
 		return fmt.Errorf("cluster ID %q is not an RFC 1123 label (lower-case alphanumerics and '-')", id)
 	}
 	return nil
