@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	"fmt"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
