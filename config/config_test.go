@@ -1,0 +1,467 @@
+// Package config_test checks the kustomize install in this directory against a real control plane:
+// everything in config/default and config/samples is accepted by kube-apiserver, the agent's pod
+// would pass the restricted Pod Security Standard, and the agent's ServiceAccount holds exactly the
+// access the handshake needs (RBAC and the admission policy together).
+package config_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitpeer/gitpeer/test/controlplane"
+)
+
+const (
+	systemNamespace = "gitpeer-system"
+	agentUser       = "system:serviceaccount:" + systemNamespace + ":gitpeer-agent"
+	tenantRole      = "liqo-remote-controlplane"
+)
+
+// TestInstall applies config/default (server-side, then client-side, as users do either) and
+// config/samples to a real control plane and checks every object is there; then it checks what
+// the agent's ServiceAccount can and cannot do. There are no nodes: the Deployment runs no pod,
+// acceptance by the API server (and a dry-run of its pod through admission) is what is checked.
+func TestInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	kubectlPath, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not on PATH: install kubectl to test `kubectl apply -k config/default`")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cp := controlplane.Start(t)
+	kubectl := func(t *testing.T, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, kubectlPath, append(args, "--kubeconfig", cp.KubeconfigPath)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+		}
+		return string(out)
+	}
+	admin, err := client.New(cp.Config, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("default", func(t *testing.T) {
+		kubectl(t, "apply", "-k", "default", "--server-side", "--field-manager", "gitpeer-install")
+		kubectl(t, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all")
+		kubectl(t, "apply", "-k", "default", "--server-side", "--field-manager", "gitpeer-install") // idempotent
+		kubectl(t, "apply", "-k", "default")                                                       // client-side too
+		objs := build(t, kubectl(t, "kustomize", "default"))
+		kinds := map[string]int{}
+		for _, o := range objs {
+			kinds[o.GetKind()]++
+			assertExists(ctx, t, admin, o)
+		}
+		for _, k := range []string{
+			"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+			"RoleBinding", "Deployment", "Service", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+		} {
+			if kinds[k] == 0 {
+				t.Errorf("config/default has no %s", k)
+			}
+		}
+		t.Logf("config/default: %d objects accepted: %v", len(objs), kinds)
+	})
+
+	t.Run("image is overridable", func(t *testing.T) {
+		// An overlay with `images:` is how users pin a release; check the Deployment follows it.
+		dir := t.TempDir()
+		base, err := filepath.Rel(dir, mustAbs(t, "default")) // kustomize takes relative bases only
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir+"/kustomization.yaml", "resources:\n- "+base+"\nimages:\n"+
+			"- name: ghcr.io/gitpeer/gitpeer\n  newName: registry.example.com/gitpeer\n  newTag: v1.2.3\n")
+		for _, o := range build(t, kubectl(t, "kustomize", dir)) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			img, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			if got := img[0].(map[string]any)["image"]; got != "registry.example.com/gitpeer:v1.2.3" {
+				t.Errorf("image = %v, want the overlay's", got)
+			}
+		}
+	})
+
+	t.Run("agent pod passes restricted pod security", func(t *testing.T) {
+		// gitpeer-system enforces the restricted Pod Security Standard; a server dry-run of the
+		// Deployment's pod goes through that admission (and the ServiceAccount admission) as the
+		// ReplicaSet controller's pod would.
+		dep := &appsv1.Deployment{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-agent"}, dep); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, GenerateName: "gitpeer-agent-", Labels: dep.Spec.Template.Labels},
+			Spec:       dep.Spec.Template.Spec,
+		}
+		if err := admin.Create(ctx, pod, client.DryRunAll); err != nil {
+			t.Fatalf("the agent's pod is not admitted: %v", err)
+		}
+		// Control: the namespace really enforces the standard (a root pod is refused).
+		root := pod.DeepCopy()
+		root.Spec.SecurityContext, root.Spec.Containers[0].SecurityContext = nil, nil
+		if err := admin.Create(ctx, root, client.DryRunAll); !apierrors.IsForbidden(err) {
+			t.Errorf("a pod without security context was not refused by pod security: %v", err)
+		}
+		c := dep.Spec.Template.Spec.Containers[0]
+		sc := c.SecurityContext
+		if sc == nil || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || !ptr.Deref(sc.RunAsNonRoot, false) ||
+			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container security context %+v", sc)
+		}
+		if c.LivenessProbe == nil || c.ReadinessProbe == nil || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("probes or resources missing: %+v", c)
+		}
+	})
+
+	t.Run("samples", func(t *testing.T) {
+		kubectl(t, "apply", "-k", "samples", "--server-side", "--field-manager", "gitpeer-install")
+		for _, o := range build(t, kubectl(t, "kustomize", "samples")) {
+			got := assertExists(ctx, t, admin, o)
+			if o.GetKind() == "PeeringRepository" {
+				// Defaults from the CRD apply: proof the object went through the real schema.
+				if b, _, _ := unstructured.NestedString(got.Object, "spec", "branch"); b != "main" {
+					t.Errorf("%s: spec.branch = %q", o.GetName(), b)
+				}
+			}
+		}
+	})
+
+	t.Run("agent permissions", func(t *testing.T) {
+		testAgentAccess(ctx, t, cp.Config, admin)
+	})
+}
+
+// testAgentAccess impersonates the agent's ServiceAccount. It first asks the API server
+// (SelfSubjectAccessReview) about each verb the handshake needs and each it must not have, then
+// makes the handshake's real writes, and the forbidden ones, so RBAC and the admission policy are
+// tested together.
+func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin client.Client) {
+	agentCfg := rest.CopyConfig(cfg)
+	agentCfg.Impersonate = rest.ImpersonationConfig{UserName: agentUser}
+	agent, err := client.New(agentCfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenantNS := "liqo-tenant-consumer1"
+
+	type access struct {
+		verb, group, resource, subresource, namespace, name string
+	}
+	can := func(a access) bool {
+		t.Helper()
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: a.name,
+			},
+		}}
+		if err := agent.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	allowed := []access{
+		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeAPIServerClientSignerName},
+		{"update", "certificates.k8s.io", "certificatesigningrequests", "approval", "", "x"},
+		{"create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""},
+		{"deletecollection", "certificates.k8s.io", "certificatesigningrequests", "", "", ""},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", tenantRole},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, ""},
+		{"create", "", "namespaces", "", "", ""},
+		{"patch", "", "namespaces", "", "", tenantNS},
+		{"get", "", "secrets", "", tenantNS, "liqo-nonce"},
+		{"create", "", "secrets", "", tenantNS, ""},
+		{"get", "", "secrets", "", systemNamespace, "git-credentials"},
+		{"create", "authentication.liqo.io", "tenants", "", tenantNS, ""},
+		{"patch", "authentication.liqo.io", "tenants", "status", tenantNS, "consumer1"},
+		{"create", "authentication.liqo.io", "identities", "", "liqo-tenant-provider1", ""},
+		{"patch", "authentication.liqo.io", "identities", "status", "liqo-tenant-provider1", "controlplane-provider1"},
+		{"watch", "gitpeer.io", "peeringrepositories", "", systemNamespace, ""},
+		{"patch", "gitpeer.io", "peeringrepositories", "status", systemNamespace, "p"},
+		{"create", "events.k8s.io", "events", "", systemNamespace, ""},
+		{"update", "coordination.k8s.io", "leases", "", systemNamespace, "x"},
+	}
+	denied := []access{
+		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeletServingSignerName},
+		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeAPIServerClientKubeletSignerName},
+		{"approve", "certificates.k8s.io", "signers", "", "", "kubernetes.io/*"},
+		{"approve", "certificates.k8s.io", "signers", "", "", "example.com/custom"},
+		{"update", "certificates.k8s.io", "certificatesigningrequests", "status", "", "x"}, // signing is the signer's job
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin"},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "admin"},
+		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", ""},
+		{"create", "rbac.authorization.k8s.io", "clusterroles", "", "", ""},
+		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
+		{"bind", "rbac.authorization.k8s.io", "roles", "", tenantNS, "x"},
+		{"list", "", "secrets", "", "", ""},
+		{"list", "", "secrets", "", "kube-system", ""},
+		{"watch", "", "secrets", "", tenantNS, ""},
+		{"list", "", "secrets", "", systemNamespace, ""},
+		{"patch", "", "secrets", "", tenantNS, "liqo-nonce"},
+		{"list", "gitpeer.io", "peeringrepositories", "", "default", ""},
+		{"update", "gitpeer.io", "peeringrepositories", "", systemNamespace, "p"}, // spec belongs to people
+		{"create", "", "pods", "", systemNamespace, ""},
+		{"create", "", "serviceaccounts", "", "", "token"},
+		{"impersonate", "", "users", "", "", ""},
+		{"update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"},
+	}
+	for _, a := range allowed {
+		if !can(a) {
+			t.Errorf("the agent cannot %+v; it needs to", a)
+		}
+	}
+	for _, a := range denied {
+		if can(a) {
+			t.Errorf("the agent can %+v; it must not", a)
+		}
+	}
+
+	// The handshake's real writes. The admission policy is compiled asynchronously after it is
+	// created: wait until it rejects a write it must reject before testing the others.
+	mustOK := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	mustDeny := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: want forbidden, got %v", what, err)
+		}
+	}
+	managed := map[string]string{"app.kubernetes.io/managed-by": "gitpeer"}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "not-a-tenant"}}, client.DryRunAll)
+		return apierrors.IsForbidden(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the admission policy never rejected namespace not-a-tenant: %v", err)
+	}
+
+	// Provider: tenant namespace, nonce, binding, CSR approval.
+	mustOK("create tenant namespace", agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: managed}}))
+	ns := &corev1.Namespace{}
+	mustOK("get tenant namespace", agent.Get(ctx, client.ObjectKey{Name: tenantNS}, ns))
+	mustOK("annotate tenant namespace", agent.Patch(ctx, ns, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"gitpeer.io/pinned-public-key-sha256":"abc"}}}`))))
+	nonce := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "liqo-nonce"}, StringData: map[string]string{"nonce": "n"}}
+	mustOK("create liqo-nonce", agent.Create(ctx, nonce))
+	mustOK("get liqo-nonce", agent.Get(ctx, client.ObjectKeyFromObject(nonce), nonce))
+	nonce.StringData = map[string]string{"nonce": "rotated"}
+	mustOK("update liqo-nonce", agent.Update(ctx, nonce))
+	mustDeny("list secrets", agent.List(ctx, &corev1.SecretList{}, client.InNamespace(tenantNS)))
+	mustDeny("create Secret other in tenant namespace", agent.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "other"}}, client.DryRunAll))
+	mustDeny("create liqo-nonce outside tenant namespaces", agent.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "liqo-nonce"}}, client.DryRunAll))
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "someone-elses"}}
+	mustOK("create a Secret (admin)", admin.Create(ctx, foreign))
+	mustOK("read a Secret by name (the accepted tradeoff: get is cluster-wide)", agent.Get(ctx, client.ObjectKeyFromObject(foreign), &corev1.Secret{}))
+	mustDeny("update a Secret outside the footprint", agent.Update(ctx, foreign, client.DryRunAll))
+	mustDeny("delete a Secret outside the footprint", agent.Delete(ctx, foreign, client.DryRunAll))
+
+	binding := func(ns, role string, subject rbacv1.Subject) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "liqo-binding-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{subject},
+		}
+	}
+	user := func(name string) rbacv1.Subject {
+		return rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}
+	}
+	rb := binding(tenantNS, tenantRole, user("consumer1"))
+	mustOK("bind the tenant role to the consumer", agent.Create(ctx, rb))
+	mustOK("get the binding", agent.Get(ctx, client.ObjectKeyFromObject(rb), rb))
+	mustOK("update the binding", agent.Update(ctx, rb))
+	mustDeny("bind cluster-admin", agent.Create(ctx, binding(tenantNS, "cluster-admin", user("consumer1")), client.DryRunAll))
+	mustDeny("bind the tenant role to all authenticated users", agent.Create(ctx, binding(tenantNS, tenantRole,
+		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}), client.DryRunAll))
+	mustDeny("bind the tenant role to another consumer", agent.Create(ctx,
+		binding(tenantNS, tenantRole, user("consumer2")), client.DryRunAll))
+	mustDeny("bind the tenant role outside tenant namespaces", agent.Create(ctx,
+		binding("kube-system", tenantRole, user("consumer1")), client.DryRunAll))
+	mustDeny("bind the agent's own role", agent.Create(ctx, binding(tenantNS, "gitpeer-agent", user("consumer1")), client.DryRunAll))
+	mustOK("delete the binding (Drained)", agent.Delete(ctx, rb))
+
+	cs, err := kubernetes.NewForConfig(agentCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createAndApprove(ctx, t, agent, cs, "gitpeer-consumer1", certificatesv1.KubeAPIServerClientSignerName); err != nil {
+		t.Errorf("approve %s: %v", certificatesv1.KubeAPIServerClientSignerName, err)
+	}
+	if err := createAndApprove(ctx, t, agent, cs, "gitpeer-custom", "example.com/custom"); !apierrors.IsForbidden(err) {
+		t.Errorf("approve example.com/custom: want forbidden, got %v", err)
+	}
+	if err := createAndApprove(ctx, t, agent, cs, "gitpeer-serving", certificatesv1.KubeletServingSignerName); !apierrors.IsForbidden(err) {
+		t.Errorf("approve %s: want forbidden, got %v", certificatesv1.KubeletServingSignerName, err)
+	}
+	mustOK("delete CSRs by label (revocation)", agent.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
+		client.MatchingLabels{"gitpeer.io/consumer": "consumer1"}))
+
+	// Consumer: signed nonce and kubeconfig in the provider's tenant namespace.
+	providerNS := "liqo-tenant-provider1"
+	mustOK("create consumer tenant namespace", agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNS, Labels: managed}}))
+	for _, name := range []string{"liqo-signed-nonce", "kubeconfig-controlplane-provider1"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providerNS, Name: name}}
+		mustOK("create "+name, agent.Create(ctx, s))
+		mustOK("delete "+name, agent.Delete(ctx, s))
+	}
+
+	// Own namespace: the cluster key, events, the leader-election lease.
+	mustOK("create authentication-keys", agent.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "authentication-keys"}, Immutable: ptr.To(true)}))
+	mustDeny("create authentication-keys elsewhere", agent.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "authentication-keys"}}, client.DryRunAll))
+	now := metav1.NowMicro()
+	mustOK("record an event", agent.Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, GenerateName: "gitpeer-"}, EventTime: now,
+		ReportingController: "gitpeer", ReportingInstance: "gitpeer-agent", Action: "Issued", Reason: "Issued", Type: corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{Kind: "PeeringRepository", Namespace: systemNamespace, Name: "p"},
+	}))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-leader"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-1")}}
+	mustOK("take the lease", agent.Create(ctx, lease))
+	lease.Spec.HolderIdentity = ptr.To("")
+	mustOK("release the lease", agent.Update(ctx, lease))
+
+	// Namespaces: only tenant namespaces, deleted only when the agent created them.
+	mustOK("delete own tenant namespace", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}}, client.DryRunAll))
+	mustOK("create a Liqo tenant namespace (admin)", admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-by-liqo"}}))
+	mustDeny("delete a tenant namespace the agent did not create", agent.Delete(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-by-liqo"}}, client.DryRunAll))
+	mustDeny("delete kube-public", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-public"}}, client.DryRunAll))
+	mustDeny("label kube-system", agent.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
+		client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"x":"y"}}}`)), client.DryRunAll))
+}
+
+// createAndApprove creates a client-certificate CSR for signer as the agent does, then approves it.
+func createAndApprove(ctx context.Context, t *testing.T, c client.Client, cs kubernetes.Interface, name, signer string) error {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "consumer1", Organization: []string{"liqo.io"}},
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}
+	if signer == certificatesv1.KubeletServingSignerName {
+		usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
+	}
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"gitpeer.io/consumer": "consumer1"}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: signer, ExpirationSeconds: ptr.To[int32](600), Usages: usages,
+		},
+	}
+	if err := c.Create(ctx, csr); err != nil {
+		t.Fatalf("create CSR for %s: %v", signer, err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, csr); err != nil {
+		t.Fatalf("get CSR: %v", err)
+	}
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "GitpeerApproved", Message: "test",
+	})
+	_, err = cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{})
+	return err
+}
+
+// build decodes kustomize output into objects.
+func build(t *testing.T, out string) []*unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		o := &unstructured.Unstructured{}
+		if err := dec.Decode(&o.Object); errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(o.Object) > 0 {
+			objs = append(objs, o)
+		}
+	}
+}
+
+// assertExists gets o from the API server. Cluster-scoped kinds are looked up without a namespace,
+// whatever kustomize put in metadata.
+func assertExists(ctx context.Context, t *testing.T, c client.Client, o *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(o.GroupVersionKind())
+	key := client.ObjectKeyFromObject(o)
+	if namespaced, err := c.IsObjectNamespaced(o); err != nil {
+		t.Errorf("%s %s: %v", o.GetKind(), key, err)
+		return got
+	} else if !namespaced {
+		key.Namespace = ""
+	}
+	if err := c.Get(ctx, key, got); err != nil {
+		t.Errorf("%s %s not found after apply: %v", o.GetKind(), key, err)
+	}
+	return got
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAbs(t *testing.T, dir string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
