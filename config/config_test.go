@@ -31,8 +31,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -83,7 +83,7 @@ func TestInstall(t *testing.T) {
 		kubectl(t, "apply", "-k", "default", "--server-side", "--field-manager", "gitpeer-install")
 		kubectl(t, "wait", "--for", "condition=Established", "--timeout", "60s", "crd", "--all")
 		kubectl(t, "apply", "-k", "default", "--server-side", "--field-manager", "gitpeer-install") // idempotent
-		kubectl(t, "apply", "-k", "default")                                                       // client-side too
+		kubectl(t, "apply", "-k", "default")                                                        // client-side too
 		objs := build(t, kubectl(t, "kustomize", "default"))
 		kinds := map[string]int{}
 		for _, o := range objs {
