@@ -12,7 +12,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +24,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/config/crd"
+	tenantrole "github.com/gitpeer/gitpeer/config/tenant-role"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
@@ -74,8 +74,12 @@ func Prepare(ctx context.Context, id string, cp *controlplane.ControlPlane, git 
 			return nil, err
 		}
 	}
+	role, err := tenantrole.ClusterRole()
+	if err != nil {
+		return nil, err
+	}
 	for _, obj := range []client.Object{
-		TenantClusterRole(),
+		role,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AgentNamespace}},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: AgentNamespace, Name: "git"},
@@ -102,18 +106,6 @@ func (c *Cluster) waitEstablished(ctx context.Context, name string) error {
 		}
 		return false, nil
 	})
-}
-
-// TenantClusterRole is the role bound to consumers on a provider: Liqo's
-// remote control-plane rules, nothing more.
-func TenantClusterRole() *rbacv1.ClusterRole {
-	return &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: gitpeerv1alpha1.DefaultClusterRoleName},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "renews"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-			{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps"}, Verbs: []string{"get", "list", "watch"}},
-		},
-	}
 }
 
 // Apply creates the cluster's PeeringRepository "peering" for repoURL, polling

@@ -174,8 +174,8 @@ type ProviderSpec struct {
 	CertificateTTL *metav1.Duration `json:"certificateTTL,omitempty"`
 
 	// ClusterRoleName is the ClusterRole bound, in its tenant namespace, to each consumer's user.
-	// Defaults to Liqo's liqo-remote-controlplane; gitpeer creates it with Liqo's rules if it
-	// does not exist.
+	// Defaults to Liqo's liqo-remote-controlplane, which the install (config/tenant-role) ships
+	// with Liqo's rules; the agent may bind only that role.
 	// +kubebuilder:default=liqo-remote-controlplane
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
