@@ -26,6 +26,11 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newVerifyCmd(),
+		newAuditCmd(),
+		newStatusCmd(),
+		newRequestCmd(),
+		newRevokeCmd(),
 		newAgentCmd(),
 		newDemoCmd(),
 	)

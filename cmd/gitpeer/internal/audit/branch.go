@@ -1,0 +1,118 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/utils/merkletrie"
+
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
+)
+
+// walkFirstParents diffs every commit of the branch's first-parent chain
+// against its first parent: that is what the commit brought to the branch
+// (for a merge, the whole pull request). tenant.yaml appearing is the
+// approval, tenant.yaml changing is a change of its condition, tenant.yaml
+// disappearing is a revocation, and request.yaml added by a person (not by an
+// agent, whose commit already has a trailer) is a request.
+func (r *reader) walkFirstParents(repo *git.Repository, head plumbing.Hash) error {
+	for h := head; ; {
+		c, err := repo.CommitObject(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil // shallow clone
+		}
+		if err != nil {
+			return err
+		}
+		var parent *object.Commit
+		if c.NumParents() > 0 {
+			if parent, err = c.Parent(0); err != nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
+				return err
+			}
+		}
+		if err := r.diff(c, parent); err != nil {
+			return fmt.Errorf("commit %s: %w", c.Hash, err)
+		}
+		if parent == nil {
+			return nil
+		}
+		h = parent.Hash
+	}
+}
+
+func (r *reader) diff(c, parent *object.Commit) error {
+	tree, err := c.Tree()
+	if err != nil {
+		return err
+	}
+	var before *object.Tree
+	if parent != nil {
+		if before, err = parent.Tree(); err != nil {
+			return err
+		}
+	}
+	changes, err := object.DiffTree(before, tree)
+	if err != nil {
+		return err
+	}
+	byAgent := false
+	for _, t := range gitsync.ParseTrailers(c.Message) {
+		byAgent = byAgent || t.Key == gitsync.TrailerAction
+	}
+	for _, ch := range changes {
+		action, err := ch.Action()
+		if err != nil {
+			return err
+		}
+		name := ch.To.Name
+		if action == merkletrie.Delete {
+			name = ch.From.Name
+		}
+		p, ok := r.parse(name)
+		if !ok {
+			continue
+		}
+		if e, ok := r.changeEvent(c, p, action, byAgent); ok {
+			r.add(c, e)
+		}
+	}
+	return nil
+}
+
+// changeEvent names the event of a change of p by commit c, if it is one.
+func (r *reader) changeEvent(c *object.Commit, p layout.Path, action merkletrie.Action, byAgent bool) (Event, bool) {
+	how := "committed directly to the branch"
+	if c.NumParents() > 1 {
+		how = fmt.Sprintf("merged by %s: %s", c.Author.Name, subject(c))
+	}
+	switch {
+	case p.Kind == layout.Tenant && action == merkletrie.Insert:
+		return r.event(c, Approved, p.Provider, p.Consumer, "tenant.yaml "+how), true
+	case p.Kind == layout.Tenant && action == merkletrie.Modify:
+		return r.event(c, TenantChanged, p.Provider, p.Consumer, "tenant.yaml "+how), true
+	case p.Kind == layout.Tenant && action == merkletrie.Delete:
+		return r.event(c, Revoked, p.Provider, p.Consumer, "tenant.yaml deleted, "+how), true
+	case p.Kind == layout.Request && action == merkletrie.Insert && !byAgent:
+		return r.event(c, Requested, p.Provider, p.Consumer, "request.yaml "+how), true
+	}
+	return Event{}, false
+}
+
+// parse maps a repository path to a document under the peering root.
+func (r *reader) parse(name string) (layout.Path, bool) {
+	rel := name
+	if r.root != "." {
+		if !strings.HasPrefix(name, r.root+"/") {
+			return layout.Path{}, false
+		}
+		rel = strings.TrimPrefix(name, r.root+"/")
+	}
+	p, ok, err := layout.ParsePath(path.Clean(rel))
+	return p, ok && err == nil
+}

@@ -1,0 +1,106 @@
+package edit
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
+)
+
+func TestRequestWritesAValidDocument(t *testing.T) {
+	key, err := crypto.GenerateKey(crypto.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := crypto.MarshalPublicKeyPEM(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := crypto.MarshalPrivateKeyPEM(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, keyPEM := range map[string][]byte{"public": pub, "private": priv} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, err := Request(Peering{Checkout: dir, Root: "peers", Provider: "provider-a", Consumer: "consumer-1"}, keyPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `git add -A -- peers/provider-a/consumer-1/request.yaml && git commit -m "Request peering of consumer-1 with provider-a" -- peers/provider-a/consumer-1/request.yaml` + "\n"
+			if out != want {
+				t.Fatalf("commands %q, want %q", out, want)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "peers/provider-a/consumer-1/request.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pe := &layout.Peering{}
+			if err := pe.Decode(layout.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: layout.Request}, data); err != nil {
+				t.Fatal(err)
+			}
+			if string(pe.Request.Spec.PublicKey) != string(pub) {
+				t.Fatalf("key %q, want %q", pe.Request.Spec.PublicKey, pub)
+			}
+		})
+	}
+}
+
+func TestRequestRefuses(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Request(Peering{Checkout: dir, Provider: "provider-a", Consumer: "consumer-1"}, []byte("not a key")); err == nil || !strings.Contains(err.Error(), "public key") {
+		t.Fatalf("bad key: %v", err)
+	}
+	key, _ := crypto.GenerateKey(crypto.Ed25519)
+	pub, _ := crypto.MarshalPublicKeyPEM(key.Public())
+	if _, err := Request(Peering{Checkout: dir, Provider: "provider-a", Consumer: "../x"}, pub); err == nil || !strings.Contains(err.Error(), "RFC 1123") {
+		t.Fatalf("bad ID: %v", err)
+	}
+	if _, err := Request(Peering{Checkout: dir, Provider: "provider-a", Consumer: "provider-a"}, pub); err == nil {
+		t.Fatal("peering with itself accepted")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("files written: %v", entries)
+	}
+}
+
+func TestRevokeAndCommit(t *testing.T) {
+	dir := t.TempDir()
+	tenant := filepath.Join(dir, "provider-a/consumer-1/tenant.yaml")
+	if err := os.MkdirAll(filepath.Dir(tenant), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tenant, []byte("t"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(script string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-ec", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	run("git init -q -b main && git add -A && git commit -q -m init")
+	p := Peering{Checkout: dir, Provider: "provider-a", Consumer: "consumer-1"}
+	out, err := Revoke(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tenant); !os.IsNotExist(err) {
+		t.Fatalf("tenant.yaml still there: %v", err)
+	}
+	if !strings.HasPrefix(out, "git switch -c revoke/provider-a/consumer-1\n") || !strings.Contains(out, "git push origin revoke/provider-a/consumer-1") {
+		t.Fatalf("commands:\n%s", out)
+	}
+	// The printed commands, minus the push, really commit the deletion.
+	run(strings.Join(strings.Split(out, "\n")[:2], "\n") + "\ntest -z \"$(git status --porcelain)\"\ngit show --stat HEAD | grep -q 'tenant.yaml'")
+	if _, err := Revoke(p); err == nil || !strings.Contains(err.Error(), "nothing to revoke") {
+		t.Fatalf("second revoke: %v", err)
+	}
+}

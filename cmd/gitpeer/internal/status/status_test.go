@@ -1,0 +1,176 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/config/crd"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/repofixture"
+)
+
+// TestStatusOnAControlPlane installs the CRDs on a real API server, creates a
+// PeeringRepository reporting two peerings, the issued Tenant of one, an
+// Identity, and a Tenant no repository reports, and reads them back.
+func TestStatusOnAControlPlane(t *testing.T) {
+	ctx := context.Background()
+	cp := controlplane.Start(t)
+	scheme := reconciler.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(ctx, t, c)
+
+	now := time.Now().Truncate(time.Second)
+	ca, err := repofixture.NewCA("ca", now.Add(-time.Hour), 48*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued, err := repofixture.Build("provider-a", "consumer-1", repofixture.TenantProposed, repofixture.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant, err := repofixture.TenantObject("consumer-1", issued.Key, issued.SignedNonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(tenant.Spec.CSR, now, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"gitpeer-system", "liqo-tenant-consumer-1", "liqo-tenant-consumer-9", "liqo-tenant-provider-b"} {
+		create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	tenant.Namespace = "liqo-tenant-consumer-1"
+	create(ctx, t, c, tenant)
+	tenant.Status = authv1beta1.TenantStatus{TenantNamespace: tenant.Namespace, AuthParams: &authv1beta1.AuthParams{SignedCRT: cert, CA: ca.PEM}}
+	if err := c.Status().Update(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	stray, err := repofixture.TenantObject("consumer-9", issued.Key, issued.SignedNonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray.Namespace = "liqo-tenant-consumer-9"
+	create(ctx, t, c, stray)
+	ns := "liqo-tenant-provider-b"
+	create(ctx, t, c, &authv1beta1.Identity{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "controlplane-provider-b"},
+		Spec: authv1beta1.IdentitySpec{ClusterID: "provider-b", Type: authv1beta1.ControlPlaneIdentityType, Namespace: &ns,
+			AuthParams: authv1beta1.AuthParams{APIServer: "https://b:6443", CA: ca.PEM, SignedCRT: cert}},
+	})
+	repo := &gitpeerv1alpha1.PeeringRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering"},
+		Spec: gitpeerv1alpha1.PeeringRepositorySpec{URL: "ssh://git@example.com/peers.git", ClusterID: "provider-a",
+			Provider: &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: "https://a:6443"},
+			Consumer: &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"provider-b"}}},
+	}
+	create(ctx, t, c, repo)
+	repo.Status.Peerings = []gitpeerv1alpha1.PeeringStatus{
+		{PeerID: "consumer-1", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseIssued, Since: metav1.NewTime(now), Message: "certificate valid"},
+		{PeerID: "consumer-2", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseNonceIssued, Since: metav1.NewTime(now), Message: "waiting for a merged tenant.yaml"},
+		{PeerID: "provider-b", Role: gitpeerv1alpha1.ConsumerRole, Phase: gitpeerv1alpha1.PhaseReady, Since: metav1.NewTime(now)},
+	}
+	if err := c.Status().Update(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+
+	all, err := Collect(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := Print(&table, all, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table.String())
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	expires := now.Add(24 * time.Hour).UTC().Format(time.RFC3339)
+	for i, want := range [][]string{
+		{"NAMESPACE", "REPOSITORY", "ROLE", "PEER", "PHASE", "SINCE", "OBJECT", "CONDITION", "CERT EXPIRES", "MESSAGE"},
+		{"gitpeer-system", "peering", "Provider", "consumer-1", "Issued", "liqo-tenant-consumer-1/consumer-1", "Active", expires, "certificate valid"},
+		{"gitpeer-system", "peering", "Provider", "consumer-2", "NonceIssued", "waiting for a merged tenant.yaml"},
+		{"gitpeer-system", "peering", "Consumer", "provider-b", "Ready", "liqo-tenant-provider-b/controlplane-provider-b", expires},
+		{"-", "-", "Provider", "consumer-9", "liqo-tenant-consumer-9/consumer-9", "Active"},
+	} {
+		if i >= len(lines) {
+			t.Fatalf("missing line %d", i)
+		}
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("line %d %q lacks %q", i, lines[i], w)
+			}
+		}
+	}
+	if len(lines) != 5 {
+		t.Fatalf("%d lines", len(lines))
+	}
+
+	scoped, err := Collect(ctx, c, "gitpeer-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	if err := Print(&js, scoped, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var decoded []Peering
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded) != 3 || decoded[0].Expires == nil || decoded[1].Object != "" {
+		t.Fatalf("json (%v):\n%s", err, js.String())
+	}
+	if empty, err := Collect(ctx, c, "elsewhere"); err != nil || len(empty) != 0 {
+		t.Fatalf("other namespace: %v %+v", err, empty)
+	}
+}
+
+func create(ctx context.Context, t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func installCRDs(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	crds, err := crd.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range crds {
+		create(ctx, t, c, d)
+	}
+	for _, d := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKey{Name: d.Name}, got); err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established: %v", d.Name, err)
+		}
+	}
+}

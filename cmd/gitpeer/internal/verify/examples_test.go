@@ -1,0 +1,26 @@
+package verify
+
+import (
+	"testing"
+)
+
+// TestExamplesRepository checks the committed sample repository: every
+// document valid, CODEOWNERS ignored. Regenerate it with `go generate ./examples`.
+func TestExamplesRepository(t *testing.T) {
+	results, err := Check("../../../../examples/repository", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	documents := 0
+	for _, r := range results {
+		if !r.Valid {
+			t.Errorf("%s: %s", r.Path, r.Reason)
+		}
+		if !r.Ignored {
+			documents++
+		}
+	}
+	if documents != 6 {
+		t.Fatalf("want the 6 documents of consumer-green and consumer-blue, got %+v", results)
+	}
+}

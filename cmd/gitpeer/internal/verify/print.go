@@ -1,0 +1,41 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
+)
+
+// Print writes the results as a PATH VALID REASON table followed by a
+// summary, or as JSON (a list of {path, valid, reason}). Ignored files are
+// included only when verbose.
+func Print(w io.Writer, results []Result, format string, verbose bool) error {
+	shown := make([]Result, 0, len(results))
+	for _, r := range results {
+		if verbose || !r.Ignored {
+			shown = append(shown, r)
+		}
+	}
+	if format != printer.Table {
+		return printer.WriteStructured(w, format, shown)
+	}
+	rows := make([][]string, 0, len(shown))
+	for _, r := range shown {
+		rows = append(rows, []string{r.Path, strconv.FormatBool(r.Valid), r.Reason})
+	}
+	if len(rows) > 0 {
+		if err := printer.WriteTable(w, []string{"PATH", "VALID", "REASON"}, rows); err != nil {
+			return err
+		}
+	}
+	checked := 0
+	for _, r := range results {
+		if !r.Ignored {
+			checked++
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d files checked, %d invalid, %d ignored\n", checked, Invalid(results), len(results)-checked)
+	return err
+}

@@ -1,0 +1,173 @@
+package verify
+
+import (
+	gocrypto "crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/test/repofixture"
+)
+
+const (
+	issuedDir   = "provider-a/consumer-1/"
+	proposedDir = "provider-a/consumer-2/"
+)
+
+// checkout is a valid repository: consumer-1 issued (nonce rotated),
+// consumer-2 with a Tenant proposed over the current nonce.
+type checkout struct {
+	root             string
+	issued, proposed *repofixture.Peering
+	ca               *repofixture.CA
+}
+
+func newCheckout(t *testing.T) *checkout {
+	t.Helper()
+	now := time.Now()
+	ca, err := repofixture.NewCA("provider-a CA", now.Add(-time.Hour), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := repofixture.Options{CA: ca, APIServer: "https://provider-a.example:6443", NotBefore: now.Add(-time.Minute), TTL: time.Hour}
+	c := &checkout{root: t.TempDir(), ca: ca}
+	if c.issued, err = repofixture.Build("provider-a", "consumer-1", repofixture.Issued, o); err != nil {
+		t.Fatal(err)
+	}
+	if c.proposed, err = repofixture.Build("provider-a", "consumer-2", repofixture.TenantProposed, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*repofixture.Peering{c.issued, c.proposed} {
+		if err := p.WriteTo(c.root); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.write(t, "README.md", []byte("# peers\n"))
+	c.write(t, ".git/config", []byte("[core]\n"))
+	return c
+}
+
+func (c *checkout) write(t *testing.T, rel string, data []byte) {
+	t.Helper()
+	if err := repofixture.Write(c.root, rel, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *checkout) writeYAML(t *testing.T, rel string, v any) {
+	t.Helper()
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write(t, rel, data)
+}
+
+// tenant returns consumer-2's Tenant as its agent built it, for mutation.
+func (c *checkout) tenant(t *testing.T) *authv1beta1.Tenant {
+	t.Helper()
+	tt, err := repofixture.TenantObject("consumer-2", c.proposed.Key, c.proposed.SignedNonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tt
+}
+
+func csrWith(t *testing.T, k gocrypto.Signer, cn string, orgs ...string) []byte {
+	t.Helper()
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func newKey(t *testing.T) gocrypto.Signer {
+	t.Helper()
+	k, err := crypto.GenerateKey(crypto.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func byPath(t *testing.T, results []Result) map[string]Result {
+	t.Helper()
+	m := map[string]Result{}
+	for _, r := range results {
+		m[r.Path] = r
+	}
+	return m
+}
+
+func TestValidCheckout(t *testing.T) {
+	c := newCheckout(t)
+	results, err := Check(c.root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byPath(t, results)
+	for _, p := range []string{"request.yaml", "nonce.yaml", "tenant.yaml", "identity.yaml"} {
+		if r := got[issuedDir+p]; !r.Valid {
+			t.Errorf("%s: %+v", issuedDir+p, r)
+		}
+	}
+	for _, p := range []string{"request.yaml", "nonce.yaml", "tenant.yaml"} {
+		if r := got[proposedDir+p]; !r.Valid {
+			t.Errorf("%s: %+v", proposedDir+p, r)
+		}
+	}
+	if r := got[issuedDir+"tenant.yaml"]; !strings.Contains(r.Reason, "nonce it signed has been rotated") {
+		t.Errorf("issued tenant reason %q", r.Reason)
+	}
+	if r := got["README.md"]; !r.Valid || !r.Ignored {
+		t.Errorf("README.md: %+v", r)
+	}
+	if _, ok := got[".git/config"]; ok {
+		t.Error(".git was walked")
+	}
+	if n := Invalid(results); n != 0 {
+		t.Fatalf("%d invalid: %+v", n, results)
+	}
+}
+
+func TestValidWithPathRoot(t *testing.T) {
+	c := newCheckout(t)
+	outer := t.TempDir()
+	if err := os.Rename(c.root, filepath.Join(outer, "peers")); err != nil {
+		t.Fatal(err)
+	}
+	results, err := Check(outer, Options{Path: "peers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Invalid(results) != 0 || byPath(t, results)["peers/"+issuedDir+"identity.yaml"].Reason == "" {
+		t.Fatalf("results: %+v", results)
+	}
+}
+
+func TestRevokingPullRequest(t *testing.T) {
+	// The reviewer deletes tenant.yaml; identity.yaml stays until the provider
+	// removes it, and still verifies against the key of request.yaml.
+	c := newCheckout(t)
+	if err := os.Remove(filepath.Join(c.root, issuedDir+"tenant.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	results, err := Check(c.root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := byPath(t, results)[issuedDir+"identity.yaml"]; !r.Valid || !strings.Contains(r.Reason, "key of request.yaml") {
+		t.Fatalf("identity after revocation: %+v", r)
+	}
+}

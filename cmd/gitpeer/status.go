@@ -1,0 +1,50 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/status"
+	"github.com/gitpeer/gitpeer/reconciler"
+)
+
+func newStatusCmd() *cobra.Command {
+	var (
+		kubeconfig, kubecontext, namespace, output string
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the peerings of the cluster of the current kubeconfig",
+		Long: `status lists every peering reported by the PeeringRepositories of the cluster (all namespaces
+unless -n is given) with its Tenant (provider role) or Identity (consumer role), the Tenant's
+condition and the certificate's expiry, and any Tenant or Identity no PeeringRepository reports.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
+				return err
+			}
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = kubeconfig
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext}).ClientConfig()
+			if err != nil {
+				return err
+			}
+			c, err := client.New(cfg, client.Options{Scheme: reconciler.NewScheme()})
+			if err != nil {
+				return err
+			}
+			peerings, err := status.Collect(cmd.Context(), c, namespace)
+			if err != nil {
+				return err
+			}
+			return status.Print(cmd.OutOrStdout(), peerings, output)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "path to the kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&kubecontext, "context", "", "kubeconfig context to use")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the PeeringRepositories (default: all namespaces)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: table)")
+	return cmd
+}

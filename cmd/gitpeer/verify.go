@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/verify"
+)
+
+// errInvalid makes the command exit non-zero once its report is printed.
+var errInvalid = errors.New("invalid files found")
+
+func newVerifyCmd() *cobra.Command {
+	var (
+		opts    verify.Options
+		output  string
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "verify PATH",
+		Short: "Check a checkout of a peering repository offline, for its CI",
+		Long: `verify checks every file of a checkout of a peering repository with the agent's own rules:
+layout, size, strict decoding, IDs in paths versus contents, Tenant signatures against the
+nonce committed beside them, CSR rules, and Identity certificates against their CA and the
+Tenant's key. It needs no cluster and no network, and exits 0 only when every file is valid.`,
+		Example: `  gitpeer verify .
+  gitpeer verify --path peers -o json .`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := printer.CheckFormat(output, printer.JSON); err != nil {
+				return err
+			}
+			results, err := verify.Check(args[0], opts)
+			if err != nil {
+				return err
+			}
+			if err := verify.Print(cmd.OutOrStdout(), results, output, verbose); err != nil {
+				return err
+			}
+			if n := verify.Invalid(results); n > 0 {
+				return fmt.Errorf("%w: %d", errInvalid, n)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the checkout (PeeringRepository spec.path)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: table)")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the files gitpeer ignores")
+	return cmd
+}

@@ -1,0 +1,88 @@
+package repofixture
+
+import (
+	gocrypto "crypto"
+	"path"
+	"time"
+
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/crypto"
+)
+
+// Stage is how far a peering directory got in the handshake.
+type Stage int
+
+// The stages, in handshake order.
+const (
+	// Requested: request.yaml only.
+	Requested Stage = iota
+	// NonceIssued: request.yaml and nonce.yaml.
+	NonceIssued
+	// TenantProposed: tenant.yaml signed over the nonce.yaml beside it.
+	TenantProposed
+	// Issued: identity.yaml certifies the Tenant's key and nonce.yaml holds a
+	// fresh nonce, as the provider leaves it after issuance.
+	Issued
+)
+
+// Peering is the files of one <provider>/<consumer> directory at a stage.
+type Peering struct {
+	Provider, Consumer string
+	// Key is the consumer's cluster key.
+	Key gocrypto.Signer
+	// SignedNonce is the nonce the Tenant signed (empty before TenantProposed).
+	SignedNonce string
+	// Files maps a file name (request.yaml, ...) to its content.
+	Files map[string][]byte
+}
+
+// Options of Build for the Issued stage.
+type Options struct {
+	CA        *CA
+	APIServer string
+	NotBefore time.Time
+	TTL       time.Duration
+}
+
+// Build generates a consumer key and the files of the directory at stage.
+func Build(provider, consumer string, stage Stage, o Options) (*Peering, error) {
+	key, err := crypto.GenerateKey(crypto.Ed25519)
+	if err != nil {
+		return nil, err
+	}
+	p := &Peering{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
+	if p.Files[documents.RequestFile], err = Request(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
+		return p, err
+	}
+	nonce := crypto.GenerateNonce()
+	if p.Files[documents.NonceFile], err = Nonce(provider, consumer, nonce); err != nil || stage < TenantProposed {
+		return p, err
+	}
+	p.SignedNonce = nonce
+	t, err := TenantObject(consumer, key, nonce)
+	if err != nil {
+		return nil, err
+	}
+	if p.Files[documents.TenantFile], err = Tenant(consumer, key, nonce); err != nil || stage < Issued {
+		return p, err
+	}
+	cert, err := o.CA.Issue(t.Spec.CSR, o.NotBefore, o.TTL)
+	if err != nil {
+		return nil, err
+	}
+	if p.Files[documents.IdentityFile], err = Identity(provider, consumer, o.APIServer, o.CA.PEM, cert); err != nil {
+		return nil, err
+	}
+	p.Files[documents.NonceFile], err = Nonce(provider, consumer, crypto.GenerateNonce())
+	return p, err
+}
+
+// WriteTo writes the files under root/<provider>/<consumer>/.
+func (p *Peering) WriteTo(root string) error {
+	for name, data := range p.Files {
+		if err := Write(root, path.Join(p.Provider, p.Consumer, name), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
