@@ -34,6 +34,9 @@ func (s *session) consume(ctx context.Context, pe *layout.Peering) outcome {
 	switch {
 	case pe.Identity != nil:
 		return s.applyIdentity(ctx, pe, ns)
+	case pe.Invalid[layout.Identity] != nil:
+		// A bad identity.yaml is skipped: it never removes the Identity in use.
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[layout.Identity])}
 	case pe.Request == nil:
 		return s.request(ctx, pe)
 	}
@@ -68,7 +71,7 @@ func (s *session) request(ctx context.Context, pe *layout.Peering) outcome {
 	}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Request}.String(), doc)); err != nil {
 		return outcome{err: err}
 	}
-	s.r.event(s.obj, corev1.EventTypeNormal, ReasonRequested, "requested peering with provider %s", pe.Provider)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "requested peering with provider %s", pe.Provider)
 	return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for the provider's nonce"}
 }
 
@@ -150,7 +153,7 @@ func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns stri
 	}); err != nil {
 		return outcome{err: err}
 	}
-	s.r.event(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, "tenant.yaml for provider %s pushed to %s", pe.Provider, where)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, pe.Provider, "tenant.yaml for provider %s pushed to %s", pe.Provider, where)
 	return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
 }
 
@@ -252,7 +255,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns stri
 			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates this kubeconfig as %q, not %q", pe.Provider, user, pe.Consumer)}
 		}
 		if op != controllerutil.OperationResultNone {
-			s.r.event(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
+			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, pe.Provider, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
 		}
 	}
 	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
@@ -279,13 +282,14 @@ func (s *session) dropIdentity(ctx context.Context, pe *layout.Peering, ns strin
 		}
 	}
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider)
-	s.r.event(s.obj, corev1.EventTypeNormal, ReasonRevoked, "identity.yaml for provider %s left the branch: Identity and kubeconfig deleted", pe.Provider)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Provider, "identity.yaml for provider %s left the branch: Identity and kubeconfig deleted", pe.Provider)
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity and kubeconfig deleted"}, true
 }
 
 func (s *session) rejectIdentity(pe *layout.Peering, reason string) outcome {
-	msg := fmt.Sprintf("%s/%s/identity.yaml rejected: %s", pe.Provider, pe.Consumer, reason)
-	s.r.event(s.obj, corev1.EventTypeWarning, ReasonRejected, "%s", msg)
+	path := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Identity}.String()
+	msg := fmt.Sprintf("%s rejected: %s", path, reason)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 }
 

@@ -54,6 +54,9 @@ func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
 	}
 	issued := err == nil && tenant.Status.AuthParams != nil
 	switch {
+	case pe.Tenant == nil && pe.Invalid[layout.Tenant] != nil:
+		// A bad tenant.yaml is skipped: it neither issues nor revokes anything.
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[layout.Tenant])}
 	case pe.Tenant == nil && (err == nil || pe.Identity != nil):
 		return s.revoke(ctx, pe, ns)
 	case pe.Tenant == nil:
@@ -89,7 +92,7 @@ func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string)
 		}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Nonce}.String(), doc)); err != nil {
 			return outcome{err: err}
 		}
-		s.r.event(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, "nonce issued for consumer %s", pe.Consumer)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
 	}
 	return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for a merged tenant.yaml"}
 }
@@ -218,7 +221,7 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 		return outcome{err: err}
 	}
 	if s.wrote {
-		s.r.event(s.obj, corev1.EventTypeNormal, reason, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	switch tenant.Spec.TenantCondition {
 	case authv1beta1.TenantConditionCordoned:
@@ -271,7 +274,7 @@ func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) out
 		return outcome{err: err}
 	}
 	if s.wrote {
-		s.r.event(s.obj, corev1.EventTypeNormal, ReasonRevoked, "peering with consumer %s revoked", pe.Consumer)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Consumer, "peering with consumer %s revoked", pe.Consumer)
 	}
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
@@ -291,8 +294,9 @@ func (s *session) issuedConsumers(ctx context.Context) []string {
 }
 
 func (s *session) rejectTenant(pe *layout.Peering, reason string) outcome {
-	msg := fmt.Sprintf("%s/%s/tenant.yaml rejected, nothing issued: %s", pe.Provider, pe.Consumer, reason)
-	s.r.event(s.obj, corev1.EventTypeWarning, ReasonRejected, "%s", msg)
+	path := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Tenant}.String()
+	msg := fmt.Sprintf("%s rejected, nothing issued: %s", path, reason)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 }
 

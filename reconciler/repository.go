@@ -8,11 +8,14 @@ package reconciler
 import (
 	"context"
 	gocrypto "crypto"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -265,7 +268,7 @@ func (s *session) load(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			s.reject(ctx, err)
+			s.reject(ctx, f.Path, err)
 			continue
 		}
 		data, err := s.repo.ReadFile(s.head, f.Path)
@@ -273,14 +276,19 @@ func (s *session) load(ctx context.Context) error {
 			err = s.peering(p.Provider, p.Consumer).Decode(p, data)
 		} else {
 			err = fmt.Errorf("%s: %w", f.Path, err)
+			s.peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, err)
 		}
 		if err != nil {
-			s.reject(ctx, err)
+			s.reject(ctx, f.Path, err)
 		}
 	}
 	for _, sk := range listing.Skipped {
-		if p, ok, _ := layout.ParsePath(sk.Path); ok && (p.Provider == me || p.Consumer == me) {
-			s.reject(ctx, sk)
+		if p, ok, perr := layout.ParsePath(sk.Path); ok && (p.Provider == me || p.Consumer == me) {
+			// A skipped entry (a symlink, say) is present: it must not read as a removed file.
+			if perr == nil && ((p.Provider == me && s.obj.IsProvider()) || (p.Consumer == me && wanted[p.Provider])) {
+				s.peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, sk)
+			}
+			s.reject(ctx, sk.Path, sk)
 		}
 	}
 	if len(s.invalid) > 0 {
@@ -292,10 +300,10 @@ func (s *session) load(ctx context.Context) error {
 }
 
 // reject reports an invalid file (condition, event, log); it is skipped.
-func (s *session) reject(ctx context.Context, err error) {
+func (s *session) reject(ctx context.Context, path string, err error) {
 	s.invalid = append(s.invalid, err.Error())
-	log.FromContext(ctx).Info("skipping invalid file", "reason", err.Error())
-	s.r.event(s.obj, corev1.EventTypeWarning, ReasonInvalidFile, "%v", err)
+	log.FromContext(ctx).Info("skipping invalid file", "path", path, "reason", err.Error())
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonInvalidFile, path, "%v", err)
 }
 
 func (s *session) peering(provider, consumer string) *layout.Peering {
@@ -397,9 +405,47 @@ func (s *session) noteRenewal(t time.Time) {
 }
 
 func (r *PeeringRepositoryReconciler) event(obj client.Object, eventType, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, nil, eventType, reason, reason, format, args...)
+	r.eventAbout(obj, eventType, reason, "", format, args...)
+}
+
+// Limits of events.k8s.io/v1: longer events are refused by the API server.
+const (
+	eventActionLimit = 128
+	eventNoteLimit   = 1024
+)
+
+// eventAbout records an event about subject (a file path or a peer). The
+// recorder aggregates events by regarding object, type, reason and action,
+// keeping only the first note of a series, so the action names the subject
+// and a digest of the note: otherwise a second bad file (or the same file with
+// a new problem) would only bump the count of the first event, and its path
+// and reason would never be shown. Identical notes still aggregate. Notes,
+// which may quote hostile input, are cut to the API's limit.
+func (r *PeeringRepositoryReconciler) eventAbout(obj client.Object, eventType, reason, subject, format string, args ...any) {
+	if r.Recorder == nil {
+		return
 	}
+	note := truncate(fmt.Sprintf(format, args...), eventNoteLimit)
+	sum := sha256.Sum256([]byte(note))
+	digest := " " + hex.EncodeToString(sum[:4])
+	action := reason
+	if subject != "" {
+		action += " " + subject
+	}
+	action = truncate(action, eventActionLimit-len(digest)) + digest
+	r.Recorder.Eventf(obj, nil, eventType, reason, action, "%s", note)
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-len("...")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
 }
 
 func sortedKeys[V any](m map[string]V) []string {

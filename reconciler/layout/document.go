@@ -9,20 +9,33 @@ import (
 )
 
 // Peering is the decoded documents of one directory <providerID>/<consumerID>.
-// A nil field means the file is absent (or was invalid and reported).
+// A nil field means the file is absent, or was invalid and reported: then
+// Invalid holds why, so that a bad file is never mistaken for a removed one.
 type Peering struct {
 	Provider, Consumer string
 	Request            *documents.PeeringRequest
 	Nonce              *documents.Nonce
 	Tenant             *authv1beta1.Tenant
 	Identity           *authv1beta1.Identity
+	// Invalid holds, by kind, the files present on the branch but skipped.
+	Invalid map[Kind]error
+}
+
+// MarkInvalid records that the file of kind k is present but was skipped.
+func (pe *Peering) MarkInvalid(k Kind, err error) {
+	if pe.Invalid == nil {
+		pe.Invalid = map[Kind]error{}
+	}
+	pe.Invalid[k] = err
 }
 
 // Decode strictly decodes the file at p and checks its type and that the IDs
 // inside it are the IDs in its path. It stores the result in peering.
 func (pe *Peering) Decode(p Path, data []byte) error {
 	if err := pe.decode(p, data); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
+		err = fmt.Errorf("%s: %w", p, err)
+		pe.MarkInvalid(p.Kind, err)
+		return err
 	}
 	return nil
 }
