@@ -241,6 +241,10 @@ func TestDecode(t *testing.T) {
 			if pe.Request != nil || pe.Nonce != nil || pe.Tenant != nil || pe.Identity != nil {
 				t.Fatal("an invalid document was stored")
 			}
+			// A present but invalid file must not read as an absent one.
+			if got := pe.Invalid[p.Kind]; got == nil || got.Error() != err.Error() {
+				t.Fatalf("Invalid[%s] = %v, want %v", p.Kind, got, err)
+			}
 		})
 	}
 }
