@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/fluxcd/pkg/runtime/leaderelection"
+	"github.com/fluxcd/pkg/runtime/logger"
+	"github.com/fluxcd/pkg/runtime/probes"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/webhook"
+)
+
+// agentOptions are the flags of `gitpeer agent`.
+type agentOptions struct {
+	log            logger.Options
+	leaderElection leaderelection.Options
+	qps            float32
+	burst          int
+	kubeconfig     string
+	metricsAddr    string
+	healthAddr     string
+	webhookAddr    string
+	concurrent     int
+	watchNamespace string
+	dataDir        string
+}
+
+func newAgentCmd() *cobra.Command {
+	o := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the gitpeer controller manager (the in-cluster agent)",
+		Long: `Run the controller manager that reconciles PeeringRepositories: it follows each
+repository's branch, acts as provider and consumer of the handshake, serves
+metrics, health probes and the push webhook receiver (POST /hook/<namespace>/<name>).
+It stops cleanly on SIGTERM or SIGINT.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return o.run(ctx)
+		},
+	}
+	fs := cmd.Flags()
+	o.log.BindFlags(fs)
+	o.leaderElection.BindFlags(fs)
+	// The flags of fluxcd/pkg/runtime/client.Options, declared here: that package
+	// would bring kubectl, cli-runtime and cli-utils into the module for two flags.
+	fs.Float32Var(&o.qps, "kube-api-qps", 50, "The maximum queries-per-second of requests sent to the Kubernetes API.")
+	fs.IntVar(&o.burst, "kube-api-burst", 300, "The maximum burst queries-per-second of requests sent to the Kubernetes API.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; default: $KUBECONFIG, then in-cluster, then ~/.kube/config.")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `The address the metrics endpoint binds to; "0" disables it.`)
+	fs.StringVar(&o.healthAddr, "health-addr", ":9440", `The address the health endpoints (/healthz, /readyz) bind to; "0" disables them.`)
+	fs.StringVar(&o.webhookAddr, "webhook-addr", ":9292", `The address the push webhook receiver binds to; "0" disables it.`)
+	fs.IntVar(&o.concurrent, "concurrent", 4, "The number of PeeringRepositories reconciled at once.")
+	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "Watch PeeringRepositories (and serve webhooks) in this namespace only; default: all namespaces.")
+	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(os.TempDir(), "gitpeer"), "The directory holding the persistent clones; mount a volume here in a Deployment.")
+	return cmd
+}
+
+// run starts the manager and blocks until ctx is done.
+func (o *agentOptions) run(ctx context.Context) error {
+	log := logger.NewLogger(o.log)
+	logger.SetLogger(log)
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, o.managerOptions())
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	probes.SetupChecks(mgr, log)
+	r := &reconciler.PeeringRepositoryReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg,
+		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: o.dataDir,
+	}
+	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{MaxConcurrentReconciles: o.concurrent}); err != nil {
+		return fmt.Errorf("setting up the controller: %w", err)
+	}
+	if o.webhookAddr != "" && o.webhookAddr != "0" {
+		if err := mgr.Add(&webhook.Server{Addr: o.webhookAddr, Receiver: &webhook.Receiver{
+			Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Namespace: o.watchNamespace,
+			Log: log.WithName("webhook"),
+		}}); err != nil {
+			return err
+		}
+	}
+	log.Info("starting gitpeer agent", "version", version, "watchNamespace", o.watchNamespace, "dataDir", o.dataDir)
+	return mgr.Start(ctx)
+}
+
+// restConfig loads the client configuration and applies --kube-api-qps/--kube-api-burst.
+func (o *agentOptions) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "gitpeer/" + version
+	return cfg, nil
+}
+
+func (o *agentOptions) managerOptions() ctrl.Options {
+	le := o.leaderElection
+	opts := ctrl.Options{
+		Scheme:                        reconciler.NewScheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.healthAddr,
+		LeaderElection:                le.Enable,
+		LeaderElectionID:              leaderelection.GenerateID("gitpeer-agent", o.watchNamespace),
+		LeaderElectionNamespace:       o.watchNamespace,
+		LeaderElectionReleaseOnCancel: le.ReleaseOnCancel,
+		LeaseDuration:                 &le.LeaseDuration,
+		RenewDeadline:                 &le.RenewDeadline,
+		RetryPeriod:                   &le.RetryPeriod,
+	}
+	if o.watchNamespace != "" {
+		// Only PeeringRepositories are restricted: the agent also reads the
+		// tenant namespaces, Secrets and CSRs it manages elsewhere.
+		opts.Cache.ByObject = map[client.Object]cache.ByObject{
+			&gitpeerv1alpha1.PeeringRepository{}: {Namespaces: map[string]cache.Config{o.watchNamespace: {}}},
+		}
+	}
+	return opts
+}

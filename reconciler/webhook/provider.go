@@ -1,0 +1,134 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// Type is the sender of a webhook: it decides how a request is authenticated
+// and which header names its event.
+type Type string
+
+// The supported senders. Gitea covers Forgejo, which signs the same way.
+const (
+	// GitHub signs the body with HMAC-SHA256 in X-Hub-Signature-256 ("sha256=<hex>").
+	GitHub Type = "github"
+	// GitLab sends the token itself in X-Gitlab-Token.
+	GitLab Type = "gitlab"
+	// Gitea (and Forgejo) sign the body with HMAC-SHA256 in X-Gitea-Signature
+	// (X-Forgejo-Signature), as bare hex.
+	Gitea Type = "gitea"
+	// Generic expects "Authorization: Bearer <token>"; a JSON body with a ref is
+	// optional.
+	Generic Type = "generic"
+)
+
+var (
+	// errUnauthenticated: the request carries no credential (401).
+	errUnauthenticated = errors.New("missing signature or token")
+	// errForbidden: the request carries a credential that does not match (403).
+	errForbidden = errors.New("invalid signature or token")
+)
+
+// parseType returns the Type named by an annotation value; empty means Generic.
+func parseType(s string) (Type, bool) {
+	switch t := Type(strings.ToLower(strings.TrimSpace(s))); t {
+	case "":
+		return Generic, true
+	case GitHub, GitLab, Gitea, Generic:
+		return t, true
+	default:
+		return "", false
+	}
+}
+
+// verify authenticates a request of this type against token.
+func (t Type) verify(h http.Header, body, token []byte) error {
+	switch t {
+	case GitHub:
+		sig, ok := strings.CutPrefix(h.Get("X-Hub-Signature-256"), "sha256=")
+		if !ok {
+			return errUnauthenticated
+		}
+		return checkHMAC(sig, body, token)
+	case GitLab:
+		return checkToken(h.Get("X-Gitlab-Token"), token)
+	case Gitea:
+		sig := h.Get("X-Gitea-Signature")
+		if sig == "" {
+			sig = h.Get("X-Forgejo-Signature")
+		}
+		return checkHMAC(sig, body, token)
+	default:
+		bearer, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+		if !ok {
+			return errUnauthenticated
+		}
+		return checkToken(bearer, token)
+	}
+}
+
+// isPush reports the event a request announces and whether it is a push.
+// Generic requests are always pushes.
+func (t Type) isPush(h http.Header) (event string, push bool) {
+	switch t {
+	case GitHub:
+		event = h.Get("X-GitHub-Event")
+		return event, event == "push"
+	case GitLab:
+		event = h.Get("X-Gitlab-Event")
+		return event, event == "Push Hook"
+	case Gitea:
+		event = h.Get("X-Gitea-Event")
+		if event == "" {
+			event = h.Get("X-Forgejo-Event")
+		}
+		return event, event == "push"
+	default:
+		return "push", true
+	}
+}
+
+// checkHMAC compares a hex HMAC-SHA256 of body under token, in constant time.
+func checkHMAC(sigHex string, body, token []byte) error {
+	if sigHex == "" {
+		return errUnauthenticated
+	}
+	got, err := hex.DecodeString(sigHex)
+	if err != nil {
+		return errForbidden
+	}
+	if !hmac.Equal(got, mac(token, body)) {
+		return errForbidden
+	}
+	return nil
+}
+
+// checkToken compares a presented token with the expected one in constant time.
+func checkToken(got string, token []byte) error {
+	if got == "" {
+		return errUnauthenticated
+	}
+	if subtle.ConstantTimeCompare([]byte(got), token) != 1 {
+		return errForbidden
+	}
+	return nil
+}
+
+// Signature returns the hex HMAC-SHA256 of body under token: the value of
+// X-Gitea-Signature, and of X-Hub-Signature-256 after "sha256=". Senders such
+// as CI jobs and tests use it to sign their payloads.
+func Signature(token, body []byte) string {
+	return hex.EncodeToString(mac(token, body))
+}
+
+func mac(token, body []byte) []byte {
+	h := hmac.New(sha256.New, token)
+	h.Write(body)
+	return h.Sum(nil)
+}
