@@ -128,6 +128,7 @@ func (o *agentOptions) managerOptions() ctrl.Options {
 	le := o.leaderElection
 	opts := ctrl.Options{
 		Scheme:                        reconciler.NewScheme(),
+		Client:                        reconciler.ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.healthAddr,
 		LeaderElection:                le.Enable,

@@ -128,6 +128,7 @@ func (c *Cluster) Apply(ctx context.Context, repoURL string, interval time.Durat
 func (c *Cluster) StartAgent(log logr.Logger) error {
 	mgr, err := ctrl.NewManager(c.CP.Config, ctrl.Options{
 		Scheme:                 Scheme,
+		Client:                 reconciler.ClientOptions(),
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
