@@ -22,7 +22,6 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
@@ -52,16 +51,7 @@ func (s *session) consume(ctx context.Context, pe *layout.Peering) outcome {
 // request commits request.yaml with the cluster's public key. Requests grant
 // nothing, so they go straight to the branch.
 func (s *session) request(ctx context.Context, pe *layout.Peering) outcome {
-	pub, err := crypto.MarshalPublicKeyPEM(s.key.Public())
-	if err != nil {
-		return outcome{err: err}
-	}
-	doc, err := marshalDocument(&documents.PeeringRequest{
-		TypeMeta: metav1.TypeMeta{APIVersion: documents.APIVersion, Kind: documents.PeeringRequestKind},
-		Spec: documents.PeeringRequestSpec{
-			ConsumerClusterID: authv1beta1.ClusterID(pe.Consumer), ProviderClusterID: authv1beta1.ClusterID(pe.Provider), PublicKey: pub,
-		},
-	})
+	doc, err := layout.RequestDocument(pe.Provider, pe.Consumer, s.key.Public())
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -87,10 +77,11 @@ func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns stri
 	if branch == "" {
 		where = "the branch (direct mode)"
 	}
-	signature, err := crypto.SignNonce(s.key, nonce)
+	tenant, err := layout.NewTenant(pe.Consumer, s.key, nonce)
 	if err != nil {
 		return outcome{err: err}
 	}
+	signature := tenant.Spec.Signature
 	if pe.Tenant != nil && bytes.Equal(pe.Tenant.Spec.Signature, signature) {
 		return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml merged; waiting for identity.yaml"}
 	}
@@ -100,26 +91,7 @@ func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns stri
 		string(proposed.Data[authv1beta1.NonceSecretField]) == nonce {
 		return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
 	}
-	csr, err := crypto.BuildCSR(s.key, pe.Consumer)
-	if err != nil {
-		return outcome{err: err}
-	}
-	pub, err := crypto.MarshalPublicKeyPEM(s.key.Public())
-	if err != nil {
-		return outcome{err: err}
-	}
-	policy := authv1beta1.KeysExchange
-	doc, err := marshalDocument(&authv1beta1.Tenant{
-		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.TenantKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: pe.Consumer, Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer)),
-			Labels: map[string]string{authv1beta1.RemoteClusterIDLabel: pe.Consumer},
-		},
-		Spec: authv1beta1.TenantSpec{
-			ClusterID: authv1beta1.ClusterID(pe.Consumer), AuthzPolicy: &policy, PublicKey: pub, CSR: csr,
-			Signature: signature, TenantCondition: authv1beta1.TenantConditionActive,
-		},
-	})
+	doc, err := yaml.Marshal(tenant)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -308,9 +280,4 @@ func whoAmI(ctx context.Context, kubeconfig []byte) (string, error) {
 		return "", err
 	}
 	return review.Status.UserInfo.Username, nil
-}
-
-// marshalDocument renders a document as YAML for the repository.
-func marshalDocument(obj any) ([]byte, error) {
-	return yaml.Marshal(obj)
 }

@@ -23,7 +23,6 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
@@ -82,7 +81,7 @@ func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string)
 		return outcome{err: err}
 	}
 	if pe.Nonce == nil || pe.Nonce.Spec.Nonce != nonce {
-		doc, err := nonceDocument(pe, nonce)
+		doc, err := layout.NonceDocument(pe.Provider, pe.Consumer, nonce)
 		if err != nil {
 			return outcome{err: err}
 		}
@@ -201,11 +200,11 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 			return outcome{err: err}
 		}
 	}
-	identity, err := s.identityDocument(pe, tenant)
+	identity, err := layout.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)
 	if err != nil {
 		return outcome{err: err}
 	}
-	nonceDoc, err := nonceDocument(pe, nonce)
+	nonceDoc, err := layout.NonceDocument(pe.Provider, pe.Consumer, nonce)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -445,35 +444,6 @@ func (s *session) apiServer() string {
 		return s.obj.Spec.Provider.APIServer
 	}
 	return s.r.Config.Host
-}
-
-// identityDocument renders identity.yaml from the Tenant's issued AuthParams.
-func (s *session) identityDocument(pe *layout.Peering, tenant *authv1beta1.Tenant) ([]byte, error) {
-	ns := tenant.Namespace
-	id := &authv1beta1.Identity{
-		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.IdentityKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(pe.Provider)),
-			Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Provider)),
-			Labels:    map[string]string{authv1beta1.RemoteClusterIDLabel: pe.Provider},
-		},
-		Spec: authv1beta1.IdentitySpec{
-			ClusterID:  authv1beta1.ClusterID(pe.Provider),
-			Type:       authv1beta1.ControlPlaneIdentityType,
-			AuthParams: *tenant.Status.AuthParams,
-			Namespace:  &ns,
-		},
-	}
-	return marshalDocument(id)
-}
-
-func nonceDocument(pe *layout.Peering, nonce string) ([]byte, error) {
-	return marshalDocument(&documents.Nonce{
-		TypeMeta: metav1.TypeMeta{APIVersion: documents.APIVersion, Kind: documents.NonceKind},
-		Spec: documents.NonceSpec{
-			ProviderClusterID: authv1beta1.ClusterID(pe.Provider), ConsumerClusterID: authv1beta1.ClusterID(pe.Consumer), Nonce: nonce,
-		},
-	})
 }
 
 // csrName derives a stable CSR name from what is signed, so a restarted agent

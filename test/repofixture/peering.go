@@ -5,8 +5,12 @@ import (
 	"path"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
 )
 
 // Stage is how far a peering directory got in the handshake.
@@ -51,29 +55,29 @@ func Build(provider, consumer string, stage Stage, o Options) (*Peering, error) 
 		return nil, err
 	}
 	p := &Peering{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
-	if p.Files[documents.RequestFile], err = Request(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
+	if p.Files[documents.RequestFile], err = layout.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
 		return p, err
 	}
 	nonce := crypto.GenerateNonce()
-	if p.Files[documents.NonceFile], err = Nonce(provider, consumer, nonce); err != nil || stage < TenantProposed {
+	if p.Files[documents.NonceFile], err = layout.NonceDocument(provider, consumer, nonce); err != nil || stage < TenantProposed {
 		return p, err
 	}
 	p.SignedNonce = nonce
-	t, err := TenantObject(consumer, key, nonce)
+	t, err := layout.NewTenant(consumer, key, nonce)
 	if err != nil {
 		return nil, err
 	}
-	if p.Files[documents.TenantFile], err = Tenant(consumer, key, nonce); err != nil || stage < Issued {
+	if p.Files[documents.TenantFile], err = yaml.Marshal(t); err != nil || stage < Issued {
 		return p, err
 	}
 	cert, err := o.CA.Issue(t.Spec.CSR, o.NotBefore, o.TTL)
 	if err != nil {
 		return nil, err
 	}
-	if p.Files[documents.IdentityFile], err = Identity(provider, consumer, o.APIServer, o.CA.PEM, cert); err != nil {
+	if p.Files[documents.IdentityFile], err = layout.IdentityDocument(provider, consumer, authv1beta1.AuthParams{APIServer: o.APIServer, CA: o.CA.PEM, SignedCRT: cert}); err != nil {
 		return nil, err
 	}
-	p.Files[documents.NonceFile], err = Nonce(provider, consumer, crypto.GenerateNonce())
+	p.Files[documents.NonceFile], err = layout.NonceDocument(provider, consumer, crypto.GenerateNonce())
 	return p, err
 }
 

@@ -1,5 +1,5 @@
 // Package repofixture builds the files of a peering repository as the gitpeer
-// agents would write them, with real keys, nonce signatures, CSRs and
+// agents would write them, with reconciler/layout's document builders, real keys, nonce signatures, CSRs and
 // certificates signed by a CA it generates. The examples/ generator and the
 // CLI tests (verify, audit) share it, so every fixture is what a real
 // handshake produces unless a test deliberately breaks it.
@@ -17,11 +17,6 @@ import (
 	"path/filepath"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
-
-	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
@@ -91,85 +86,6 @@ func serial() *big.Int {
 		panic(err)
 	}
 	return n
-}
-
-// Request returns request.yaml of consumer towards provider.
-func Request(provider, consumer string, key gocrypto.PublicKey) ([]byte, error) {
-	pub, err := crypto.MarshalPublicKeyPEM(key)
-	if err != nil {
-		return nil, err
-	}
-	return yaml.Marshal(&documents.PeeringRequest{
-		TypeMeta:   metav1.TypeMeta{APIVersion: documents.APIVersion, Kind: documents.PeeringRequestKind},
-		ObjectMeta: metav1.ObjectMeta{Name: consumer},
-		Spec: documents.PeeringRequestSpec{
-			ProviderClusterID: authv1beta1.ClusterID(provider), ConsumerClusterID: authv1beta1.ClusterID(consumer), PublicKey: pub,
-		},
-	})
-}
-
-// Nonce returns nonce.yaml holding nonce.
-func Nonce(provider, consumer, nonce string) ([]byte, error) {
-	return yaml.Marshal(&documents.Nonce{
-		TypeMeta:   metav1.TypeMeta{APIVersion: documents.APIVersion, Kind: documents.NonceKind},
-		ObjectMeta: metav1.ObjectMeta{Name: consumer},
-		Spec: documents.NonceSpec{
-			ProviderClusterID: authv1beta1.ClusterID(provider), ConsumerClusterID: authv1beta1.ClusterID(consumer), Nonce: nonce,
-		},
-	})
-}
-
-// TenantObject returns the Tenant a consumer agent writes: its public key, its
-// signature of nonce and a CSR for CN=consumer, O=liqo.io.
-func TenantObject(consumer string, key gocrypto.Signer, nonce string) (*authv1beta1.Tenant, error) {
-	pub, err := crypto.MarshalPublicKeyPEM(key.Public())
-	if err != nil {
-		return nil, err
-	}
-	sig, err := crypto.SignNonce(key, nonce)
-	if err != nil {
-		return nil, err
-	}
-	csr, err := crypto.BuildCSR(key, consumer)
-	if err != nil {
-		return nil, err
-	}
-	return &authv1beta1.Tenant{
-		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.TenantKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   authv1beta1.TenantName(authv1beta1.ClusterID(consumer)),
-			Labels: map[string]string{authv1beta1.RemoteClusterIDLabel: consumer},
-		},
-		Spec: authv1beta1.TenantSpec{
-			ClusterID: authv1beta1.ClusterID(consumer), PublicKey: pub, CSR: csr, Signature: sig,
-			TenantCondition: authv1beta1.TenantConditionActive,
-		},
-	}, nil
-}
-
-// Tenant returns tenant.yaml as TenantObject builds it.
-func Tenant(consumer string, key gocrypto.Signer, nonce string) ([]byte, error) {
-	t, err := TenantObject(consumer, key, nonce)
-	if err != nil {
-		return nil, err
-	}
-	return yaml.Marshal(t)
-}
-
-// Identity returns identity.yaml as the provider agent writes it.
-func Identity(provider, consumer, apiServer string, caPEM, certPEM []byte) ([]byte, error) {
-	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
-	return yaml.Marshal(&authv1beta1.Identity{
-		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.IdentityKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(provider)),
-			Labels: map[string]string{authv1beta1.RemoteClusterIDLabel: provider},
-		},
-		Spec: authv1beta1.IdentitySpec{
-			ClusterID: authv1beta1.ClusterID(provider), Type: authv1beta1.ControlPlaneIdentityType, Namespace: &ns,
-			AuthParams: authv1beta1.AuthParams{APIServer: apiServer, CA: caPEM, SignedCRT: certPEM},
-		},
-	})
 }
 
 // Write writes data to root/rel (slash-separated), creating directories.

@@ -14,7 +14,6 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
-	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 // Peering names one <root>/<provider>/<consumer> directory of a checkout.
@@ -53,14 +52,18 @@ func Request(p Peering, keyPEM []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	doc, err := repofixture.Request(p.Provider, p.Consumer, key)
+	doc, err := layout.RequestDocument(p.Provider, p.Consumer, key)
 	if err != nil {
 		return "", err
 	}
 	if err := (&layout.Peering{}).Decode(layout.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: layout.Request}, doc); err != nil {
 		return "", err
 	}
-	if err := repofixture.Write(p.Checkout, rel, doc); err != nil {
+	file := filepath.Join(p.Checkout, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(file, doc, 0o644); err != nil {
 		return "", err
 	}
 	return commands(rel, "", fmt.Sprintf("Request peering of %s with %s", p.Consumer, p.Provider)), nil

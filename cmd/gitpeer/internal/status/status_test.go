@@ -18,6 +18,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/config/crd"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
@@ -47,7 +48,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenant, err := repofixture.TenantObject("consumer-1", issued.Key, issued.SignedNonce)
+	tenant, err := layout.NewTenant("consumer-1", issued.Key, issued.SignedNonce)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err := c.Status().Update(ctx, tenant); err != nil {
 		t.Fatal(err)
 	}
-	stray, err := repofixture.TenantObject("consumer-9", issued.Key, issued.SignedNonce)
+	stray, err := layout.NewTenant("consumer-9", issued.Key, issued.SignedNonce)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
@@ -39,14 +40,14 @@ func TestHostileCheckouts(t *testing.T) {
 			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
 		}},
 		{name: "whole tenant made with another key than the request's", path: proposedDir + "tenant.yaml", wantErr: "not the key of request.yaml", mutate: func(t *testing.T, c *checkout) {
-			tt, err := repofixture.TenantObject("consumer-2", newKey(t), c.proposed.SignedNonce)
+			tt, err := layout.NewTenant("consumer-2", newKey(t), c.proposed.SignedNonce)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
 		}},
 		{name: "replayed tenant signed over an older nonce", path: proposedDir + "tenant.yaml", wantErr: "tenant signature:", mutate: func(t *testing.T, c *checkout) {
-			doc, err := repofixture.Nonce("provider-a", "consumer-2", crypto.GenerateNonce())
+			doc, err := layout.NonceDocument("provider-a", "consumer-2", crypto.GenerateNonce())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +57,7 @@ func TestHostileCheckouts(t *testing.T) {
 			c.remove(t, proposedDir+"nonce.yaml")
 		}},
 		{name: "issued tenant replaced by one over an old nonce with a new key", path: issuedDir + "tenant.yaml", also: issuedDir + "identity.yaml", wantErr: "not the key of request.yaml", mutate: func(t *testing.T, c *checkout) {
-			tt, err := repofixture.TenantObject("consumer-1", newKey(t), crypto.GenerateNonce())
+			tt, err := layout.NewTenant("consumer-1", newKey(t), crypto.GenerateNonce())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +192,7 @@ func (c *checkout) identity(t *testing.T, ca *repofixture.CA, key gocrypto.Signe
 
 func (c *checkout) writeIdentity(t *testing.T, caPEM, cert []byte) {
 	t.Helper()
-	doc, err := repofixture.Identity("provider-a", "consumer-1", "https://provider-a.example:6443", caPEM, cert)
+	doc, err := layout.IdentityDocument("provider-a", "consumer-1", authv1beta1.AuthParams{APIServer: "https://provider-a.example:6443", CA: caPEM, SignedCRT: cert})
 	if err != nil {
 		t.Fatal(err)
 	}
