@@ -59,12 +59,59 @@ func (u Unverified) String() string {
 	return fmt.Sprintf("%s by %s: %s", u.Commit, u.Author, u.Reason)
 }
 
+// VerifyOptions selects the commits VerifyCommitsWith checks.
+type VerifyOptions struct {
+	// HeadOnly checks the commit to alone, whatever it changes.
+	HeadOnly bool
+	// All checks every commit reachable from to and not from from, whatever
+	// it changes.
+	All bool
+	// Dirs are directories relative to the configured root ("" is the root
+	// itself): a commit is checked when it changes something under one of
+	// them relative to its first parent. None means the root. Ignored when
+	// HeadOnly or All is set.
+	Dirs []string
+}
+
 // VerifyCommits checks the signature of every commit reachable from to and
 // not from from (zero: the whole history) that changes the configured root,
 // and returns those not signed by a trusted key.
 func (r *Repo) VerifyCommits(from, to plumbing.Hash, keys *TrustedKeys) ([]Unverified, error) {
+	return r.VerifyCommitsWith(from, to, keys, VerifyOptions{})
+}
+
+// VerifyCommitsWith checks the signature of the commits reachable from to and
+// not from from (zero: the whole history) that opts selects, and returns
+// those not signed by a trusted key, newest first.
+func (r *Repo) VerifyCommitsWith(from, to plumbing.Hash, keys *TrustedKeys, opts VerifyOptions) ([]Unverified, error) {
+	dirs := opts.Dirs
+	if len(dirs) == 0 {
+		dirs = []string{""}
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if _, err := cleanRel(d); err != nil {
+			return nil, fmt.Errorf("gitsync: verify: %w", err)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	tc, err := r.repo.CommitObject(to)
+	if err != nil {
+		return nil, fmt.Errorf("gitsync: commit %s: %w", to, err)
+	}
+	var bad []Unverified
+	check := func(c *object.Commit) {
+		if reason := keys.check(c); reason != "" {
+			bad = append(bad, Unverified{Commit: c.Hash, Author: fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email), Reason: reason})
+		}
+	}
+	if opts.HeadOnly {
+		check(tc)
+		return bad, nil
+	}
 	seen := map[plumbing.Hash]bool{}
 	if !from.IsZero() {
 		fc, err := r.repo.CommitObject(from)
@@ -78,19 +125,14 @@ func (r *Repo) VerifyCommits(from, to plumbing.Hash, keys *TrustedKeys) ([]Unver
 			return nil, err
 		}
 	}
-	tc, err := r.repo.CommitObject(to)
-	if err != nil {
-		return nil, fmt.Errorf("gitsync: commit %s: %w", to, err)
-	}
-	var bad []Unverified
 	err = object.NewCommitPreorderIter(tc, seen, nil).ForEach(func(c *object.Commit) error {
-		touches, err := r.touchesRoot(c)
-		if err != nil || !touches {
-			return err
+		if !opts.All {
+			touches, err := r.touches(c, dirs)
+			if err != nil || !touches {
+				return err
+			}
 		}
-		if reason := keys.check(c); reason != "" {
-			bad = append(bad, Unverified{Commit: c.Hash, Author: fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email), Reason: reason})
-		}
+		check(c)
 		return nil
 	})
 	if errors.Is(err, storer.ErrStop) {
@@ -99,25 +141,64 @@ func (r *Repo) VerifyCommits(from, to plumbing.Hash, keys *TrustedKeys) ([]Unver
 	return bad, err
 }
 
-// touchesRoot reports whether c changes the configured root relative to its
-// first parent (or, for a root commit, has anything under it).
-func (r *Repo) touchesRoot(c *object.Commit) (bool, error) {
-	mine, err := r.rootHash(c)
-	if err != nil {
-		return false, err
+// touches reports whether c changes something under one of dirs (relative to
+// the configured root) relative to its first parent or, for a root commit,
+// has anything there.
+func (r *Repo) touches(c *object.Commit, dirs []string) (bool, error) {
+	var parent *object.Commit
+	if c.NumParents() > 0 {
+		var err error
+		parent, err = c.Parent(0)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return true, nil // beyond a shallow boundary: verify rather than skip
+		}
+		if err != nil {
+			return false, err
+		}
 	}
-	if c.NumParents() == 0 {
-		return !mine.IsZero(), nil
+	for _, d := range dirs {
+		mine, err := r.entryAt(c, d)
+		if err != nil {
+			return false, err
+		}
+		var theirs plumbing.Hash
+		if parent != nil {
+			if theirs, err = r.entryAt(parent, d); err != nil {
+				return false, err
+			}
+		}
+		if mine != theirs {
+			return true, nil
+		}
 	}
-	parent, err := c.Parent(0)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return true, nil // beyond a shallow boundary: verify rather than skip
+	return false, nil
+}
+
+// entryAt identifies what c holds at dir under the configured root: the hash
+// of the tree or blob there, zero if absent. A blob and a tree never share a
+// hash, so a directory replaced by a file (or a symlink) reads as a change.
+func (r *Repo) entryAt(c *object.Commit, dir string) (plumbing.Hash, error) {
+	if dir == "" {
+		return r.rootHash(c)
 	}
-	if err != nil {
-		return false, err
+	t, err := r.rootTree(c.Hash)
+	if err != nil || t == nil {
+		return plumbing.ZeroHash, err
 	}
-	theirs, err := r.rootHash(parent)
-	return mine != theirs, err
+	parts := strings.Split(dir, "/")
+	for i, part := range parts {
+		e := findEntry(t, part)
+		if e == nil {
+			return plumbing.ZeroHash, nil
+		}
+		if i == len(parts)-1 {
+			return e.Hash, nil
+		}
+		if t, err = r.subtree(e); err != nil || t == nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	return plumbing.ZeroHash, nil
 }
 
 // rootHash is the tree hash of the configured root in c (zero if absent).

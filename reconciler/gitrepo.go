@@ -78,19 +78,22 @@ func (r *PeeringRepositoryReconciler) secret(ctx context.Context, namespace, nam
 	return secret, nil
 }
 
-// Keys of the commit signing Secret.
+// Keys of the commit signing Secret (see the SigningKey API doc): an SSH key
+// with its password, as in Flux's Git credentials, or an OpenPGP key with its
+// passphrase, as in Flux's image automation signing key.
 const (
-	signingKeySSH    = "identity"
-	signingKeyPGP    = "git.asc"
-	signingKeyPhrase = "passphrase"
+	signingKeySSH         = "identity"
+	signingKeySSHPassword = "password"
+	signingKeyPGP         = "git.asc"
+	signingKeyPGPPhrase   = "passphrase"
 )
 
 func signerFromSecret(data map[string][]byte) (git.Signer, error) {
 	switch {
 	case len(data[signingKeySSH]) > 0:
-		return gitsync.NewSSHSigner(data[signingKeySSH], data[signingKeyPhrase])
+		return gitsync.NewSSHSigner(data[signingKeySSH], data[signingKeySSHPassword])
 	case len(data[signingKeyPGP]) > 0:
-		return gitsync.NewOpenPGPSigner(data[signingKeyPGP], data[signingKeyPhrase])
+		return gitsync.NewOpenPGPSigner(data[signingKeyPGP], data[signingKeyPGPPhrase])
 	}
 	return nil, fmt.Errorf("commit signing Secret has neither %q (SSH) nor %q (OpenPGP)", signingKeySSH, signingKeyPGP)
 }

@@ -116,7 +116,7 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	defer func() {
 		r.summarize(obj, retErr)
 		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
-			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionFilesValid, ConditionPeeringsHealth,
+			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth,
 		}}, patch.WithFieldOwner("gitpeer")); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
@@ -157,6 +157,9 @@ func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepo
 		conditions.MarkFalse(obj, meta.ReadyCondition, conditions.GetReason(obj, meta.StalledCondition), "%s", conditions.GetMessage(obj, meta.StalledCondition))
 	case err != nil:
 		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonGitFailed, "%s", err.Error())
+	case conditions.IsFalse(obj, ConditionSourceVerified):
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonVerificationFailed, "%s", conditions.GetMessage(obj, ConditionSourceVerified))
 	case conditions.IsFalse(obj, ConditionFilesValid):
 		conditions.Delete(obj, meta.ReconcilingCondition)
 		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", conditions.GetMessage(obj, ConditionFilesValid))
@@ -209,8 +212,8 @@ func (r *PeeringRepositoryReconciler) apiReader() client.Client {
 	return r.Client
 }
 
-// sync polls the branch, guards its history and loads the peering documents
-// that concern the local cluster.
+// sync polls the branch, guards its history, verifies commit signatures and
+// loads the peering documents that concern the local cluster.
 func (s *session) sync(ctx context.Context) error {
 	obj := s.obj
 	pollCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
@@ -240,6 +243,9 @@ func (s *session) sync(ctx context.Context) error {
 		}
 	}
 	conditions.Delete(obj, meta.StalledCondition)
+	if err := s.verify(ctx); err != nil {
+		return err
+	}
 	return s.load(ctx)
 }
 
