@@ -234,11 +234,14 @@ func newClusterKey() gocrypto.Signer { return must(crypto.GenerateKey(crypto.Ed2
 
 func pubPEM(k gocrypto.Signer) []byte { return must(crypto.MarshalPublicKeyPEM(k.Public())) }
 
-func requestDoc(id string, k gocrypto.Signer) []byte {
+func requestDoc(id string, k gocrypto.Signer) []byte { return requestFor(hProviderID, id, k) }
+
+// requestFor is a well-formed request.yaml of consumer id, with key k, for provider.
+func requestFor(provider, id string, k gocrypto.Signer) []byte {
 	return must(yaml.Marshal(&documents.PeeringRequest{
 		TypeMeta: metav1.TypeMeta{APIVersion: documents.APIVersion, Kind: documents.PeeringRequestKind},
 		Spec: documents.PeeringRequestSpec{
-			ProviderClusterID: hProviderID, ConsumerClusterID: authv1beta1.ClusterID(id), PublicKey: pubPEM(k),
+			ProviderClusterID: authv1beta1.ClusterID(provider), ConsumerClusterID: authv1beta1.ClusterID(id), PublicKey: pubPEM(k),
 		},
 	}))
 }

@@ -169,9 +169,12 @@ func gitCLI(dir string, args ...string) string {
 	return string(out)
 }
 
-// show returns a file at ref in the server's repository, or "" if absent.
-func show(ref, path string) string {
-	out, err := exec.Command("git", "--git-dir", repo.Dir, "show", ref+":"+path).Output()
+// show returns a file at ref in the suite's repository, or "" if absent.
+func show(ref, path string) string { return showIn(repo, ref, path) }
+
+// showIn returns a file at ref in r, or "" if absent.
+func showIn(r gitserver.Repo, ref, path string) string {
+	out, err := exec.Command("git", "--git-dir", r.Dir, "show", ref+":"+path).Output()
 	if err != nil {
 		return ""
 	}
