@@ -27,6 +27,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/audit"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 	"github.com/gitpeer/gitpeer/test/sandbox"
@@ -249,15 +250,18 @@ func (d *demo) prove(ctx context.Context, kubeconfig []byte) error {
 	return nil
 }
 
-// audit prints the repository's history as the audit trail.
+// audit prints the timeline `gitpeer audit` reads from the repository's history.
 func (d *demo) audit() error {
-	out, err := sandbox.Git(d.dir, "--git-dir", d.repo.Dir, "log", "main", "--reverse", "--date=format:%H:%M:%S",
-		"--format=  %ad  %<(14)%an %s")
+	work := filepath.Join(d.dir, "reviewer")
+	if _, err := sandbox.Git(work, "pull", "-q", "--ff-only", "origin", "main"); err != nil {
+		return err
+	}
+	events, err := audit.Read(work, audit.Options{Branch: "main"})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "\nAudit trail (git log of main):\n%s", out)
-	return nil
+	fmt.Fprintf(d.out, "\nAudit trail (gitpeer audit of the reviewer's checkout):\n")
+	return audit.Print(d.out, events, "")
 }
 
 // revoke deletes tenant.yaml as a person would and waits for access to end.

@@ -99,7 +99,7 @@ func Read(dir string, opts Options) ([]Event, error) {
 		if c := a.Time.Compare(b.Time); c != 0 {
 			return c
 		}
-		return a.order - b.order
+		return b.order - a.order // the walk visits children first: within a second, ancestors come first
 	})
 	out := make([]Event, 0, len(r.events))
 	for _, e := range r.events {
@@ -137,7 +137,8 @@ type reader struct {
 	opts   Options
 	root   string
 	events []indexed
-	// order is each commit's position in a parents-first walk.
+	// order is each commit's position in a walk from the head that visits a
+	// commit before its parents (and a merge's merged branch before its base).
 	order map[plumbing.Hash]int
 }
 
