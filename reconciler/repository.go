@@ -263,19 +263,22 @@ func (s *session) load(ctx context.Context) error {
 			wanted[string(p)] = true
 		}
 	}
+	mine := func(p layout.Path) bool {
+		return (p.Provider == me && s.obj.IsProvider()) || (p.Consumer == me && wanted[p.Provider])
+	}
+	kustomized := kustomizedDirs(listing)
 	s.peerings = map[string]*layout.Peering{}
 	for _, f := range listing.Files {
 		p, ok, err := layout.ParsePath(f.Path)
-		if !ok {
-			continue
-		}
-		mine := (p.Provider == me && s.obj.IsProvider()) || (p.Consumer == me && wanted[p.Provider])
-		if !mine {
+		if !ok || !mine(p) {
 			continue
 		}
 		if err != nil {
 			s.reject(ctx, f.Path, err)
 			continue
+		}
+		if kustomized[p.Dir()] {
+			continue // built below
 		}
 		data, err := s.repo.ReadFile(s.head, f.Path)
 		if err == nil {
@@ -288,10 +291,13 @@ func (s *session) load(ctx context.Context) error {
 			s.reject(ctx, f.Path, err)
 		}
 	}
+	for _, dir := range sortedKeys(kustomized) {
+		s.loadKustomized(ctx, listing, dir, mine)
+	}
 	for _, sk := range listing.Skipped {
 		if p, ok, perr := layout.ParsePath(sk.Path); ok && (p.Provider == me || p.Consumer == me) {
 			// A skipped entry (a symlink, say) is present: it must not read as a removed file.
-			if perr == nil && ((p.Provider == me && s.obj.IsProvider()) || (p.Consumer == me && wanted[p.Provider])) {
+			if perr == nil && mine(p) {
 				s.peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, sk)
 			}
 			s.reject(ctx, sk.Path, sk)

@@ -50,15 +50,37 @@ func ParsePath(rel string) (p Path, ok bool, err error) {
 		return Path{}, false, nil
 	}
 	p = Path{Provider: parts[0], Consumer: parts[1], Kind: Kind(parts[2])}
+	if err := p.validate(); err != nil {
+		return p, true, fmt.Errorf("%s: %w", rel, err)
+	}
+	return p, true, nil
+}
+
+// ParseDir maps a peering directory <providerID>/<consumerID>, relative to the
+// peering root, to a Path without a Kind.
+func ParseDir(dir string) (Path, error) {
+	provider, consumer, ok := strings.Cut(dir, "/")
+	p := Path{Provider: provider, Consumer: consumer}
+	if !ok || strings.Contains(consumer, "/") {
+		return p, fmt.Errorf("%s: not a <providerID>/<consumerID> directory", dir)
+	}
+	if err := p.validate(); err != nil {
+		return p, fmt.Errorf("%s: %w", dir, err)
+	}
+	return p, nil
+}
+
+// validate checks the IDs of p.
+func (p Path) validate() error {
 	for _, id := range []string{p.Provider, p.Consumer} {
 		if err := authv1beta1.ValidateClusterID(id); err != nil {
-			return p, true, fmt.Errorf("%s: %w", rel, err)
+			return err
 		}
 	}
 	if p.Provider == p.Consumer {
-		return p, true, fmt.Errorf("%s: a cluster cannot peer with itself", rel)
+		return fmt.Errorf("a cluster cannot peer with itself")
 	}
-	return p, true, nil
+	return nil
 }
 
 func known(k Kind) bool {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 )
 
@@ -52,7 +53,7 @@ func Check(checkout string, opts Options) ([]Result, error) {
 		return nil, fmt.Errorf("%s is not a directory", root)
 	}
 	prefix := path.Clean(filepath.ToSlash(opts.Path))
-	c := &checker{dirs: map[string]*directory{}}
+	c := &checker{root: root, dirs: map[string]*directory{}, kust: map[string]bool{}}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -98,8 +99,10 @@ func Invalid(results []Result) int {
 // checker accumulates the results of a walk and the decoded documents of each
 // peering directory for the cross-file checks.
 type checker struct {
+	root    string
 	results []Result
 	dirs    map[string]*directory
+	kust    map[string]bool // whether a peering directory holds a kustomization.yaml
 }
 
 // file checks one non-directory entry; rel is relative to the peering root.
@@ -114,6 +117,11 @@ func (c *checker) file(p, rel string, d fs.DirEntry) {
 	}
 	dp, ok, err := layout.ParsePath(rel)
 	switch {
+	case path.Base(rel) == documents.KustomizationFile && strings.Count(rel, "/") == 2:
+		c.kustomize(rel)
+		return
+	case ok && err == nil && c.kustomized(dp.Dir()):
+		return // built and checked with the directory's kustomization.yaml
 	case err != nil:
 		c.results = append(c.results, Result{Path: rel, Reason: trimPath(err, rel)})
 		return

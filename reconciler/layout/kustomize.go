@@ -1,0 +1,273 @@
+package layout
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+)
+
+// MaxBuildSize caps both the files of one kustomized directory, all together,
+// and the YAML kustomize builds from them.
+const MaxBuildSize = 4 * MaxFileSize
+
+// kustomizationFields are the kustomization fields gitpeer builds with: enough
+// to patch documents (patches takes strategic merge and JSON 6902 patches; the
+// deprecated patchesStrategicMerge and patchesJson6902 are left out), nothing
+// that runs plugins, generates objects or reads anything but the directory's
+// own files.
+var kustomizationFields = []string{
+	"apiVersion", "kind", "metadata", "resources", "components",
+	"patches", "replacements", "commonAnnotations", "labels",
+}
+
+// kinds maps the apiVersion and kind of a built object to its document.
+var kinds = map[[2]string]Kind{
+	{documents.APIVersion, documents.PeeringRequestKind}:          Request,
+	{documents.APIVersion, documents.NonceKind}:                   Nonce,
+	{authv1beta1.GroupVersion.String(), authv1beta1.TenantKind}:   Tenant,
+	{authv1beta1.GroupVersion.String(), authv1beta1.IdentityKind}: Identity,
+}
+
+// Kustomize builds the kustomization.yaml of the directory of pe from files,
+// the directory's regular files keyed by their slash-separated path inside it,
+// and decodes every built object into pe exactly as Decode decodes a file of
+// its kind. The build runs in memory over those files only, with kustomize's
+// root-only load restrictions and without plugins; remote references and paths
+// leaving the directory are refused before kustomize sees them.
+//
+// A document file of the directory whose kind the build does not output is
+// decoded as it is: a kustomization patches documents, it never hides one (a
+// document is removed by deleting its file). This also lets a kustomization
+// list only what it patches, typically tenant.yaml: request.yaml and
+// nonce.yaml as the agent writes them have no metadata.name, which kustomize
+// requires of its resources.
+//
+// A build that fails, or builds an object that is not a gitpeer document or
+// two objects of one kind, makes every document of the directory invalid, so
+// none reads as absent; a document that does not decode makes its kind
+// invalid. The returned error joins every problem.
+func (pe *Peering) Kustomize(files map[string][]byte) error {
+	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
+	out, err := buildKustomization(dir, files)
+	var built map[Kind][]byte
+	if err == nil {
+		built, err = sortBuilt(out)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %w", path.Join(dir, documents.KustomizationFile), err)
+		for _, k := range Kinds {
+			pe.MarkInvalid(k, err)
+		}
+		return err
+	}
+	var errs []error
+	for _, k := range Kinds {
+		p := Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}
+		data, ok := built[k]
+		switch {
+		case ok:
+			if err := pe.Decode(p, data); err != nil {
+				err = fmt.Errorf("%w (as built by %s)", err, documents.KustomizationFile)
+				pe.MarkInvalid(k, err)
+				errs = append(errs, err)
+			}
+		case hasFile(files, k):
+			if err := pe.Decode(p, files[string(k)]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// buildKustomization checks files and runs kustomize over them, mounted at
+// /<dir> in an in-memory file system that holds nothing else.
+func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
+	root := "/" + dir
+	fs := filesys.MakeFsInMemory()
+	total := 0
+	for _, name := range sortedNames(files) {
+		data := files[name]
+		if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") {
+			return nil, fmt.Errorf("%w: file name %q is not a clean path inside the directory", ErrInvalid, name)
+		}
+		if total += len(data); total > MaxBuildSize {
+			return nil, fmt.Errorf("%w: the directory's files exceed %d bytes", ErrInvalid, MaxBuildSize)
+		}
+		err := refuseAliasesInStream(data)
+		if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(name)) {
+			err = checkKustomization(data)
+		}
+		if err != nil && name != documents.KustomizationFile {
+			err = fmt.Errorf("in %s: %w", name, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := fs.WriteFile(path.Join(root, name), data); err != nil {
+			return nil, err
+		}
+	}
+	if _, ok := files[documents.KustomizationFile]; !ok {
+		return nil, fmt.Errorf("%w: no %s", ErrInvalid, documents.KustomizationFile)
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
+	opts.PluginConfig = types.DisabledPluginConfig()
+	resources, err := krusty.MakeKustomizer(opts).Run(fs, root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kustomize build failed: %v", ErrInvalid, err)
+	}
+	out, err := resources.AsYaml()
+	if err != nil {
+		return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
+	}
+	if len(out) > MaxBuildSize {
+		return nil, fmt.Errorf("%w: kustomize built %d bytes, the limit is %d", ErrInvalid, len(out), MaxBuildSize)
+	}
+	return out, nil
+}
+
+// sortBuilt splits kustomize's output into one YAML document per kind.
+func sortBuilt(out []byte) (map[Kind][]byte, error) {
+	built := map[Kind][]byte{}
+	dec := yamlv3.NewDecoder(bytes.NewReader(out))
+	for {
+		var node yamlv3.Node
+		if err := dec.Decode(&node); errors.Is(err, io.EOF) {
+			return built, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
+		}
+		data, err := yamlv3.Marshal(&node)
+		if err != nil {
+			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
+		}
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(data, &meta); err != nil {
+			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
+		}
+		k, ok := kinds[[2]string{meta.APIVersion, meta.Kind}]
+		if !ok {
+			return nil, fmt.Errorf("%w: kustomize built a %s %s, which is not a gitpeer document", ErrInvalid, meta.APIVersion, meta.Kind)
+		}
+		if built[k] != nil {
+			return nil, fmt.Errorf("%w: kustomize built more than one %s", ErrInvalid, kindName(k))
+		}
+		built[k] = data
+	}
+}
+
+// checkKustomization refuses kustomization fields gitpeer does not build
+// with, and every reference that is not a path inside the directory: remote
+// bases and files would otherwise make kustomize clone or download them.
+func checkKustomization(data []byte) error {
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return fmt.Errorf("%w: malformed kustomization: %v", ErrInvalid, err)
+	}
+	for _, field := range sortedNames(k) {
+		if !slices.Contains(kustomizationFields, field) {
+			return fmt.Errorf("%w: kustomization field %q is not supported (gitpeer supports %s)",
+				ErrInvalid, field, strings.Join(kustomizationFields, ", "))
+		}
+	}
+	var refs struct {
+		Resources  []string `json:"resources"`
+		Components []string `json:"components"`
+		Patches    []struct {
+			Path string `json:"path"`
+		} `json:"patches"`
+		Replacements []struct {
+			Path string `json:"path"`
+		} `json:"replacements"`
+	}
+	if err := yaml.Unmarshal(data, &refs); err != nil {
+		return fmt.Errorf("%w: malformed kustomization: %v", ErrInvalid, err)
+	}
+	paths := slices.Concat(refs.Resources, refs.Components)
+	for _, p := range refs.Patches {
+		paths = append(paths, p.Path)
+	}
+	for _, p := range refs.Replacements {
+		paths = append(paths, p.Path)
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if err := checkLocalPath(p); err != nil {
+			return fmt.Errorf("%w: %q: %v", ErrInvalid, p, err)
+		}
+	}
+	return nil
+}
+
+// checkLocalPath accepts only relative paths that stay inside the directory
+// and cannot be read as a URL or a remote Git repository.
+func checkLocalPath(p string) error {
+	switch {
+	case strings.Contains(p, ":") || strings.Contains(p, "@") || strings.Contains(p, "?") ||
+		strings.HasPrefix(p, "github.com/") || strings.Contains(p, "//"):
+		return errors.New("remote resources are not allowed: a kustomization may only use the files of its own directory")
+	case path.IsAbs(p) || slices.Contains(strings.Split(p, "/"), ".."):
+		return errors.New("the path leaves the peering directory: a kustomization may only use the files of its own directory")
+	}
+	return nil
+}
+
+// refuseAliasesInStream refuses YAML anchors and aliases in any document of
+// data, before kustomize parses it; data that is not YAML is left to kustomize.
+func refuseAliasesInStream(data []byte) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	for {
+		var node yamlv3.Node
+		if err := dec.Decode(&node); err != nil {
+			return nil
+		}
+		if err := refuseAliases(&node); err != nil {
+			return err
+		}
+	}
+}
+
+func hasFile(files map[string][]byte, k Kind) bool {
+	_, ok := files[string(k)]
+	return ok
+}
+
+func kindName(k Kind) string {
+	for gvk, kk := range kinds {
+		if kk == k {
+			return gvk[1]
+		}
+	}
+	return string(k)
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

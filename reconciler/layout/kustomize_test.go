@@ -1,0 +1,220 @@
+package layout
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/crypto"
+)
+
+// kustomizedDir is a peering directory holding a signed tenant.yaml and a
+// request.yaml, plus the given kustomization.yaml and extra files.
+func kustomizedDir(t *testing.T, nonce, kustomization string, extra map[string]string) map[string][]byte {
+	t.Helper()
+	k := newKey(t)
+	request, err := RequestDocument(provider, consumer, k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		string(Tenant):              marshal(t, signedTenant(t, k, consumer, nonce)),
+		string(Request):             request,
+		documents.KustomizationFile: []byte(kustomization),
+	}
+	for name, data := range extra {
+		files[name] = []byte(data)
+	}
+	return files
+}
+
+func testNonce(*testing.T) string { return crypto.GenerateNonce() }
+
+func TestKustomizePatchesTenantCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name, kustomization string
+		extra               map[string]string
+		want                authv1beta1.TenantCondition
+	}{{
+		name: "strategic merge patch file",
+		kustomization: `resources: [tenant.yaml]
+patches:
+- path: cordon.yaml
+`,
+		extra: map[string]string{"cordon.yaml": `apiVersion: authentication.liqo.io/v1beta1
+kind: Tenant
+metadata:
+  name: consumer-1
+spec:
+  tenantCondition: Cordoned
+`},
+		want: authv1beta1.TenantConditionCordoned,
+	}, {
+		name: "JSON 6902 inline patch",
+		kustomization: `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- tenant.yaml
+patches:
+- target:
+    kind: Tenant
+  patch: |-
+    - op: add
+      path: /spec/tenantCondition
+      value: Drained
+`,
+		want: authv1beta1.TenantConditionDrained,
+	}, {
+		name: "patch file in a subdirectory",
+		kustomization: `resources: [tenant.yaml]
+patches: [{path: patches/cordon.yaml}]
+`,
+		extra: map[string]string{"patches/cordon.yaml": `apiVersion: authentication.liqo.io/v1beta1
+kind: Tenant
+metadata: {name: consumer-1}
+spec: {tenantCondition: Cordoned}
+`},
+		want: authv1beta1.TenantConditionCordoned,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nonce := testNonce(t)
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			if err := pe.Kustomize(kustomizedDir(t, nonce, tc.kustomization, tc.extra)); err != nil {
+				t.Fatal(err)
+			}
+			if pe.Tenant == nil || pe.Request == nil || len(pe.Invalid) != 0 {
+				t.Fatalf("tenant %v, request %v, invalid %v", pe.Tenant != nil, pe.Request != nil, pe.Invalid)
+			}
+			if got := pe.Tenant.Spec.TenantCondition; got != tc.want {
+				t.Fatalf("tenantCondition = %q, want %q", got, tc.want)
+			}
+			if _, err := VerifyTenant(pe.Tenant, nonce, consumer); err != nil {
+				t.Fatalf("a patched tenantCondition must leave the signed fields verifiable: %v", err)
+			}
+		})
+	}
+}
+
+func TestKustomizePatchOfSignedFieldFailsVerification(t *testing.T) {
+	for field, value := range map[string]string{
+		"signature": "c2lnbmF0dXJl",
+		"publicKey": base64.StdEncoding.EncodeToString(pubPEM(t, newKey(t))),
+		"csr":       base64.StdEncoding.EncodeToString(csrWith(t, newKey(t), consumer, authv1beta1.CertificateOrganization)),
+	} {
+		t.Run(field, func(t *testing.T) {
+			nonce := testNonce(t)
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			k := "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"replace\", \"path\": \"/spec/" + field + "\", \"value\": \"" + value + "\"}]'\n"
+			if err := pe.Kustomize(kustomizedDir(t, nonce, k, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := VerifyTenant(pe.Tenant, nonce, consumer); err == nil {
+				t.Fatalf("a Tenant whose %s was patched still verifies", field)
+			}
+		})
+	}
+}
+
+func TestKustomizeRefusals(t *testing.T) {
+	tenantCM := map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"}
+	for _, tc := range []struct {
+		name, kustomization string
+		extra               map[string]string
+		wantErr             string
+	}{
+		{name: "https resource", kustomization: "resources: [tenant.yaml, https://example.com/tenant.yaml]\n", wantErr: "remote resources are not allowed"},
+		{name: "remote git base", kustomization: "resources: [tenant.yaml, \"github.com/example/repo//peers?ref=main\"]\n", wantErr: "remote resources are not allowed"},
+		{name: "scp-like git base", kustomization: "resources: [git@example.com:org/repo.git]\n", wantErr: "remote resources are not allowed"},
+		{name: "remote patch", kustomization: "resources: [tenant.yaml]\npatches:\n- path: http://example.com/patch.yaml\n", wantErr: "remote resources are not allowed"},
+		{name: "parent directory", kustomization: "resources: [tenant.yaml, ../]\n", wantErr: "leaves the peering directory"},
+		{name: "file of another directory", kustomization: "resources: [../consumer-2/tenant.yaml]\n", wantErr: "leaves the peering directory"},
+		{name: "absolute path", kustomization: "resources: [/provider-a/consumer-1/tenant.yaml]\n", wantErr: "leaves the peering directory"},
+		{name: "generator", kustomization: "resources: [tenant.yaml]\nconfigMapGenerator:\n- name: x\n  literals: [a=b]\n", wantErr: `kustomization field "configMapGenerator" is not supported`},
+		{name: "deprecated field", kustomization: "resources: [tenant.yaml]\npatchesStrategicMerge: [p.yaml]\n", wantErr: `kustomization field "patchesStrategicMerge" is not supported`},
+		{name: "plugin", kustomization: "resources: [tenant.yaml]\ntransformers: [plugin.yaml]\n", wantErr: `kustomization field "transformers" is not supported`},
+		{name: "unknown kind", kustomization: "resources: [tenant.yaml, cm.yaml]\n", extra: tenantCM, wantErr: "kustomize built a v1 ConfigMap, which is not a gitpeer document"},
+		{name: "two objects of one kind", kustomization: "resources: [tenant.yaml, other.yaml]\n",
+			extra: map[string]string{"other.yaml": "apiVersion: authentication.liqo.io/v1beta1\nkind: Tenant\nmetadata: {name: other}\nspec: {clusterID: other}\n"}, wantErr: "kustomize built more than one Tenant"},
+		{name: "missing resource", kustomization: "resources: [tenant.yaml, missing.yaml]\n", wantErr: "kustomize build failed"},
+		{name: "patch of nothing", kustomization: "resources: [tenant.yaml]\npatches:\n- path: p.yaml\n", extra: map[string]string{"p.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: x}\n"}, wantErr: "kustomize build failed"},
+		{name: "malformed kustomization", kustomization: "resources: [tenant.yaml\n", wantErr: "malformed"},
+		{name: "anchors", kustomization: "resources: &r [tenant.yaml]\ncomponents: *r\n", wantErr: "anchors and aliases are not allowed"},
+		{name: "too large", kustomization: "resources: [tenant.yaml]\n", extra: map[string]string{"big.txt": strings.Repeat("x", MaxBuildSize)}, wantErr: "the directory's files exceed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(kustomizedDir(t, testNonce(t), tc.kustomization, tc.extra))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+			}
+			if !strings.HasPrefix(err.Error(), "provider-a/consumer-1/kustomization.yaml: ") {
+				t.Fatalf("err = %v, want it to name the kustomization", err)
+			}
+			// Nothing may read as absent: every document of the directory is invalid.
+			for _, k := range Kinds {
+				if pe.Invalid[k] == nil {
+					t.Errorf("%s not marked invalid", k)
+				}
+			}
+			if pe.Tenant != nil || pe.Request != nil {
+				t.Fatal("documents decoded from a refused kustomization")
+			}
+		})
+	}
+}
+
+func TestKustomizeBuiltObjectsAreCheckedStrictly(t *testing.T) {
+	pe := &Peering{Provider: provider, Consumer: consumer}
+	k := "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Evicted\"}]'\n"
+	err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, nil))
+	if err == nil || !strings.Contains(err.Error(), `provider-a/consumer-1/tenant.yaml: invalid document: unknown spec.tenantCondition "Evicted" (as built by kustomization.yaml)`) {
+		t.Fatalf("err = %v", err)
+	}
+	if pe.Tenant != nil || pe.Invalid[Tenant] == nil || pe.Request == nil {
+		t.Fatalf("tenant %v, invalid %v, request %v", pe.Tenant, pe.Invalid, pe.Request)
+	}
+
+	pe = &Peering{Provider: provider, Consumer: consumer}
+	k = "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/extra\", \"value\": \"x\"}]'\n"
+	if err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, nil)); err == nil || !strings.Contains(err.Error(), `tenant.yaml: invalid document: error unmarshaling JSON: while decoding JSON: json: unknown field "extra"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestKustomizeReadsUnlistedDocumentsAsTheyAre(t *testing.T) {
+	pe := &Peering{Provider: provider, Consumer: consumer}
+	files := kustomizedDir(t, testNonce(t), "resources: [tenant.yaml]\n", nil)
+	if err := pe.Kustomize(files); err != nil {
+		t.Fatal(err)
+	}
+	if pe.Tenant == nil || pe.Request == nil || pe.Invalid != nil {
+		t.Fatalf("tenant %v, request %v, invalid %v", pe.Tenant, pe.Request, pe.Invalid)
+	}
+
+	pe = &Peering{Provider: provider, Consumer: consumer}
+	files[string(Request)] = []byte("kind: [\n")
+	if err := pe.Kustomize(files); err == nil || !strings.HasPrefix(err.Error(), "provider-a/consumer-1/request.yaml: invalid document: malformed YAML") {
+		t.Fatalf("err = %v", err)
+	}
+	if pe.Tenant == nil || pe.Invalid[Request] == nil {
+		t.Fatalf("tenant %v, invalid %v", pe.Tenant, pe.Invalid)
+	}
+}
+
+func TestParseDir(t *testing.T) {
+	if p, err := ParseDir("provider-a/consumer-1"); err != nil || p != (Path{Provider: provider, Consumer: consumer}) {
+		t.Fatalf("ParseDir = %v, %v", p, err)
+	}
+	for dir, want := range map[string]string{
+		"provider-a":              "not a <providerID>/<consumerID> directory",
+		"provider-a/consumer-1/x": "not a <providerID>/<consumerID> directory",
+		"provider-a/Consumer_1":   `cluster ID "Consumer_1" is not an RFC 1123 label`,
+		"provider-a/provider-a":   "cannot peer with itself",
+	} {
+		if _, err := ParseDir(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseDir(%q) = %v, want %q", dir, err, want)
+		}
+	}
+}

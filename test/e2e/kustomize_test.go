@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler"
+)
+
+// An admin drains and reactivates a tenant with a kustomization.yaml beside
+// the consumer's signed tenant.yaml, without touching the signed file.
+var _ = Describe("Kustomization", Ordered, func() {
+	const kProviderID, kConsumerID = "provider-k", "consumer-k"
+	dir := kProviderID + "/" + kConsumerID + "/"
+	tenantNS := authv1beta1.TenantNamespaceName(kConsumerID)
+	var provider, consumer *cluster
+	var kubeconfig []byte
+
+	BeforeAll(func(ctx SpecContext) {
+		provider, consumer = peerDirect(kProviderID, kConsumerID)
+		kubeconfig = kubeconfigOf(ctx, consumer, kProviderID)
+		Expect(can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeTrue())
+	})
+
+	// setCondition commits a kustomization.yaml that patches the Tenant's condition.
+	setCondition := func(condition authv1beta1.TenantCondition) {
+		commit("Set "+kConsumerID+" "+string(condition), map[string][]byte{dir + "kustomization.yaml": []byte(`resources:
+- tenant.yaml
+patches:
+- target:
+    kind: Tenant
+  patch: |-
+    - op: add
+      path: /spec/tenantCondition
+      value: ` + string(condition) + "\n")})
+	}
+
+	It("drains the tenant: its RoleBinding goes, nothing is revoked", func(ctx SpecContext) {
+		identity, tenant := show("main", dir+"identity.yaml"), show("main", dir+"tenant.yaml")
+		setCondition(authv1beta1.TenantConditionDrained)
+
+		Eventually(func(g Gomega) {
+			t := &authv1beta1.Tenant{}
+			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: kConsumerID}, t)).To(Succeed())
+			g.Expect(t.Spec.TenantCondition).To(Equal(authv1beta1.TenantConditionDrained))
+			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseDrained))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(func() bool {
+			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
+		}).WithTimeout(time.Minute).Should(BeFalse())
+
+		Consistently(func(g Gomega) {
+			g.Expect(show("main", dir+"identity.yaml")).To(Equal(identity))
+			g.Expect(show("main", dir+"tenant.yaml")).To(Equal(tenant), "the signed file is untouched")
+			g.Expect(kubeconfigOf(ctx, consumer, kProviderID)).To(Equal(kubeconfig))
+			g.Expect(conditionOf(peeringRepository(ctx, g, provider), reconciler.ConditionFilesValid)).To(HaveField("Status", BeEquivalentTo("True")))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+	})
+
+	It("reactivates the tenant: access is restored", func(ctx SpecContext) {
+		setCondition(authv1beta1.TenantConditionActive)
+		Eventually(func() bool {
+			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseIssued))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+})
+
+// peerDirect starts a provider and a consumer in direct mode and waits until
+// the consumer's peering is Ready.
+func peerDirect(providerID, consumerID string) (provider, consumer *cluster) {
+	GinkgoHelper()
+	provider, consumer = newCluster(providerID), newCluster(consumerID)
+	provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
+	})
+	consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{authv1beta1.ClusterID(providerID)}, Direct: true}
+	})
+	provider.startAgent()
+	consumer.startAgent()
+	Eventually(func(g Gomega) {
+		g.Expect(peeringPhases(context.Background(), consumer)).To(HaveKeyWithValue("Consumer/"+providerID, gitpeerv1alpha1.PhaseReady))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	return provider, consumer
+}
+
+// kubeconfigOf returns the kubeconfig the consumer holds for providerID.
+func kubeconfigOf(ctx context.Context, consumer *cluster, providerID string) []byte {
+	GinkgoHelper()
+	id := authv1beta1.ClusterID(providerID)
+	secret := &corev1.Secret{}
+	Expect(consumer.k8s.Get(ctx, client.ObjectKey{
+		Namespace: authv1beta1.TenantNamespaceName(id),
+		Name:      authv1beta1.KubeconfigSecretName(authv1beta1.ControlPlaneIdentityName(id)),
+	}, secret)).To(Succeed())
+	return secret.Data[authv1beta1.KubeconfigSecretField]
+}
