@@ -13,7 +13,7 @@ K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) 
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
 
-.PHONY: tools test demo build
+.PHONY: tools test deps demo build
 tools: $(TOOLS)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager:
@@ -29,8 +29,16 @@ $(TOOLS_BIN)/etcd:
 # Every test in the repository: unit tests and the ginkgo suites, which start real
 # control planes (from `make tools`) and real Git servers.
 GO_TEST_FLAGS ?= -timeout 60m
-test: tools
+test: tools deps
 	go test $(GO_TEST_FLAGS) ./...
+
+# Programs the tests drive besides Go: git (the Git server and the reviewer), ssh-keygen (git's SSH
+# commit signing). Installed from Debian when missing. (The config/ test uses kubectl when present.)
+deps:
+	@missing=""; \
+	command -v git >/dev/null || missing="$$missing git"; \
+	command -v ssh-keygen >/dev/null || missing="$$missing openssh-client"; \
+	if [ -n "$$missing" ]; then echo ">> installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 # Regenerates the deepcopy functions in apis/ and the CRDs in config/crd/bases with controller-gen,
 # pinned by the tools module test/codegen (so gitpeer itself never depends on controller-tools).
