@@ -16,17 +16,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/config/crd"
 	tenantrole "github.com/gitpeer/gitpeer/config/tenant-role"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 )
 
@@ -60,19 +59,8 @@ func Prepare(ctx context.Context, id string, cp *controlplane.ControlPlane, git 
 	if c.Client, err = client.New(cp.Config, client.Options{Scheme: Scheme}); err != nil {
 		return nil, err
 	}
-	crds, err := crd.Load()
-	if err != nil {
+	if err := crdinstall.Install(ctx, c.Client); err != nil {
 		return nil, err
-	}
-	for _, d := range crds {
-		if err := c.Client.Create(ctx, d); err != nil {
-			return nil, err
-		}
-	}
-	for _, d := range crds {
-		if err := c.waitEstablished(ctx, d.Name); err != nil {
-			return nil, err
-		}
 	}
 	role, err := tenantrole.ClusterRole()
 	if err != nil {
@@ -91,21 +79,6 @@ func Prepare(ctx context.Context, id string, cp *controlplane.ControlPlane, git 
 		}
 	}
 	return c, nil
-}
-
-func (c *Cluster) waitEstablished(ctx context.Context, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
-			return false, err
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
 }
 
 // Apply creates the cluster's PeeringRepository "peering" for repoURL, polling

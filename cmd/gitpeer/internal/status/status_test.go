@@ -11,15 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/config/crd"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
@@ -37,7 +36,9 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	installCRDs(ctx, t, c)
+	if err := crdinstall.Install(ctx, c); err != nil {
+		t.Fatalf("install CRDs: %v", err)
+	}
 
 	now := time.Now().Truncate(time.Second)
 	ca, err := repofixture.NewCA("ca", now.Add(-time.Hour), 48*time.Hour)
@@ -145,33 +146,5 @@ func create(ctx context.Context, t *testing.T, c client.Client, obj client.Objec
 	t.Helper()
 	if err := c.Create(ctx, obj); err != nil {
 		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
-func installCRDs(ctx context.Context, t *testing.T, c client.Client) {
-	t.Helper()
-	crds, err := crd.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range crds {
-		create(ctx, t, c, d)
-	}
-	for _, d := range crds {
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKey{Name: d.Name}, got); err != nil {
-				return false, err
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("CRD %s not established: %v", d.Name, err)
-		}
 	}
 }
