@@ -46,6 +46,7 @@ const (
 	systemNamespace = "gitpeer-system"
 	agentUser       = "system:serviceaccount:" + systemNamespace + ":gitpeer-agent"
 	tenantRole      = "liqo-remote-controlplane"
+	ownerLabel      = "gitpeer.io/owner"
 )
 
 // TestInstall applies config/default (server-side, then client-side, as users do either) and
@@ -257,19 +258,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 
 	// The handshake's real writes. The admission policy is compiled asynchronously after it is
 	// created: wait until it rejects a write it must reject before testing the others.
-	mustOK := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Errorf("%s: %v", what, err)
-		}
-	}
-	mustDeny := func(what string, err error) {
-		t.Helper()
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: want forbidden, got %v", what, err)
-		}
-	}
-	managed := map[string]string{"app.kubernetes.io/managed-by": "gitpeer"}
+	managed := map[string]string{"app.kubernetes.io/managed-by": "gitpeer", ownerLabel: "uid-of-peering"}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "not-a-tenant"}}, client.DryRunAll)
 		return apierrors.IsForbidden(err), nil
@@ -279,26 +268,26 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 	}
 
 	// Provider: tenant namespace, nonce, binding, CSR approval.
-	mustOK("create tenant namespace", agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: managed}}))
+	expectAllowed(t, "create tenant namespace", agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: managed}}))
 	ns := &corev1.Namespace{}
-	mustOK("get tenant namespace", agent.Get(ctx, client.ObjectKey{Name: tenantNS}, ns))
-	mustOK("annotate tenant namespace", agent.Patch(ctx, ns, client.RawPatch("application/merge-patch+json",
+	expectAllowed(t, "get tenant namespace", agent.Get(ctx, client.ObjectKey{Name: tenantNS}, ns))
+	expectAllowed(t, "annotate tenant namespace", agent.Patch(ctx, ns, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"gitpeer.io/pinned-public-key-sha256":"abc"}}}`))))
 	nonce := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "liqo-nonce"}, StringData: map[string]string{"nonce": "n"}}
-	mustOK("create liqo-nonce", agent.Create(ctx, nonce))
-	mustOK("get liqo-nonce", agent.Get(ctx, client.ObjectKeyFromObject(nonce), nonce))
+	expectAllowed(t, "create liqo-nonce", agent.Create(ctx, nonce))
+	expectAllowed(t, "get liqo-nonce", agent.Get(ctx, client.ObjectKeyFromObject(nonce), nonce))
 	nonce.StringData = map[string]string{"nonce": "rotated"}
-	mustOK("update liqo-nonce", agent.Update(ctx, nonce))
-	mustDeny("list secrets", agent.List(ctx, &corev1.SecretList{}, client.InNamespace(tenantNS)))
-	mustDeny("create Secret other in tenant namespace", agent.Create(ctx,
+	expectAllowed(t, "update liqo-nonce", agent.Update(ctx, nonce))
+	expectDenied(t, "list secrets", agent.List(ctx, &corev1.SecretList{}, client.InNamespace(tenantNS)))
+	expectDenied(t, "create Secret other in tenant namespace", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "other"}}, client.DryRunAll))
-	mustDeny("create liqo-nonce outside tenant namespaces", agent.Create(ctx,
+	expectDenied(t, "create liqo-nonce outside tenant namespaces", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "liqo-nonce"}}, client.DryRunAll))
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "someone-elses"}}
-	mustOK("create a Secret (admin)", admin.Create(ctx, foreign))
-	mustOK("read a Secret by name (the accepted tradeoff: get is cluster-wide)", agent.Get(ctx, client.ObjectKeyFromObject(foreign), &corev1.Secret{}))
-	mustDeny("update a Secret outside the footprint", agent.Update(ctx, foreign, client.DryRunAll))
-	mustDeny("delete a Secret outside the footprint", agent.Delete(ctx, foreign, client.DryRunAll))
+	expectAllowed(t, "create a Secret (admin)", admin.Create(ctx, foreign))
+	expectAllowed(t, "read a Secret by name (the accepted tradeoff: get is cluster-wide)", agent.Get(ctx, client.ObjectKeyFromObject(foreign), &corev1.Secret{}))
+	expectDenied(t, "update a Secret outside the footprint", agent.Update(ctx, foreign, client.DryRunAll))
+	expectDenied(t, "delete a Secret outside the footprint", agent.Delete(ctx, foreign, client.DryRunAll))
 
 	binding := func(ns, role string, subject rbacv1.Subject) *rbacv1.RoleBinding {
 		return &rbacv1.RoleBinding{
@@ -311,73 +300,168 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		return rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}
 	}
 	rb := binding(tenantNS, tenantRole, user("consumer1"))
-	mustOK("bind the tenant role to the consumer", agent.Create(ctx, rb))
-	mustOK("get the binding", agent.Get(ctx, client.ObjectKeyFromObject(rb), rb))
-	mustOK("update the binding", agent.Update(ctx, rb))
-	mustDeny("bind cluster-admin", agent.Create(ctx, binding(tenantNS, "cluster-admin", user("consumer1")), client.DryRunAll))
-	mustDeny("bind the tenant role to all authenticated users", agent.Create(ctx, binding(tenantNS, tenantRole,
+	expectAllowed(t, "bind the tenant role to the consumer", agent.Create(ctx, rb))
+	expectAllowed(t, "get the binding", agent.Get(ctx, client.ObjectKeyFromObject(rb), rb))
+	expectAllowed(t, "update the binding", agent.Update(ctx, rb))
+	expectDenied(t, "bind cluster-admin", agent.Create(ctx, binding(tenantNS, "cluster-admin", user("consumer1")), client.DryRunAll))
+	expectDenied(t, "bind the tenant role to all authenticated users", agent.Create(ctx, binding(tenantNS, tenantRole,
 		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}), client.DryRunAll))
-	mustDeny("bind the tenant role to another consumer", agent.Create(ctx,
+	expectDenied(t, "bind the tenant role to another consumer", agent.Create(ctx,
 		binding(tenantNS, tenantRole, user("consumer2")), client.DryRunAll))
-	mustDeny("bind the tenant role outside tenant namespaces", agent.Create(ctx,
+	expectDenied(t, "bind the tenant role outside tenant namespaces", agent.Create(ctx,
 		binding("kube-system", tenantRole, user("consumer1")), client.DryRunAll))
-	mustDeny("bind the agent's own role", agent.Create(ctx, binding(tenantNS, "gitpeer-agent", user("consumer1")), client.DryRunAll))
-	mustOK("delete the binding (Drained)", agent.Delete(ctx, rb))
+	expectDenied(t, "bind the agent's own role", agent.Create(ctx, binding(tenantNS, "gitpeer-agent", user("consumer1")), client.DryRunAll))
+	expectAllowed(t, "delete the binding (Drained)", agent.Delete(ctx, rb))
 
 	cs, err := kubernetes.NewForConfig(agentCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := createAndApprove(ctx, t, agent, cs, "gitpeer-consumer1", certificatesv1.KubeAPIServerClientSignerName); err != nil {
-		t.Errorf("approve %s: %v", certificatesv1.KubeAPIServerClientSignerName, err)
-	}
-	if err := createAndApprove(ctx, t, agent, cs, "gitpeer-custom", "example.com/custom"); !apierrors.IsForbidden(err) {
-		t.Errorf("approve example.com/custom: want forbidden, got %v", err)
-	}
-	if err := createAndApprove(ctx, t, agent, cs, "gitpeer-serving", certificatesv1.KubeletServingSignerName); !apierrors.IsForbidden(err) {
-		t.Errorf("approve %s: want forbidden, got %v", certificatesv1.KubeletServingSignerName, err)
-	}
-	mustOK("delete CSRs by label (revocation)", agent.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
-		client.MatchingLabels{"gitpeer.io/consumer": "consumer1"}))
+	testCSRs(ctx, t, admin, agent, cs)
+	testLiqoObjects(ctx, t, admin, agent, tenantNS)
 
 	// Consumer: signed nonce and kubeconfig in the provider's tenant namespace.
 	providerNS := "liqo-tenant-provider1"
-	mustOK("create consumer tenant namespace", agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNS, Labels: managed}}))
+	expectAllowed(t, "create consumer tenant namespace", agent.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNS, Labels: managed}}))
 	for _, name := range []string{"liqo-signed-nonce", "kubeconfig-controlplane-provider1"} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providerNS, Name: name}}
-		mustOK("create "+name, agent.Create(ctx, s))
-		mustOK("delete "+name, agent.Delete(ctx, s))
+		expectAllowed(t, "create "+name, agent.Create(ctx, s))
+		expectAllowed(t, "delete "+name, agent.Delete(ctx, s))
 	}
 
 	// Own namespace: the cluster key, events, the leader-election lease.
-	mustOK("create authentication-keys", agent.Create(ctx, &corev1.Secret{
+	expectAllowed(t, "create authentication-keys", agent.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "authentication-keys"}, Immutable: ptr.To(true)}))
-	mustDeny("create authentication-keys elsewhere", agent.Create(ctx,
+	expectDenied(t, "create authentication-keys elsewhere", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "authentication-keys"}}, client.DryRunAll))
+	issued := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-issued-peering"}}
+	expectAllowed(t, "create the serial records gitpeer-issued-peering", agent.Create(ctx, issued))
+	expectAllowed(t, "update the serial records", agent.Update(ctx, issued))
+	expectDenied(t, "create gitpeer-issued-* outside the agent's namespace", agent.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gitpeer-issued-peering"}}, client.DryRunAll))
 	now := metav1.NowMicro()
-	mustOK("record an event", agent.Create(ctx, &eventsv1.Event{
+	expectAllowed(t, "record an event", agent.Create(ctx, &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, GenerateName: "gitpeer-"}, EventTime: now,
 		ReportingController: "gitpeer", ReportingInstance: "gitpeer-agent", Action: "Issued", Reason: "Issued", Type: corev1.EventTypeNormal,
 		Regarding: corev1.ObjectReference{Kind: "PeeringRepository", Namespace: systemNamespace, Name: "p"},
 	}))
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-leader"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("agent-1")}}
-	mustOK("take the lease", agent.Create(ctx, lease))
+	expectAllowed(t, "take the lease", agent.Create(ctx, lease))
 	lease.Spec.HolderIdentity = ptr.To("")
-	mustOK("release the lease", agent.Update(ctx, lease))
+	expectAllowed(t, "release the lease", agent.Update(ctx, lease))
 
 	// Namespaces: only tenant namespaces, deleted only when the agent created them.
-	mustOK("delete own tenant namespace", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}}, client.DryRunAll))
-	mustOK("create a Liqo tenant namespace (admin)", admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-by-liqo"}}))
-	mustDeny("delete a tenant namespace the agent did not create", agent.Delete(ctx,
+	expectAllowed(t, "delete own tenant namespace", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}}, client.DryRunAll))
+	expectAllowed(t, "create a Liqo tenant namespace (admin)", admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-by-liqo"}}))
+	expectDenied(t, "delete a tenant namespace the agent did not create", agent.Delete(ctx,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-by-liqo"}}, client.DryRunAll))
-	mustDeny("delete kube-public", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-public"}}, client.DryRunAll))
-	mustDeny("label kube-system", agent.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
+	expectDenied(t, "delete kube-public", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-public"}}, client.DryRunAll))
+	expectDenied(t, "label kube-system", agent.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
 		client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"x":"y"}}}`)), client.DryRunAll))
+	testNamespaceAdoption(ctx, t, admin, agent, providerNS)
 }
 
-// createAndApprove creates a client-certificate CSR for signer as the agent does, then approves it.
-func createAndApprove(ctx context.Context, t *testing.T, c client.Client, cs kubernetes.Interface, name, signer string) error {
+// testNamespaceAdoption checks the agent cannot take over a tenant namespace it did not create: it
+// may not add its labels to an existing namespace, change its owner, or delete a namespace that
+// lacks the owner label; it may still annotate and delete its own (providerNS).
+func testNamespaceAdoption(ctx context.Context, t *testing.T, admin, agent client.Client, providerNS string) {
+	labels := func(name, labels string) error {
+		return agent.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":`+labels+`}}`)), client.DryRunAll)
+	}
+	foreign := "liqo-tenant-by-liqo" // created by the admin, no labels
+	expectDenied(t, "add the owner label to a namespace the agent did not create", labels(foreign, `{"`+ownerLabel+`":"uid-of-peering"}`))
+	expectDenied(t, "add managed-by gitpeer to a namespace the agent did not create", labels(foreign, `{"app.kubernetes.io/managed-by":"gitpeer"}`))
+	expectDenied(t, "change the owner of its own namespace", labels(providerNS, `{"`+ownerLabel+`":"uid-of-another-peering"}`))
+	expectAllowed(t, "label a namespace it did not create with other labels", labels(foreign, `{"x":"y"}`))
+	expectAllowed(t, "patch its own namespace keeping its labels", labels(providerNS, `{"app.kubernetes.io/managed-by":"gitpeer","x":"y"}`))
+
+	legacy := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-managed-no-owner",
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "gitpeer"}}}
+	expectAllowed(t, "create a namespace labelled managed-by gitpeer only (admin)", admin.Create(ctx, legacy))
+	expectDenied(t, "delete a namespace labelled managed-by gitpeer without owner",
+		agent.Delete(ctx, legacy, client.DryRunAll))
+	expectAllowed(t, "delete its own namespace", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNS}}, client.DryRunAll))
+}
+
+// testCSRs checks the agent creates only labelled kube-apiserver-client CSRs, and approves and
+// deletes only CSRs it requested itself.
+func testCSRs(ctx context.Context, t *testing.T, admin, agent client.Client, cs kubernetes.Interface) {
+	client1 := certificatesv1.KubeAPIServerClientSignerName
+	own := newCSR(t, client1, csrLabels("consumer1"))
+	expectAllowed(t, "create a labelled client CSR", agent.Create(ctx, own))
+	expectAllowed(t, "approve a CSR the agent requested", approve(ctx, cs, own))
+
+	expectDenied(t, "create a client CSR without the gitpeer labels", agent.Create(ctx, newCSR(t, client1, nil), client.DryRunAll))
+	noOwner := csrLabels("consumer1")
+	delete(noOwner, ownerLabel)
+	expectDenied(t, "create a client CSR without the owner label", agent.Create(ctx, newCSR(t, client1, noOwner), client.DryRunAll))
+	for _, signer := range []string{"example.com/custom", certificatesv1.KubeletServingSignerName, certificatesv1.KubeAPIServerClientKubeletSignerName} {
+		expectDenied(t, "create a labelled CSR for "+signer, agent.Create(ctx, newCSR(t, signer, csrLabels("consumer1")), client.DryRunAll))
+	}
+
+	// A CSR someone else requested, even with the agent's labels and signer, is not the agent's.
+	foreign := newCSR(t, client1, csrLabels("foreign"))
+	expectAllowed(t, "create a labelled client CSR (admin)", admin.Create(ctx, foreign))
+	expectDenied(t, "approve a CSR another user requested", approve(ctx, cs, foreign))
+	expectDenied(t, "delete a CSR another user requested", agent.Delete(ctx, foreign, client.DryRunAll))
+	expectDenied(t, "update the labels of its own CSR", agent.Patch(ctx, own,
+		client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"x":"y"}}}`)), client.DryRunAll))
+
+	expectAllowed(t, "delete its CSRs by label (revocation)", agent.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
+		client.MatchingLabels{"gitpeer.io/consumer": "consumer1"}))
+	expectDenied(t, "delete another user's CSR by label", agent.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
+		client.MatchingLabels{"gitpeer.io/consumer": "foreign"}))
+}
+
+// testLiqoObjects checks Tenants and Identities (and their status) are written only in
+// liqo-tenant-* namespaces.
+func testLiqoObjects(ctx context.Context, t *testing.T, admin, agent client.Client, tenantNS string) {
+	liqo := func(kind, ns, name string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+		o.SetAPIVersion("authentication.liqo.io/v1beta1")
+		o.SetKind(kind)
+		o.SetNamespace(ns)
+		o.SetName(name)
+		return o
+	}
+	status := client.RawPatch("application/merge-patch+json", []byte(`{"status":{}}`))
+	for _, kind := range []string{"Tenant", "Identity"} {
+		mine := liqo(kind, tenantNS, "consumer1")
+		expectAllowed(t, "create "+kind+" in a tenant namespace", agent.Create(ctx, mine))
+		expectAllowed(t, "update "+kind+" in a tenant namespace", agent.Update(ctx, mine))
+		expectAllowed(t, "patch the status of "+kind+" in a tenant namespace", agent.Status().Patch(ctx, mine, status))
+		expectDenied(t, "create "+kind+" outside tenant namespaces", agent.Create(ctx, liqo(kind, "default", "consumer1"), client.DryRunAll))
+		other := liqo(kind, "default", "by-someone")
+		expectAllowed(t, "create "+kind+" outside tenant namespaces (admin)", admin.Create(ctx, other))
+		expectDenied(t, "patch the status of "+kind+" outside tenant namespaces", agent.Status().Patch(ctx, other, status, client.DryRunAll))
+		expectDenied(t, "delete "+kind+" outside tenant namespaces", agent.Delete(ctx, other, client.DryRunAll))
+		expectAllowed(t, "delete "+kind+" in a tenant namespace", agent.Delete(ctx, mine))
+	}
+}
+
+func expectAllowed(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+}
+
+func expectDenied(t *testing.T, what string, err error) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: want forbidden, got %v", what, err)
+	}
+}
+
+// csrLabels are the labels the agent puts on the CSRs it creates.
+func csrLabels(consumer string) map[string]string {
+	return map[string]string{"gitpeer.io/consumer": consumer, ownerLabel: "uid-of-peering", "app.kubernetes.io/managed-by": "gitpeer"}
+}
+
+// newCSR returns a CSR for signer as the agent creates them, named by the API server.
+func newCSR(t *testing.T, signer string, labels map[string]string) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -393,23 +477,25 @@ func createAndApprove(ctx context.Context, t *testing.T, c client.Client, cs kub
 	if signer == certificatesv1.KubeletServingSignerName {
 		usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
 	}
-	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"gitpeer.io/consumer": "consumer1"}},
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "gitpeer-consumer1-", Labels: labels},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
 			SignerName: signer, ExpirationSeconds: ptr.To[int32](600), Usages: usages,
 		},
 	}
-	if err := c.Create(ctx, csr); err != nil {
-		t.Fatalf("create CSR for %s: %v", signer, err)
+}
+
+// approve approves csr through the approval subresource, as the agent does.
+func approve(ctx context.Context, cs kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest) error {
+	got, err := cs.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, csr); err != nil {
-		t.Fatalf("get CSR: %v", err)
-	}
-	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+	got.Status.Conditions = append(got.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "GitpeerApproved", Message: "test",
 	})
-	_, err = cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{})
+	_, err = cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, got.Name, got, metav1.UpdateOptions{})
 	return err
 }
 
