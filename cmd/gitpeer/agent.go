@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -11,12 +12,14 @@ import (
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/fluxcd/pkg/runtime/probes"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -34,6 +37,9 @@ type agentOptions struct {
 	metricsAddr    string
 	healthAddr     string
 	webhookAddr    string
+	webhookTLSCert string
+	webhookTLSKey  string
+	trustedProxies []string
 	concurrent     int
 	watchNamespace string
 	dataDir        string
@@ -66,6 +72,9 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `The address the metrics endpoint binds to; "0" disables it.`)
 	fs.StringVar(&o.healthAddr, "health-addr", ":9440", `The address the health endpoints (/healthz, /readyz) bind to; "0" disables them.`)
 	fs.StringVar(&o.webhookAddr, "webhook-addr", ":9292", `The address the push webhook receiver binds to; "0" disables it.`)
+	fs.StringVar(&o.webhookTLSCert, "webhook-tls-cert-file", "", "A PEM certificate (chain) to serve the webhook receiver over HTTPS with, e.g. tls.crt of a mounted kubernetes.io/tls Secret; reloaded when it changes. Default: plain HTTP.")
+	fs.StringVar(&o.webhookTLSKey, "webhook-tls-key-file", "", "The PEM private key of --webhook-tls-cert-file.")
+	fs.StringSliceVar(&o.trustedProxies, "webhook-trusted-proxies", nil, "CIDRs of proxies (e.g. the Ingress controller's pods) whose X-Forwarded-For header names a webhook request's source for the per-source rate limit. Default: none, the source is the TCP peer.")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "The number of PeeringRepositories reconciled at once.")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "Watch PeeringRepositories (and serve webhooks) in this namespace only; default: all namespaces.")
 	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(os.TempDir(), "gitpeer"), "The directory holding the persistent clones; mount a volume here in a Deployment.")
@@ -96,15 +105,33 @@ func (o *agentOptions) run(ctx context.Context) error {
 		return fmt.Errorf("setting up the controller: %w", err)
 	}
 	if o.webhookAddr != "" && o.webhookAddr != "0" {
-		if err := mgr.Add(&webhook.Server{Addr: o.webhookAddr, Receiver: &webhook.Receiver{
-			Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Namespace: o.watchNamespace,
-			Log: log.WithName("webhook"),
-		}}); err != nil {
+		if err := o.addWebhook(mgr, log.WithName("webhook")); err != nil {
 			return err
 		}
 	}
 	log.Info("starting gitpeer agent", "version", version, "watchNamespace", o.watchNamespace, "dataDir", o.dataDir)
 	return mgr.Start(ctx)
+}
+
+// addWebhook adds the push webhook receiver and the controller feeding its Hooks to mgr.
+func (o *agentOptions) addWebhook(mgr ctrl.Manager, log logr.Logger) error {
+	proxies := make([]netip.Prefix, 0, len(o.trustedProxies))
+	for _, s := range o.trustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("--webhook-trusted-proxies: %w", err)
+		}
+		proxies = append(proxies, p)
+	}
+	hooks := &webhook.Hooks{}
+	feed := &webhook.HookReconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Hooks: hooks}
+	if err := feed.SetupWithManager(mgr, controller.Options{}); err != nil {
+		return fmt.Errorf("setting up the webhook controller: %w", err)
+	}
+	return mgr.Add(&webhook.Server{Addr: o.webhookAddr, TLSCertFile: o.webhookTLSCert, TLSKeyFile: o.webhookTLSKey,
+		Receiver: &webhook.Receiver{
+			Client: mgr.GetClient(), Hooks: hooks, Namespace: o.watchNamespace, TrustedProxies: proxies, Log: log,
+		}})
 }
 
 // restConfig loads the client configuration and applies --kube-api-qps/--kube-api-burst.

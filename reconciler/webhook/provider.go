@@ -28,12 +28,16 @@ const (
 	Generic Type = "generic"
 )
 
+// The reasons a request is refused, for the log only: the answer is the same.
 var (
-	// errUnauthenticated: the request carries no credential (401).
 	errUnauthenticated = errors.New("missing signature or token")
-	// errForbidden: the request carries a credential that does not match (403).
-	errForbidden = errors.New("invalid signature or token")
+	errForbidden       = errors.New("invalid signature or token")
+	errUnknown         = errors.New("not a webhook: unknown repository, not opted in, or misconfigured")
 )
+
+// decoyToken stands in for the token of an unknown repository, so that
+// refusing it costs the same work as refusing a wrong credential.
+var decoyToken = []byte("gitpeer-webhook-decoy-token")
 
 // parseType returns the Type named by an annotation value; empty means Generic.
 func parseType(s string) (Type, bool) {

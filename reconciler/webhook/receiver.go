@@ -9,22 +9,33 @@
 //	gitpeer.io/webhook-type:   github | gitlab | gitea | generic   (default generic)
 //
 // and the Git host is pointed at POST /hook/<namespace>/<name>.
+//
+// A request is authenticated against Hooks, an in-memory index a HookReconciler
+// fills from the PeeringRepositories and their Secrets, before anything else
+// happens: an unauthenticated request costs no API-server request, and every
+// refusal (unknown repository, not opted in, missing or wrong credential) gets
+// the same answer. Requests are rate-limited per source.
 package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -46,33 +57,50 @@ const (
 
 // Receiver is the http.Handler of the webhook endpoint.
 type Receiver struct {
-	// Client reads PeeringRepositories (the manager's cached client is fine)
-	// and patches their reconcile-request annotation.
+	// Client patches the reconcile-request annotation of an authenticated
+	// request's PeeringRepository: the receiver's only API-server request.
 	Client client.Client
-	// SecretReader reads the webhook Secrets. Give it an uncached reader
-	// (mgr.GetAPIReader()) so the agent does not cache Secrets for this.
-	SecretReader client.Reader
+	// Hooks authenticates requests; a HookReconciler keeps it current.
+	Hooks *Hooks
 	// Namespace, when set, is the only namespace served (the agent's --watch-namespace).
 	Namespace string
 	// MaxBodyBytes caps the payload; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Rate and Burst limit the requests of each source; zero means DefaultRate
+	// and DefaultBurst, rate.Inf no limit.
+	Rate  rate.Limit
+	Burst int
+	// TrustedProxies are the addresses (for instance the Ingress controller's)
+	// whose X-Forwarded-For header names the source of a request. Without
+	// them, the source is the TCP peer.
+	TrustedProxies []netip.Prefix
 	// Log receives one line per refused or accepted request.
 	Log logr.Logger
-	// Now returns the current time; nil means time.Now.
+	// Now returns the current time, for the reconcile-request annotation and
+	// the rate limits; nil means time.Now.
 	Now func() time.Time
 }
 
-// Handler returns a mux serving the receiver on PathPrefix + "{namespace}/{name}".
+// Handler returns a mux serving the receiver on PathPrefix + "{namespace}/{name}",
+// rate-limited per source. Each call has its own rate limits.
 func (r *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PathPrefix+"{namespace}/{name}", r)
-	return mux
+	l := &sourceLimiter{limit: r.Rate, burst: r.Burst, trusted: r.TrustedProxies, now: r.now, sources: lru.New(maxSources)}
+	if l.limit == 0 {
+		l.limit = DefaultRate
+	}
+	if l.burst == 0 {
+		l.burst = DefaultBurst
+	}
+	return l.wrap(mux)
 }
 
 // ServeHTTP authenticates a webhook and, for a push to the repository's branch,
 // requests a reconcile. Responses: 202 triggered, 200 ignored (other event or
-// branch), 400 malformed, 401 no credential, 403 wrong credential, 404 unknown
-// or not opted in, 405 not POST, 413 too large, 503 API server unavailable.
+// branch), 400 malformed, 401 refused (unknown repository, not opted in,
+// missing or wrong credential: one answer for all), 405 not POST, 413 too
+// large, 429 too many requests from this source, 503 API server unavailable.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -81,10 +109,6 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	key := client.ObjectKey{Namespace: req.PathValue("namespace"), Name: req.PathValue("name")}
 	log := r.Log.WithValues("peeringrepository", key.String(), "remote", req.RemoteAddr)
-	if !r.servable(key) {
-		reply(w, http.StatusNotFound, "not found")
-		return
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.maxBody()))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -95,26 +119,33 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		reply(w, http.StatusBadRequest, "unreadable body")
 		return
 	}
-	obj, typ, token, status := r.lookup(req, key, log)
-	if status != 0 {
-		reply(w, status, http.StatusText(status))
+	h, err := r.authenticate(key, req.Header, body)
+	if err != nil {
+		log.Info("webhook refused", "reason", err.Error())
+		refuse(w)
 		return
 	}
-	if err := typ.verify(req.Header, body, token); err != nil {
-		log.Info("webhook refused", "type", typ, "reason", err.Error())
-		if errors.Is(err, errUnauthenticated) {
-			reply(w, http.StatusUnauthorized, err.Error())
-		} else {
-			reply(w, http.StatusForbidden, err.Error())
+	r.trigger(w, req, key, h, body, log)
+}
+
+// authenticate returns the hook of key if the request carries its credential.
+// Unknown keys cost the same work as known ones: the credential is checked
+// against a decoy token.
+func (r *Receiver) authenticate(key client.ObjectKey, header http.Header, body []byte) (hook, error) {
+	h, ok := r.Hooks.get(key)
+	if !ok || !r.servable(key) {
+		for _, t := range []Type{GitHub, Gitea, GitLab, Generic} {
+			_ = t.verify(header, body, decoyToken)
 		}
-		return
+		return hook{}, errUnknown
 	}
-	r.trigger(w, req, obj, typ, body, log)
+	return h, h.typ.verify(header, body, h.token)
 }
 
 // trigger handles an authenticated request: it checks the event and the ref,
 // then sets the reconcile-request annotation.
-func (r *Receiver) trigger(w http.ResponseWriter, req *http.Request, obj *gitpeerv1alpha1.PeeringRepository, typ Type, body []byte, log logr.Logger) {
+func (r *Receiver) trigger(w http.ResponseWriter, req *http.Request, key client.ObjectKey, h hook, body []byte, log logr.Logger) {
+	typ := h.typ
 	if event, push := typ.isPush(req.Header); !push {
 		reply(w, http.StatusOK, fmt.Sprintf("ignored: event %q is not a push", event))
 		return
@@ -125,19 +156,15 @@ func (r *Receiver) trigger(w http.ResponseWriter, req *http.Request, obj *gitpee
 		return
 	}
 	// A generic request without a ref means "the branch moved".
-	if want := "refs/heads/" + obj.GetBranch(); ref != want && (ref != "" || typ != Generic) {
+	if want := "refs/heads/" + h.branch; ref != want && (ref != "" || typ != Generic) {
 		reply(w, http.StatusOK, fmt.Sprintf("ignored: push to %q, not %q", ref, want))
 		return
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	patch := client.MergeFrom(obj.DeepCopy())
-	annotations := obj.GetAnnotations() // not nil: it holds SecretAnnotation
-	annotations[meta.ReconcileRequestAnnotation] = now().Format(time.RFC3339Nano)
-	obj.SetAnnotations(annotations)
-	if err := r.Client.Patch(req.Context(), obj, patch); err != nil {
+	if err := r.requestReconcile(req.Context(), key); err != nil {
+		if apierrors.IsNotFound(err) { // deleted since Hooks last saw it
+			refuse(w)
+			return
+		}
 		log.Error(err, "webhook could not request a reconcile")
 		reply(w, http.StatusServiceUnavailable, http.StatusText(http.StatusServiceUnavailable))
 		return
@@ -154,47 +181,17 @@ func (r *Receiver) servable(key client.ObjectKey) bool {
 	return len(validation.IsDNS1123Label(key.Namespace)) == 0 && len(validation.IsDNS1123Subdomain(key.Name)) == 0
 }
 
-// lookup returns the PeeringRepository, its webhook type and token, or the
-// status to answer with. Unknown repositories and repositories that did not
-// opt in (or whose Secret is missing) all answer 404, so the answer says no
-// more than that the path is not a webhook.
-func (r *Receiver) lookup(req *http.Request, key client.ObjectKey, log logr.Logger) (*gitpeerv1alpha1.PeeringRepository, Type, []byte, int) {
-	ctx := req.Context()
-	obj := &gitpeerv1alpha1.PeeringRepository{}
-	if err := r.Client.Get(ctx, key, obj); err != nil {
-		return nil, "", nil, apiStatus(err, log)
+// requestReconcile sets the reconcile-request annotation of key's
+// PeeringRepository with a merge patch: no read needed.
+func (r *Receiver) requestReconcile(ctx context.Context, key client.ObjectKey) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		meta.ReconcileRequestAnnotation: r.now().Format(time.RFC3339Nano),
+	}}})
+	if err != nil {
+		return err
 	}
-	secretName := obj.GetAnnotations()[SecretAnnotation]
-	if secretName == "" {
-		return nil, "", nil, http.StatusNotFound
-	}
-	typ, ok := parseType(obj.GetAnnotations()[TypeAnnotation])
-	if !ok {
-		log.Info("webhook misconfigured: unknown type", "annotation", TypeAnnotation, "value", obj.GetAnnotations()[TypeAnnotation])
-		return nil, "", nil, http.StatusNotFound
-	}
-	secret := &corev1.Secret{}
-	if err := r.SecretReader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: secretName}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			log.Info("webhook misconfigured: Secret not found", "secret", secretName)
-		}
-		return nil, "", nil, apiStatus(err, log)
-	}
-	token := bytes.TrimSpace(secret.Data[TokenKey])
-	if len(token) == 0 {
-		log.Info("webhook misconfigured: Secret has no token", "secret", secretName, "key", TokenKey)
-		return nil, "", nil, http.StatusNotFound
-	}
-	return obj, typ, token, 0
-}
-
-// apiStatus maps an API read error to a response status.
-func apiStatus(err error, log logr.Logger) int {
-	if apierrors.IsNotFound(err) {
-		return http.StatusNotFound
-	}
-	log.Error(err, "webhook could not read from the API server")
-	return http.StatusServiceUnavailable
+	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 }
 
 // pushedRef returns the "ref" of a push payload; an empty generic body has none.
@@ -216,6 +213,18 @@ func (r *Receiver) maxBody() int64 {
 		return r.MaxBodyBytes
 	}
 	return DefaultMaxBodyBytes
+}
+
+func (r *Receiver) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// refuse is the one answer to every request that is not authenticated.
+func refuse(w http.ResponseWriter) {
+	reply(w, http.StatusUnauthorized, http.StatusText(http.StatusUnauthorized))
 }
 
 func reply(w http.ResponseWriter, status int, msg string) {
