@@ -19,10 +19,15 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/webhook"
 )
 
@@ -121,7 +126,9 @@ func measureHandshake(ctx context.Context, pid, cid authv1beta1.ClusterID, inter
 }
 
 // receiveWebhooks opts the cluster's PeeringRepository in to GitHub push
-// webhooks, serves a receiver for it and registers it with the Git host.
+// webhooks, serves a receiver for it (fed by its own HookReconciler, as in the
+// agent) and, once it accepts the Git host's signature, registers it with the
+// Git host.
 func (c *cluster) receiveWebhooks(ctx context.Context, host *gitHost) {
 	GinkgoHelper()
 	Expect(c.k8s.Create(ctx, &corev1.Secret{
@@ -131,9 +138,23 @@ func (c *cluster) receiveWebhooks(ctx context.Context, host *gitHost) {
 	patch := client.MergeFrom(c.object.DeepCopy())
 	c.object.SetAnnotations(map[string]string{webhook.SecretAnnotation: "webhook", webhook.TypeAnnotation: string(webhook.GitHub)})
 	Expect(c.k8s.Patch(ctx, c.object, patch)).To(Succeed())
-	srv := httptest.NewServer((&webhook.Receiver{Client: c.k8s, SecretReader: c.k8s, Log: GinkgoLogr}).Handler())
+	mgr, err := ctrl.NewManager(c.cp.Config, ctrl.Options{Scheme: scheme, Client: reconciler.ClientOptions(), Logger: GinkgoLogr,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	Expect(err).NotTo(HaveOccurred())
+	hooks := &webhook.Hooks{}
+	Expect((&webhook.HookReconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Hooks: hooks}).
+		SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
+	mgrCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	DeferCleanup(func() { stop(); Expect(<-done).To(Succeed()) })
+	srv := httptest.NewServer((&webhook.Receiver{Client: c.k8s, Hooks: hooks, Log: GinkgoLogr}).Handler())
 	DeferCleanup(srv.Close)
-	DeferCleanup(host.register(srv.URL + webhook.PathPrefix + agentNamespace + "/" + c.object.Name))
+	url := srv.URL + webhook.PathPrefix + agentNamespace + "/" + c.object.Name
+	// A signed ping is authenticated and ignored (200) once the receiver knows the token.
+	Eventually(func() int { return host.deliver(url, "ping", []byte(`{"zen":"ready"}`)) }).
+		WithPolling(200 * time.Millisecond).Should(Equal(http.StatusOK))
+	DeferCleanup(host.register(url))
 }
 
 // gitHost plays a Git host's webhook deliveries: a post-receive hook in the
@@ -182,23 +203,25 @@ func (h *gitHost) receivePack(w http.ResponseWriter, r *http.Request) {
 		}
 		body, _ := json.Marshal(map[string]string{"before": f[0], "after": f[1], "ref": f[2]})
 		for _, t := range targets {
-			h.deliver(t, body)
+			h.deliver(t, "push", body)
 		}
 	}
 }
 
-// deliver sends one signed push event. A failed delivery is only logged: as
-// with a real Git host, the agent then waits for its next poll.
-func (h *gitHost) deliver(url string, body []byte) {
+// deliver sends one signed event and returns the status, 0 if none. A failed
+// delivery is only logged: as with a real Git host, the agent then waits for
+// its next poll.
+func (h *gitHost) deliver(url, event string, body []byte) int {
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Event", event)
 	req.Header.Set("X-Hub-Signature-256", "sha256="+webhook.Signature([]byte(webhookToken), body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		GinkgoWriter.Printf("webhook delivery to %s: %v\n", url, err)
-		return
+		return 0
 	}
 	resp.Body.Close()
 	GinkgoWriter.Printf("webhook delivery to %s: %s\n", url, resp.Status)
+	return resp.StatusCode
 }
