@@ -227,6 +227,9 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"approve", "certificates.k8s.io", "signers", "", "", "kubernetes.io/*"},
 		{"approve", "certificates.k8s.io", "signers", "", "", "example.com/custom"},
 		{"update", "certificates.k8s.io", "certificatesigningrequests", "status", "", "x"}, // signing is the signer's job
+		{"update", "certificates.k8s.io", "certificatesigningrequests", "", "", "x"},
+		{"patch", "certificates.k8s.io", "certificatesigningrequests", "", "", "x"},
+		{"update", "", "namespaces", "finalize", "", tenantNS},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "cluster-admin"},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", "admin"},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", ""},
