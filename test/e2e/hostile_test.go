@@ -273,10 +273,16 @@ func csrWith(k gocrypto.Signer, cn string, orgs ...string) []byte {
 // than not, and returns it.
 func waitNonce(id, not string) string {
 	GinkgoHelper()
+	return waitNonceIn(hDir(id), not)
+}
+
+// waitNonceIn waits for dir's nonce.yaml to hold a nonce other than not, and returns it.
+func waitNonceIn(dir, not string) string {
+	GinkgoHelper()
 	var nonce string
 	Eventually(func(g Gomega) {
 		var n documents.Nonce
-		g.Expect(yaml.Unmarshal([]byte(show("main", hDir(id)+"nonce.yaml")), &n)).To(Succeed())
+		g.Expect(yaml.Unmarshal([]byte(show("main", dir+"nonce.yaml")), &n)).To(Succeed())
 		g.Expect(n.Spec.Nonce).NotTo(BeEmpty())
 		g.Expect(n.Spec.Nonce).NotTo(Equal(not))
 		nonce = n.Spec.Nonce
@@ -419,12 +425,18 @@ func matchAll(wants []string) OmegaMatcher {
 // Tenant and no CSR for id and that no identity.yaml reached main.
 func expectNothingIssued(ctx context.Context, c *cluster, id string) {
 	GinkgoHelper()
+	expectNothingIssuedIn(ctx, c, hDir(id), id)
+}
+
+// expectNothingIssuedIn is expectNothingIssued for consumer id in directory dir.
+func expectNothingIssuedIn(ctx context.Context, c *cluster, dir, id string) {
+	GinkgoHelper()
 	Consistently(func(g Gomega) {
 		err := c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(id)), Name: id}, &authv1beta1.Tenant{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Tenant %s: %v", id, err)
 		var csrs certificatesv1.CertificateSigningRequestList
 		g.Expect(c.k8s.List(ctx, &csrs, client.MatchingLabels{csrConsumerLabel: id})).To(Succeed())
 		g.Expect(csrs.Items).To(BeEmpty())
-		g.Expect(show("main", hDir(id)+"identity.yaml")).To(BeEmpty())
+		g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 }
