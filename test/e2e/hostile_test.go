@@ -87,10 +87,12 @@ var _ = Describe("Hostile input", Ordered, func() {
 	})
 
 	It("refuses a second Tenant with a new key for an already pinned consumer", func(ctx SpecContext) {
-		// The nonce rotated at issuance: the attacker signs the current one with its own key.
+		// The nonce rotated at issuance: the attacker signs the current one with its own key,
+		// and replaces request.yaml too, so that only the pin stands in the way.
 		nonce := waitNonce(victimID, "")
 		p := hDir(victimID) + "tenant.yaml"
-		commit("Replace victim-1's key", map[string][]byte{p: tenantDoc(signedTenant(newClusterKey(), victimID, nonce))})
+		attackerKey := newClusterKey()
+		commit("Replace victim-1's key", map[string][]byte{p: tenantDoc(signedTenant(attackerKey, victimID, nonce)), hDir(victimID) + "request.yaml": requestDoc(victimID, attackerKey)})
 		expectReported(ctx, provider, p, "rejected, nothing issued", "is not the key pinned for victim-1")
 		Consistently(func(g Gomega) {
 			g.Expect(csrCount(ctx, provider, victimID)).To(Equal(1))
@@ -99,6 +101,7 @@ var _ = Describe("Hostile input", Ordered, func() {
 			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(victimID), Name: victimID}, t)).To(Succeed())
 			g.Expect(string(t.Spec.PublicKey)).To(Equal(string(pubPEM(victimKey))))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
+		commit("Restore victim-1's request", map[string][]byte{hDir(victimID) + "request.yaml": requestDoc(victimID, victimKey)})
 	})
 
 	It("refuses a replayed Tenant after the nonce rotated", func(ctx SpecContext) {
