@@ -204,6 +204,8 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeAPIServerClientSignerName},
 		{"update", "certificates.k8s.io", "certificatesigningrequests", "approval", "", "x"},
 		{"create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""},
+		{"list", "certificates.k8s.io", "certificatesigningrequests", "", "", ""}, // finds its own CSRs by label
+		{"create", "authentication.k8s.io", "selfsubjectreviews", "", "", ""},     // learns its own user name
 		{"deletecollection", "certificates.k8s.io", "certificatesigningrequests", "", "", ""},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", tenantRole},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, ""},

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -271,6 +272,11 @@ func whoAmI(ctx context.Context, kubeconfig []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return username(ctx, cfg)
+}
+
+// username asks the API server who cfg authenticates as (SelfSubjectReview).
+func username(ctx context.Context, cfg *rest.Config) (string, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return "", err

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -17,7 +16,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -33,6 +31,8 @@ const (
 	// ManagedByLabel marks the objects the agent owns.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "gitpeer"
+	// OwnerLabel holds the UID of the PeeringRepository that created an object.
+	OwnerLabel = "gitpeer.io/owner"
 	// PinnedKeyAnnotation on a provider-side tenant namespace holds the SHA-256
 	// of the consumer's public key, pinned at first issuance.
 	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
@@ -108,6 +108,9 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 		return s.rejectTenant(pe, "no nonce was issued to this consumer (request.yaml missing or revoked)")
 	}
 	key, err := layout.VerifyTenant(pe.Tenant, nonce, pe.Consumer)
+	if err == nil {
+		err = pe.VerifyRequestKey(key)
+	}
 	if err != nil {
 		return s.rejectTenant(pe, err.Error())
 	}
@@ -141,14 +144,17 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 	if err := s.syncBinding(ctx, pe.Consumer, ns, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
 	}
-	cert, err := s.sign(ctx, pe.Consumer, pe.Tenant.Spec.CSR, csrName(pe.Consumer, pe.Tenant.Spec.CSR, pe.Tenant.Spec.Signature))
-	if err != nil || cert == nil {
-		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed", err: err}
+	got, stop := s.sign(ctx, signing{consumer: pe.Consumer, request: pe.Tenant.Spec.CSR, key: key, signature: pe.Tenant.Spec.Signature},
+		outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed"})
+	if stop != nil {
+		return *stop
 	}
-	if err := s.storeIssued(ctx, tenant, ns, cert); err != nil {
+	if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
 		return outcome{err: err}
 	}
-	return s.maintain(ctx, pe, tenant)
+	o := s.maintain(ctx, pe, tenant)
+	o.message = joinNote(o.message, got.note)
+	return o
 }
 
 // maintain keeps an issued peering true to the branch: the nonce is rotated
@@ -174,17 +180,21 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 	if pe.Identity != nil {
 		action, reason = "renew-identity", ReasonRenewed
 	}
+	note := ""
 	if renewAt := crypto.RenewalTime(cert); !s.r.Now().Before(renewAt) {
-		renewed, err := s.sign(ctx, pe.Consumer, tenant.Spec.CSR, csrName(pe.Consumer, tenant.Spec.CSR, cert.Raw))
-		if err != nil || renewed == nil {
-			return outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed", err: err}
+		key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
+		if err != nil {
+			return outcome{err: fmt.Errorf("stored Tenant of %s: %w", pe.Consumer, err)}
 		}
-		if err := s.storeIssued(ctx, tenant, ns, renewed); err != nil {
+		got, stop := s.sign(ctx, signing{consumer: pe.Consumer, request: tenant.Spec.CSR, key: key, signature: tenant.Spec.Signature, renews: cert.SerialNumber.Text(16)},
+			outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed"})
+		if stop != nil {
+			return *stop
+		}
+		if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
 			return outcome{err: err}
 		}
-		if cert, err = crypto.ParseCertificatePEM(renewed); err != nil {
-			return outcome{err: err}
-		}
+		cert, note = got.cert, got.note
 		action, reason = "renew-identity", ReasonRenewed
 	}
 	s.noteRenewal(crypto.RenewalTime(cert))
@@ -222,13 +232,15 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 	if s.wrote {
 		s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
 	}
+	o := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
 	switch tenant.Spec.TenantCondition {
 	case authv1beta1.TenantConditionCordoned:
-		return outcome{phase: gitpeerv1alpha1.PhaseCordoned, message: "tenant cordoned"}
+		o = outcome{phase: gitpeerv1alpha1.PhaseCordoned, message: "tenant cordoned"}
 	case authv1beta1.TenantConditionDrained:
-		return outcome{phase: gitpeerv1alpha1.PhaseDrained, message: "tenant drained: RBAC removed"}
+		o = outcome{phase: gitpeerv1alpha1.PhaseDrained, message: "tenant drained: RBAC removed"}
 	}
-	return outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
+	o.message = joinNote(o.message, note)
+	return o
 }
 
 // revoke deletes everything issued to a consumer whose tenant.yaml left the
@@ -358,59 +370,6 @@ func (s *session) syncBinding(ctx context.Context, consumer, ns string, conditio
 	return err
 }
 
-// sign creates (once, under a name derived from its inputs) and approves a
-// kube-apiserver-client CSR, and returns the certificate once issued (nil
-// while the signer is still working).
-func (s *session) sign(ctx context.Context, consumer string, csrPEM []byte, name string) ([]byte, error) {
-	csr := &certificatesv1.CertificateSigningRequest{}
-	err := s.r.Get(ctx, client.ObjectKey{Name: name}, csr)
-	if apierrors.IsNotFound(err) {
-		ttl := int32(s.obj.Spec.Provider.GetCertificateTTL().Seconds())
-		csr = &certificatesv1.CertificateSigningRequest{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{consumerLabel: consumer, ManagedByLabel: managedBy}},
-			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request:           csrPEM,
-				SignerName:        certificatesv1.KubeAPIServerClientSignerName,
-				ExpirationSeconds: &ttl,
-				Usages: []certificatesv1.KeyUsage{
-					certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth,
-				},
-			},
-		}
-		err = s.r.Create(ctx, csr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !approved(csr) {
-		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-			Reason: "GitpeerApproved", Message: "Tenant merged on the branch and verified by gitpeer",
-		})
-		cs, err := kubernetes.NewForConfig(s.r.Config)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
-			return nil, err
-		}
-	}
-	if len(csr.Status.Certificate) == 0 {
-		s.noteRenewal(s.r.Now().Add(time.Second))
-		return nil, nil
-	}
-	return csr.Status.Certificate, nil
-}
-
-func approved(csr *certificatesv1.CertificateSigningRequest) bool {
-	for _, c := range csr.Status.Conditions {
-		if c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
 // storeIssued records the issued certificate in the Tenant's status, as Liqo does.
 func (s *session) storeIssued(ctx context.Context, tenant *authv1beta1.Tenant, ns string, cert []byte) error {
 	ca, err := s.providerCA(ctx)
@@ -444,17 +403,6 @@ func (s *session) apiServer() string {
 		return s.obj.Spec.Provider.APIServer
 	}
 	return s.r.Config.Host
-}
-
-// csrName derives a stable CSR name from what is signed, so a restarted agent
-// finds its CSR instead of creating a second one.
-func csrName(consumer string, parts ...[]byte) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(strconv.Itoa(len(p))))
-		h.Write(p)
-	}
-	return fmt.Sprintf("gitpeer-%s-%s", consumer, hex.EncodeToString(h.Sum(nil))[:16])
 }
 
 // keyFingerprint is the SHA-256 of the key's PKIX encoding.

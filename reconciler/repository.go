@@ -77,6 +77,7 @@ type PeeringRepositoryReconciler struct {
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*openRepo
+	user  string // the agent's own user name, learned once (agentUser)
 }
 
 type openRepo struct {

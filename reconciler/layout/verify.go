@@ -4,6 +4,7 @@ import (
 	gocrypto "crypto"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -37,8 +38,70 @@ func VerifyIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer s
 	if err != nil {
 		return nil, fmt.Errorf("identity certificate: %w", err)
 	}
-	if cert.Subject.CommonName != consumer {
-		return nil, fmt.Errorf("%w: identity certificate is for %q, not %q", ErrInvalid, cert.Subject.CommonName, consumer)
+	if err := checkCommonName(cert, consumer); err != nil {
+		return nil, err
 	}
 	return cert, nil
+}
+
+// VerifyRequestKey checks that key, the public key of the peering's Tenant,
+// is the key of its request.yaml: the key that asked for the peering is the
+// only one a Tenant may carry. It fails when request.yaml is absent or
+// invalid. The provider agent and `gitpeer verify` both use it.
+func (pe *Peering) VerifyRequestKey(key gocrypto.PublicKey) error {
+	if pe.Request == nil {
+		return fmt.Errorf("%w: tenant public key: no valid request.yaml beside it to compare with", ErrInvalid)
+	}
+	requested, err := crypto.ParsePublicKey(pe.Request.Spec.PublicKey)
+	if err != nil {
+		return fmt.Errorf("%w: request.yaml public key: %v", ErrInvalid, err)
+	}
+	if !sameKey(key, requested) {
+		return fmt.Errorf("%w: tenant public key is not the key of request.yaml: another key signed this Tenant than the one that requested the peering", ErrInvalid)
+	}
+	return nil
+}
+
+// VerifyIssued checks a certificate the provider's signer issued for a
+// consumer before the provider stores or publishes it: it is one PEM
+// certificate, for key (the verified Tenant's key), with the subject
+// CheckSubject requires.
+func VerifyIssued(certPEM []byte, key gocrypto.PublicKey, consumer string) (*x509.Certificate, error) {
+	cert, err := crypto.ParseCertificatePEM(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("issued certificate: %w", err)
+	}
+	if !sameKey(cert.PublicKey, key) {
+		return nil, fmt.Errorf("%w: issued certificate %s is not for the Tenant's public key", ErrInvalid, cert.SerialNumber.Text(16))
+	}
+	if err := CheckSubject(cert, consumer); err != nil {
+		return nil, err
+	}
+	return cert, nil
+}
+
+// CheckSubject requires a consumer's certificate to name exactly what its CSR
+// may ask for: CN=consumer and the organization [liqo.io], so that it never
+// carries a group such as system:masters.
+func CheckSubject(cert *x509.Certificate, consumer string) error {
+	if err := checkCommonName(cert, consumer); err != nil {
+		return err
+	}
+	if !slices.Equal(cert.Subject.Organization, []string{authv1beta1.CertificateOrganization}) {
+		return fmt.Errorf("%w: identity certificate organization %v is not [%s]", ErrInvalid, cert.Subject.Organization, authv1beta1.CertificateOrganization)
+	}
+	return nil
+}
+
+func checkCommonName(cert *x509.Certificate, consumer string) error {
+	if cert.Subject.CommonName != consumer {
+		return fmt.Errorf("%w: identity certificate is for %q, not %q", ErrInvalid, cert.Subject.CommonName, consumer)
+	}
+	return nil
+}
+
+// sameKey reports whether a and b are the same public key.
+func sameKey(a, b gocrypto.PublicKey) bool {
+	eq, ok := a.(interface{ Equal(gocrypto.PublicKey) bool })
+	return ok && eq.Equal(b)
 }

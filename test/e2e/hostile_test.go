@@ -87,10 +87,12 @@ var _ = Describe("Hostile input", Ordered, func() {
 	})
 
 	It("refuses a second Tenant with a new key for an already pinned consumer", func(ctx SpecContext) {
-		// The nonce rotated at issuance: the attacker signs the current one with its own key.
+		// The nonce rotated at issuance: the attacker signs the current one with its own key,
+		// and replaces request.yaml too, so that only the pin stands in the way.
 		nonce := waitNonce(victimID, "")
 		p := hDir(victimID) + "tenant.yaml"
-		commit("Replace victim-1's key", map[string][]byte{p: tenantDoc(signedTenant(newClusterKey(), victimID, nonce))})
+		attackerKey := newClusterKey()
+		commit("Replace victim-1's key", map[string][]byte{p: tenantDoc(signedTenant(attackerKey, victimID, nonce)), hDir(victimID) + "request.yaml": requestDoc(victimID, attackerKey)})
 		expectReported(ctx, provider, p, "rejected, nothing issued", "is not the key pinned for victim-1")
 		Consistently(func(g Gomega) {
 			g.Expect(csrCount(ctx, provider, victimID)).To(Equal(1))
@@ -99,6 +101,7 @@ var _ = Describe("Hostile input", Ordered, func() {
 			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(victimID), Name: victimID}, t)).To(Succeed())
 			g.Expect(string(t.Spec.PublicKey)).To(Equal(string(pubPEM(victimKey))))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
+		commit("Restore victim-1's request", map[string][]byte{hDir(victimID) + "request.yaml": requestDoc(victimID, victimKey)})
 	})
 
 	It("refuses a replayed Tenant after the nonce rotated", func(ctx SpecContext) {
@@ -273,10 +276,16 @@ func csrWith(k gocrypto.Signer, cn string, orgs ...string) []byte {
 // than not, and returns it.
 func waitNonce(id, not string) string {
 	GinkgoHelper()
+	return waitNonceIn(hDir(id), not)
+}
+
+// waitNonceIn waits for dir's nonce.yaml to hold a nonce other than not, and returns it.
+func waitNonceIn(dir, not string) string {
+	GinkgoHelper()
 	var nonce string
 	Eventually(func(g Gomega) {
 		var n documents.Nonce
-		g.Expect(yaml.Unmarshal([]byte(show("main", hDir(id)+"nonce.yaml")), &n)).To(Succeed())
+		g.Expect(yaml.Unmarshal([]byte(show("main", dir+"nonce.yaml")), &n)).To(Succeed())
 		g.Expect(n.Spec.Nonce).NotTo(BeEmpty())
 		g.Expect(n.Spec.Nonce).NotTo(Equal(not))
 		nonce = n.Spec.Nonce
@@ -419,12 +428,18 @@ func matchAll(wants []string) OmegaMatcher {
 // Tenant and no CSR for id and that no identity.yaml reached main.
 func expectNothingIssued(ctx context.Context, c *cluster, id string) {
 	GinkgoHelper()
+	expectNothingIssuedIn(ctx, c, hDir(id), id)
+}
+
+// expectNothingIssuedIn is expectNothingIssued for consumer id in directory dir.
+func expectNothingIssuedIn(ctx context.Context, c *cluster, dir, id string) {
+	GinkgoHelper()
 	Consistently(func(g Gomega) {
 		err := c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(id)), Name: id}, &authv1beta1.Tenant{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Tenant %s: %v", id, err)
 		var csrs certificatesv1.CertificateSigningRequestList
 		g.Expect(c.k8s.List(ctx, &csrs, client.MatchingLabels{csrConsumerLabel: id})).To(Succeed())
 		g.Expect(csrs.Items).To(BeEmpty())
-		g.Expect(show("main", hDir(id)+"identity.yaml")).To(BeEmpty())
+		g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 }

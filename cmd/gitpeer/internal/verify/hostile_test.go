@@ -39,7 +39,8 @@ func TestHostileCheckouts(t *testing.T) {
 			}
 			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
 		}},
-		{name: "whole tenant made with another key than the request's", path: proposedDir + "tenant.yaml", wantErr: "not the key of request.yaml", mutate: func(t *testing.T, c *checkout) {
+		// The agent rejects it with the same message (test/e2e csr_test.go), from layout.Peering.VerifyRequestKey.
+		{name: "whole tenant made with another key than the request's", path: proposedDir + "tenant.yaml", wantErr: "tenant public key is not the key of request.yaml: another key signed this Tenant than the one that requested the peering", mutate: func(t *testing.T, c *checkout) {
 			tt, err := layout.NewTenant("consumer-2", newKey(t), c.proposed.SignedNonce)
 			if err != nil {
 				t.Fatal(err)
@@ -52,6 +53,9 @@ func TestHostileCheckouts(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.write(t, proposedDir+"nonce.yaml", doc)
+		}},
+		{name: "tenant without request.yaml", path: proposedDir + "tenant.yaml", wantErr: "no valid request.yaml beside it", mutate: func(t *testing.T, c *checkout) {
+			c.remove(t, proposedDir+"request.yaml")
 		}},
 		{name: "tenant without any nonce", path: proposedDir + "tenant.yaml", wantErr: "no nonce.yaml beside it", mutate: func(t *testing.T, c *checkout) {
 			c.remove(t, proposedDir+"nonce.yaml")

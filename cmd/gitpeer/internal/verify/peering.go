@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -61,10 +60,8 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("tenant public key: %w", err)
 	}
-	if d.ok[layout.Request] {
-		if err := sameKey(key, d.pe.Request.Spec.PublicKey); err != nil {
-			return "", fmt.Errorf("tenant public key is not the key of request.yaml: %w", err)
-		}
+	if err := d.pe.VerifyRequestKey(key); err != nil {
+		return "", err
 	}
 	if _, err := crypto.ValidateCSR(t.Spec.CSR, consumer, key); err != nil {
 		return "", fmt.Errorf("tenant CSR: %w", err)
@@ -123,20 +120,8 @@ func (d *directory) verifyIdentity(key gocrypto.PublicKey, now time.Time) (*x509
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Equal(cert.Subject.Organization, []string{authv1beta1.CertificateOrganization}) {
-		return nil, fmt.Errorf("identity certificate organization %v is not [%s]", cert.Subject.Organization, authv1beta1.CertificateOrganization)
+	if err := layout.CheckSubject(cert, d.pe.Consumer); err != nil {
+		return nil, err
 	}
 	return cert, nil
-}
-
-// sameKey returns an error unless other (a key as in spec.publicKey) is key.
-func sameKey(key gocrypto.PublicKey, other []byte) error {
-	k, err := crypto.ParsePublicKey(other)
-	if err != nil {
-		return err
-	}
-	if eq, ok := key.(interface{ Equal(gocrypto.PublicKey) bool }); !ok || !eq.Equal(k) {
-		return errors.New("another key signed this Tenant than the one that requested the peering")
-	}
-	return nil
 }
