@@ -109,7 +109,7 @@ func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
 		if total += len(data); total > MaxBuildSize {
 			return nil, fmt.Errorf("%w: the directory's files exceed %d bytes", ErrInvalid, MaxBuildSize)
 		}
-		err := refuseAliasesInStream(data)
+		err := checkStream(data)
 		if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(name)) {
 			err = checkKustomization(data)
 		}
@@ -234,16 +234,16 @@ func checkLocalPath(p string) error {
 	return nil
 }
 
-// refuseAliasesInStream refuses YAML anchors and aliases in any document of
-// data, before kustomize parses it; data that is not YAML is left to kustomize.
-func refuseAliasesInStream(data []byte) error {
+// checkStream applies checkNode to every YAML document of data, before
+// kustomize parses it; data that is not YAML is left to kustomize.
+func checkStream(data []byte) error {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	for {
 		var node yamlv3.Node
 		if err := dec.Decode(&node); err != nil {
 			return nil
 		}
-		if err := refuseAliases(&node); err != nil {
+		if err := checkNode(&node); err != nil {
 			return err
 		}
 	}
