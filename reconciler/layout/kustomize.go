@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -221,17 +222,34 @@ func checkKustomization(data []byte) error {
 	return nil
 }
 
+// localPath is what a reference in a kustomization may look like: a relative
+// path of plain names (letters, digits, '.', '_', '-') joined by single
+// slashes. It has no scheme (':'), user ('@'), query ('?'), fragment, "//"
+// or backslash, so kustomize can parse it neither as a URL nor as a remote
+// Git repository except through a github.com host, which remoteHost refuses.
+var localPath = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
+
 // checkLocalPath accepts only relative paths that stay inside the directory
-// and cannot be read as a URL or a remote Git repository.
+// and that kustomize cannot read as a URL or a remote Git repository (which
+// it would download or clone with git).
 func checkLocalPath(p string) error {
+	segments := strings.Split(p, "/")
 	switch {
-	case strings.Contains(p, ":") || strings.Contains(p, "@") || strings.Contains(p, "?") ||
-		strings.HasPrefix(p, "github.com/") || strings.Contains(p, "//"):
-		return errors.New("remote resources are not allowed: a kustomization may only use the files of its own directory")
-	case path.IsAbs(p) || slices.Contains(strings.Split(p, "/"), ".."):
+	case path.IsAbs(p) || slices.Contains(segments, ".."):
 		return errors.New("the path leaves the peering directory: a kustomization may only use the files of its own directory")
+	case !localPath.MatchString(p) || slices.ContainsFunc(segments, remoteHost):
+		return errors.New("remote resources are not allowed: a kustomization may only use the files of its own directory (plain relative paths of letters, digits, '.', '_' and '-')")
 	}
 	return nil
+}
+
+// remoteHost reports whether a path segment is one kustomize's repository
+// parser (sigs.k8s.io/kustomize/api/internal/git, not importable) reads as a
+// Git host or repository marker, in any case: the github.com host it accepts
+// without a scheme, a "*.git" repository or the "_git" delimiter.
+func remoteHost(segment string) bool {
+	s := strings.ToLower(segment)
+	return s == "github.com" || s == "_git" || strings.HasSuffix(s, ".git")
 }
 
 // checkStream applies checkNode to every YAML document of data, before

@@ -2,6 +2,8 @@ package layout
 
 import (
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -216,5 +218,45 @@ func TestParseDir(t *testing.T) {
 		if _, err := ParseDir(dir); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseDir(%q) = %v, want %q", dir, err, want)
 		}
+	}
+}
+
+// TestKustomizeNeverStartsGit builds kustomizations that reference, in every
+// field that takes a path, what kustomize would read as a URL or a remote Git
+// repository, in any case, with a fake git first in PATH: every one must be
+// refused before kustomize runs, and git must never start.
+func TestKustomizeNeverStartsGit(t *testing.T) {
+	bin := t.TempDir()
+	called := filepath.Join(bin, "called")
+	script := "#!/bin/sh\necho \"$@\" >> " + called + "\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	refs := []string{
+		"GitHub.com/org/repo", "GITHUB.COM/org/repo//peers?ref=main", "github.com:org/repo", "gitHub.com/org/repo/sub",
+		"HTTPS://example.com/tenant.yaml", "Http://example.com/tenant.yaml", "https://example.com/org/repo.git",
+		"ssh://git@example.com/org/repo", "SSH://example.com/org/repo.git", "file:///tmp/repo", "FILE:///tmp/repo",
+		"git::https://example.com/org/repo", "GIT::ssh://example.com/org/repo", "gh:org/repo",
+		"git@example.com:org/repo.git", "user@host:org/repo", "example.com/org/repo.git", "example.com/org/_git/repo",
+		"example.com/org/repo//sub", "./GitHub.com/org/repo", "tenant.yaml?ref=main", `sub\\x`, "a//b",
+	}
+	fields := map[string]func(string) string{
+		"resources":    func(r string) string { return "resources: [tenant.yaml, \"" + r + "\"]\n" },
+		"components":   func(r string) string { return "resources: [tenant.yaml]\ncomponents: [\"" + r + "\"]\n" },
+		"patches":      func(r string) string { return "resources: [tenant.yaml]\npatches: [{path: \"" + r + "\"}]\n" },
+		"replacements": func(r string) string { return "resources: [tenant.yaml]\nreplacements: [{path: \"" + r + "\"}]\n" },
+	}
+	for name, kustomization := range fields {
+		for _, ref := range refs {
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(kustomizedDir(t, testNonce(t), kustomization(ref), nil))
+			if err == nil || !strings.Contains(err.Error(), "remote resources are not allowed") {
+				t.Errorf("%s %q: err = %v, want it refused as remote", name, ref, err)
+			}
+		}
+	}
+	if calls, err := os.ReadFile(called); err == nil {
+		t.Fatalf("a build started git: %s", calls)
 	}
 }
