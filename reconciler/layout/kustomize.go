@@ -51,54 +51,71 @@ var kinds = map[[2]string]Kind{
 // root-only load restrictions and without plugins; remote references and paths
 // leaving the directory are refused before kustomize sees them.
 //
-// A document file of the directory whose kind the build does not output is
-// decoded as it is: a kustomization patches documents, it never hides one (a
-// document is removed by deleting its file). This also lets a kustomization
-// list only what it patches, typically tenant.yaml: request.yaml and
-// nonce.yaml as the agent writes them have no metadata.name, which kustomize
-// requires of its resources.
+// A kustomization patches documents; it never adds, hides or replaces one. A
+// built document of kind K must come from the file K of the directory (a
+// Tenant from tenant.yaml), and a kind whose file is absent is absent,
+// whatever the kustomization lists: deleting tenant.yaml always revokes. A
+// document file whose kind the build does not output is decoded as it is.
+// This also lets a kustomization list only what it patches, typically
+// tenant.yaml: request.yaml and nonce.yaml as the agent writes them have no
+// metadata.name, which kustomize requires of its resources.
 //
-// A build that fails, or builds an object that is not a gitpeer document or
-// two objects of one kind, makes every document of the directory invalid, so
-// none reads as absent; a document that does not decode makes its kind
-// invalid. The returned error joins every problem.
+// A build that fails or is refused makes every document of the directory
+// whose file is present invalid, so none reads as absent; a document that
+// does not decode makes its kind invalid. While tenant.yaml is present but
+// yields no valid Tenant, BuildFailed says why: the provider then fails
+// closed. The returned error joins every problem.
 func (pe *Peering) Kustomize(files map[string][]byte) error {
 	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
-	out, err := buildKustomization(dir, files)
-	var built map[Kind][]byte
-	if err == nil {
-		built, err = sortBuilt(out)
-	}
+	built, err := buildDocuments(dir, files)
+	var errs []error
 	if err != nil {
 		err = fmt.Errorf("%s: %w", path.Join(dir, documents.KustomizationFile), err)
-		for _, k := range Kinds {
-			pe.MarkInvalid(k, err)
-		}
-		return err
+		errs = append(errs, err)
 	}
-	var errs []error
 	for _, k := range Kinds {
 		p := Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}
 		data, ok := built[k]
 		switch {
+		case !hasFile(files, k):
+		case err != nil:
+			pe.MarkInvalid(k, err)
 		case ok:
 			if err := pe.Decode(p, data); err != nil {
 				err = fmt.Errorf("%w (as built by %s)", err, documents.KustomizationFile)
 				pe.MarkInvalid(k, err)
 				errs = append(errs, err)
 			}
-		case hasFile(files, k):
+		default:
 			if err := pe.Decode(p, files[string(k)]); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
+	if hasFile(files, Tenant) && pe.Tenant == nil {
+		pe.BuildFailed = pe.Invalid[Tenant]
+	}
 	return errors.Join(errs...)
 }
 
+// buildDocuments builds the directory and returns its documents by kind,
+// each checked to come from the file of its kind.
+func buildDocuments(dir string, files map[string][]byte) (map[Kind][]byte, error) {
+	o, err := newOrigin()
+	if err != nil {
+		return nil, err
+	}
+	out, err := buildKustomization(dir, files, o)
+	if err != nil {
+		return nil, err
+	}
+	return sortBuilt(out, o)
+}
+
 // buildKustomization checks files and runs kustomize over them, mounted at
-// /<dir> in an in-memory file system that holds nothing else.
-func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
+// /<dir> in an in-memory file system that holds nothing else, with the
+// document files marked with o.
+func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, error) {
 	root := "/" + dir
 	fs := filesys.MakeFsInMemory()
 	total := 0
@@ -119,6 +136,9 @@ func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if known(Kind(name)) {
+			data = o.mark(name, data)
 		}
 		if err := fs.WriteFile(path.Join(root, name), data); err != nil {
 			return nil, err
@@ -144,8 +164,9 @@ func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
 	return out, nil
 }
 
-// sortBuilt splits kustomize's output into one YAML document per kind.
-func sortBuilt(out []byte) (map[Kind][]byte, error) {
+// sortBuilt splits kustomize's output into one YAML document per kind, each
+// checked to come from the file of its kind and stripped of its origin mark.
+func sortBuilt(out []byte, o origin) (map[Kind][]byte, error) {
 	built := map[Kind][]byte{}
 	dec := yamlv3.NewDecoder(bytes.NewReader(out))
 	for {
@@ -155,15 +176,11 @@ func sortBuilt(out []byte) (map[Kind][]byte, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
 		}
-		data, err := yamlv3.Marshal(&node)
-		if err != nil {
-			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
-		}
 		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
+			APIVersion string `yaml:"apiVersion"`
+			Kind       string `yaml:"kind"`
 		}
-		if err := yaml.Unmarshal(data, &meta); err != nil {
+		if err := node.Decode(&meta); err != nil || len(node.Content) != 1 {
 			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
 		}
 		k, ok := kinds[[2]string{meta.APIVersion, meta.Kind}]
@@ -172,6 +189,13 @@ func sortBuilt(out []byte) (map[Kind][]byte, error) {
 		}
 		if built[k] != nil {
 			return nil, fmt.Errorf("%w: kustomize built more than one %s", ErrInvalid, kindName(k))
+		}
+		if err := o.check(node.Content[0], string(k), kindName(k)); err != nil {
+			return nil, err
+		}
+		data, err := yamlv3.Marshal(&node)
+		if err != nil {
+			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
 		}
 		built[k] = data
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
@@ -154,14 +156,18 @@ func TestKustomizeRefusals(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "provider-a/consumer-1/kustomization.yaml: ") {
 				t.Fatalf("err = %v, want it to name the kustomization", err)
 			}
-			// Nothing may read as absent: every document of the directory is invalid.
+			// No file may read as absent: every document whose file is present
+			// is invalid; the others stay absent. The provider fails closed.
 			for _, k := range Kinds {
-				if pe.Invalid[k] == nil {
-					t.Errorf("%s not marked invalid", k)
+				if present := k == Tenant || k == Request; (pe.Invalid[k] != nil) != present {
+					t.Errorf("%s marked invalid: %v, want %v", k, pe.Invalid[k] != nil, present)
 				}
 			}
 			if pe.Tenant != nil || pe.Request != nil {
 				t.Fatal("documents decoded from a refused kustomization")
+			}
+			if pe.BuildFailed == nil || pe.BuildFailed.Error() != err.Error() {
+				t.Fatalf("BuildFailed = %v, want %v", pe.BuildFailed, err)
 			}
 		})
 	}
@@ -258,5 +264,92 @@ func TestKustomizeNeverStartsGit(t *testing.T) {
 	}
 	if calls, err := os.ReadFile(called); err == nil {
 		t.Fatalf("a build started git: %s", calls)
+	}
+}
+
+// TestKustomizeNeverKeepsADeletedTenant checks that a kind whose file is
+// absent is absent whatever the kustomization builds, and that a built
+// document must come from the file of its kind.
+func TestKustomizeNeverKeepsADeletedTenant(t *testing.T) {
+	copyOf := func(files map[string][]byte) map[string]string {
+		return map[string]string{"copy.yaml": string(files[string(Tenant)])}
+	}
+	drain := "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Drained\"}]'\n"
+	for _, tc := range []struct {
+		name, kustomization string
+		deleteTenant        bool
+		extra               func(map[string][]byte) map[string]string
+		wantErr             string
+	}{
+		{name: "listed tenant.yaml deleted", kustomization: drain, deleteTenant: true, wantErr: "kustomize build failed"},
+		{name: "tenant deleted, built from a copy", kustomization: "resources: [copy.yaml]\n", deleteTenant: true, extra: copyOf,
+			wantErr: "kustomize built a Tenant that does not come from tenant.yaml"},
+		{name: "tenant present, built from a copy", kustomization: "resources: [copy.yaml]\n", extra: copyOf,
+			wantErr: "kustomize built a Tenant that does not come from tenant.yaml"},
+		{name: "request rewritten into a Tenant", kustomization: "resources: [request.yaml]\npatches:\n- target: {kind: PeeringRequest}\n  patch: '[{\"op\": \"replace\", \"path\": \"/kind\", \"value\": \"Tenant\"}, {\"op\": \"replace\", \"path\": \"/apiVersion\", \"value\": \"authentication.liqo.io/v1beta1\"}]'\n",
+			extra: func(map[string][]byte) map[string]string { return nil }, wantErr: "kustomize built a Tenant from request.yaml"},
+		{name: "forged origin annotation", kustomization: "resources: [copy.yaml]\ncommonAnnotations: {gitpeer.io/origin: tenant.yaml}\n", extra: copyOf,
+			wantErr: "kustomize built a Tenant that does not come from tenant.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := kustomizedDir(t, testNonce(t), tc.kustomization, nil)
+			if tc.extra != nil {
+				for name, data := range tc.extra(files) {
+					files[name] = []byte(data)
+				}
+			}
+			if tc.name == "request rewritten into a Tenant" {
+				var request map[string]any
+				if err := yaml.Unmarshal(files[string(Request)], &request); err != nil {
+					t.Fatal(err)
+				}
+				request["metadata"] = map[string]any{"name": consumer}
+				files[string(Request)] = marshal(t, request)
+			}
+			if tc.deleteTenant {
+				delete(files, string(Tenant))
+			}
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(files)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+			}
+			if pe.Tenant != nil {
+				t.Fatal("a Tenant was read")
+			}
+			if tc.deleteTenant && (pe.Invalid[Tenant] != nil || pe.BuildFailed != nil) {
+				t.Fatalf("a deleted tenant.yaml must read as absent: invalid %v, build failed %v", pe.Invalid[Tenant], pe.BuildFailed)
+			}
+			if !tc.deleteTenant && pe.BuildFailed == nil {
+				t.Fatal("BuildFailed not set while tenant.yaml is present")
+			}
+		})
+	}
+}
+
+// TestKustomizeCaseVariantPatch checks that a consumer's case-variant key
+// cannot undo an admin's Drained patch: refused in the patch file, and
+// refused as an unknown field once built.
+func TestKustomizeCaseVariantPatch(t *testing.T) {
+	k := "resources: [tenant.yaml]\npatches: [{path: drain.yaml}, {path: sneak.yaml}]\n"
+	head := "apiVersion: authentication.liqo.io/v1beta1\nkind: Tenant\nmetadata: {name: consumer-1}\n"
+	for name, tc := range map[string]struct{ drain, sneak, wantErr string }{
+		"keys differing in case in one patch": {drain: head + "spec:\n  tenantCondition: Drained\n  tenantcondition: Active\n", sneak: head,
+			wantErr: `in drain.yaml: invalid document: keys "tenantCondition" and "tenantcondition" differ only in case`},
+		"case-variant key in another patch": {drain: head + "spec: {tenantCondition: Drained}\n", sneak: head + "spec: {tenantcondition: Active}\n",
+			wantErr: `keys "tenantCondition" and "tenantcondition" differ only in case (line 11): field names are case-sensitive (as built by kustomization.yaml)`},
+		"merge key in a patch": {drain: head + "spec: {tenantCondition: Drained}\n", sneak: head + "spec:\n  <<: {tenantCondition: Active}\n",
+			wantErr: "merge keys (<<) are not allowed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, map[string]string{"drain.yaml": tc.drain, "sneak.yaml": tc.sneak}))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+			}
+			if pe.Tenant != nil || pe.BuildFailed == nil {
+				t.Fatalf("tenant %v, build failed %v: the directory must fail closed", pe.Tenant, pe.BuildFailed)
+			}
+		})
 	}
 }
