@@ -353,3 +353,26 @@ func TestKustomizeCaseVariantPatch(t *testing.T) {
 		})
 	}
 }
+
+// TestKustomizeCaseVariantTenantField checks that a consumer's
+// `tenantcondition: Active` in tenant.yaml cannot win over the admin's
+// Drained patch, which kustomize puts before it in the built Tenant.
+func TestKustomizeCaseVariantTenantField(t *testing.T) {
+	for name, k := range map[string]string{
+		"JSON 6902 patch":       "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Drained\"}]'\n",
+		"strategic merge patch": "resources: [tenant.yaml]\npatches:\n- patch: '{apiVersion: authentication.liqo.io/v1beta1, kind: Tenant, metadata: {name: consumer-1}, spec: {tenantCondition: Drained}}'\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := kustomizedDir(t, testNonce(t), k, nil)
+			files[string(Tenant)] = []byte(strings.Replace(string(files[string(Tenant)]), "spec:", "spec:\n  tenantcondition: Active", 1))
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(files)
+			if pe.Tenant != nil {
+				t.Fatalf("tenant read with condition %q", pe.Tenant.Spec.TenantCondition)
+			}
+			if err == nil || !strings.Contains(err.Error(), `keys "tenantCondition" and "tenantcondition" differ only in case`) || pe.BuildFailed == nil {
+				t.Fatalf("err = %v, build failed %v", err, pe.BuildFailed)
+			}
+		})
+	}
+}
