@@ -100,7 +100,7 @@ patches:
 		Expect(sneaky).NotTo(Equal(tenant))
 		commit("Drain "+kConsumerID+", with a case-variant key", map[string][]byte{dir + "tenant.yaml": []byte(sneaky)})
 		setCondition(authv1beta1.TenantConditionDrained)
-		expectReported(ctx, provider, dir+"tenant.yaml", `keys "tenantCondition" and "tenantcondition" differ only in case`)
+		expectReported(ctx, provider, dir+"kustomization.yaml", "in tenant.yaml", "differ only in case")
 		expectDrained(ctx)
 
 		commit("Restore "+kConsumerID, map[string][]byte{dir + "tenant.yaml": []byte(tenant)})
