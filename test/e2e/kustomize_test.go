@@ -44,6 +44,18 @@ patches:
       value: ` + string(condition) + "\n")})
 	}
 
+	// reactivate sets the Tenant Active again and waits until access is back.
+	reactivate := func(ctx context.Context) {
+		GinkgoHelper()
+		setCondition(authv1beta1.TenantConditionActive)
+		Eventually(func() bool {
+			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseIssued))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	}
+
 	It("drains the tenant: its RoleBinding goes, nothing is revoked", func(ctx SpecContext) {
 		identity, tenant := show("main", dir+"identity.yaml"), show("main", dir+"tenant.yaml")
 		setCondition(authv1beta1.TenantConditionDrained)
@@ -67,13 +79,7 @@ patches:
 	})
 
 	It("reactivates the tenant: access is restored", func(ctx SpecContext) {
-		setCondition(authv1beta1.TenantConditionActive)
-		Eventually(func() bool {
-			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
-		}).WithTimeout(time.Minute).Should(BeTrue())
-		Eventually(func(g Gomega) {
-			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseIssued))
-		}).WithTimeout(time.Minute).Should(Succeed())
+		reactivate(ctx)
 	})
 
 	// expectDrained waits until the consumer has lost access while its Tenant
@@ -104,10 +110,7 @@ patches:
 		expectDrained(ctx)
 
 		commit("Restore "+kConsumerID, map[string][]byte{dir + "tenant.yaml": []byte(tenant)})
-		setCondition(authv1beta1.TenantConditionActive)
-		Eventually(func() bool {
-			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
-		}).WithTimeout(time.Minute).Should(BeTrue())
+		reactivate(ctx)
 	})
 
 	It("fails closed while the directory does not build, and recovers once it does", func(ctx SpecContext) {
@@ -117,13 +120,7 @@ patches:
 			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseFailed))
 		}).WithTimeout(time.Minute).Should(Succeed())
 
-		setCondition(authv1beta1.TenantConditionActive)
-		Eventually(func() bool {
-			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
-		}).WithTimeout(time.Minute).Should(BeTrue())
-		Eventually(func(g Gomega) {
-			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseIssued))
-		}).WithTimeout(time.Minute).Should(Succeed())
+		reactivate(ctx)
 	})
 
 	It("revokes when tenant.yaml is deleted, though kustomization.yaml still lists it", func(ctx SpecContext) {
