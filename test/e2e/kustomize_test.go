@@ -106,8 +106,8 @@ patches:
 		Expect(sneaky).NotTo(Equal(tenant))
 		commit("Drain "+kConsumerID+", with a case-variant key", map[string][]byte{dir + "tenant.yaml": []byte(sneaky)})
 		setCondition(authv1beta1.TenantConditionDrained)
-		expectReported(ctx, provider, dir+"kustomization.yaml", "in tenant.yaml", "differ only in case")
 		expectDrained(ctx)
+		expectReported(ctx, provider, dir+"kustomization.yaml", "in tenant.yaml", "differ only in case")
 
 		commit("Restore "+kConsumerID, map[string][]byte{dir + "tenant.yaml": []byte(tenant)})
 		reactivate(ctx)
