@@ -62,7 +62,7 @@ func TestDirectoryVerdicts(t *testing.T) {
 		{name: "build fails", kustomization: "resources: [tenant.yaml, missing.yaml]\n", want: "directory fails closed"},
 		{name: "tenant built from a copy", kustomization: "resources: [copy.yaml]\n", want: "directory fails closed"},
 		{name: "cordoned", kustomization: "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Cordoned\"}]'\n",
-			want: "directory issues: tenant.yaml verifies; the Tenant is Cordoned"},
+			want: "directory issues: tenant.yaml is valid; the Tenant is Cordoned"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCheckout(t)

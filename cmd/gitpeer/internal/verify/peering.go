@@ -64,9 +64,9 @@ func (d *directory) verdict(results []Result) Result {
 	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[layout.Identity] != nil):
 		r.Reason = "directory revokes: tenant.yaml is gone; the provider deletes the Tenant and its RoleBinding and removes identity.yaml"
 	case pe.Tenant == nil:
-		r.Reason = "no tenant.yaml: nothing is issued (anything issued before is revoked)"
+		r.Reason = "no tenant.yaml: nothing is issued (waiting for a merged tenant.yaml)"
 	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(layout.Tenant) }):
-		r.Reason = fmt.Sprintf("directory issues: tenant.yaml verifies; the Tenant is %s", condition(pe.Tenant.Spec.TenantCondition))
+		r.Reason = fmt.Sprintf("directory issues: tenant.yaml is valid; the Tenant is %s", condition(pe.Tenant.Spec.TenantCondition))
 	default:
 		r.Reason = "directory refused: tenant.yaml does not verify; nothing is issued"
 	}
