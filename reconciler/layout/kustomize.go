@@ -68,18 +68,17 @@ var kinds = map[[2]string]Kind{
 func (pe *Peering) Kustomize(files map[string][]byte) error {
 	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
 	built, err := buildDocuments(dir, files)
-	var errs []error
 	if err != nil {
 		err = fmt.Errorf("%s: %w", path.Join(dir, documents.KustomizationFile), err)
-		errs = append(errs, err)
+		pe.RefuseBuild(func(k Kind) bool { return hasFile(files, k) }, err)
+		return err
 	}
+	var errs []error
 	for _, k := range Kinds {
 		p := Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}
 		data, ok := built[k]
 		switch {
 		case !hasFile(files, k):
-		case err != nil:
-			pe.MarkInvalid(k, err)
 		case ok:
 			if err := pe.Decode(p, data); err != nil {
 				err = fmt.Errorf("%w (as built by %s)", err, documents.KustomizationFile)
@@ -96,6 +95,21 @@ func (pe *Peering) Kustomize(files map[string][]byte) error {
 		pe.BuildFailed = pe.Invalid[Tenant]
 	}
 	return errors.Join(errs...)
+}
+
+// RefuseBuild records that the kustomized directory of pe does not build,
+// for err: every document whose file is present (present reports it) is
+// invalid, so none reads as absent, and with tenant.yaml present the
+// directory fails closed (BuildFailed). Absent documents stay absent.
+func (pe *Peering) RefuseBuild(present func(Kind) bool, err error) {
+	for _, k := range Kinds {
+		if present(k) {
+			pe.MarkInvalid(k, err)
+		}
+	}
+	if present(Tenant) {
+		pe.BuildFailed = err
+	}
 }
 
 // buildDocuments builds the directory and returns its documents by kind,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/reconciler/layout"
 )
 
 // TestKustomizedDirectory checks that verify builds a directory holding a
@@ -55,12 +57,13 @@ func TestKustomizedDirectory(t *testing.T) {
 func TestDirectoryVerdicts(t *testing.T) {
 	for _, tc := range []struct {
 		name, kustomization string
-		deleteTenant        bool
+		deleteTenant, huge  bool
 		want                string
 	}{
 		{name: "kustomization lists the deleted tenant.yaml", kustomization: "resources: [tenant.yaml]\n", deleteTenant: true, want: "directory revokes"},
 		{name: "build fails", kustomization: "resources: [tenant.yaml, missing.yaml]\n", want: "directory fails closed"},
 		{name: "tenant built from a copy", kustomization: "resources: [copy.yaml]\n", want: "directory fails closed"},
+		{name: "file over the size cap", kustomization: "resources: [tenant.yaml]\n", huge: true, want: "directory fails closed"},
 		{name: "cordoned", kustomization: "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Cordoned\"}]'\n",
 			want: "directory issues: tenant.yaml is valid; the Tenant is Cordoned"},
 	} {
@@ -72,6 +75,9 @@ func TestDirectoryVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.write(t, issuedDir+"copy.yaml", tenant)
+			if tc.huge {
+				c.write(t, issuedDir+"notes.txt", []byte(strings.Repeat("x", layout.MaxFileSize+1)))
+			}
 			if tc.deleteTenant {
 				if err := os.Remove(filepath.Join(c.root, issuedDir+"tenant.yaml")); err != nil {
 					t.Fatal(err)
