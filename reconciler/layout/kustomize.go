@@ -216,8 +216,9 @@ func sortBuilt(out []byte, o origin) (map[Kind][]byte, error) {
 }
 
 // checkKustomization refuses kustomization fields gitpeer does not build
-// with, and every reference that is not a path inside the directory: remote
-// bases and files would otherwise make kustomize clone or download them.
+// with, inline patches that checkStream refuses, and every reference that is
+// not a path inside the directory: remote bases and files would otherwise
+// make kustomize clone or download them.
 func checkKustomization(data []byte) error {
 	var k map[string]any
 	if err := yaml.Unmarshal(data, &k); err != nil {
@@ -233,7 +234,8 @@ func checkKustomization(data []byte) error {
 		Resources  []string `json:"resources"`
 		Components []string `json:"components"`
 		Patches    []struct {
-			Path string `json:"path"`
+			Path  string `json:"path"`
+			Patch string `json:"patch"`
 		} `json:"patches"`
 		Replacements []struct {
 			Path string `json:"path"`
@@ -245,6 +247,9 @@ func checkKustomization(data []byte) error {
 	paths := slices.Concat(refs.Resources, refs.Components)
 	for _, p := range refs.Patches {
 		paths = append(paths, p.Path)
+		if err := checkStream([]byte(p.Patch)); err != nil {
+			return fmt.Errorf("in an inline patch: %w", err)
+		}
 	}
 	for _, p := range refs.Replacements {
 		paths = append(paths, p.Path)

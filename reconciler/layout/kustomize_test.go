@@ -145,6 +145,10 @@ func TestKustomizeRefusals(t *testing.T) {
 		{name: "patch of nothing", kustomization: "resources: [tenant.yaml]\npatches:\n- path: p.yaml\n", extra: map[string]string{"p.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: x}\n"}, wantErr: "kustomize build failed"},
 		{name: "malformed kustomization", kustomization: "resources: [tenant.yaml\n", wantErr: "malformed"},
 		{name: "anchors", kustomization: "resources: &r [tenant.yaml]\ncomponents: *r\n", wantErr: "anchors and aliases are not allowed"},
+		{name: "anchors in an inline patch", kustomization: "resources: [tenant.yaml]\npatches:\n- patch: |-\n    apiVersion: authentication.liqo.io/v1beta1\n    kind: Tenant\n    metadata: {name: consumer-1, labels: &l {a: b}}\n    spec: {x: *l}\n",
+			wantErr: "in an inline patch: invalid document: YAML anchors and aliases are not allowed"},
+		{name: "case-variant keys in an inline patch", kustomization: "resources: [tenant.yaml]\npatches:\n- patch: '{kind: Tenant, metadata: {name: consumer-1}, spec: {tenantCondition: Drained, tenantcondition: Active}}'\n",
+			wantErr: "in an inline patch: invalid document: keys \"tenantCondition\" and \"tenantcondition\" differ only in case"},
 		{name: "too large", kustomization: "resources: [tenant.yaml]\n", extra: map[string]string{"big.txt": strings.Repeat("x", MaxBuildSize)}, wantErr: "the directory's files exceed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
