@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
@@ -26,8 +27,7 @@ func kustomizedDirs(listing *gitsync.Listing) map[string]bool {
 
 // loadKustomized reads every regular file of the peering directory dir and
 // builds its documents with kustomize (layout.Peering.Kustomize). A file that
-// cannot be read makes the whole directory invalid, like a failed build:
-// nothing in it is acted on, and nothing reads as removed.
+// cannot be read refuses the build like a failed one (layout.Peering.RefuseBuild).
 func (s *session) loadKustomized(ctx context.Context, listing *gitsync.Listing, dir string, mine func(layout.Path) bool) {
 	p, err := layout.ParseDir(dir)
 	if err != nil || !mine(p) {
@@ -43,9 +43,9 @@ func (s *session) loadKustomized(ctx context.Context, listing *gitsync.Listing, 
 		data, err := s.repo.ReadFile(s.head, f.Path)
 		if err != nil {
 			err = fmt.Errorf("%s: %w; %s is not built", f.Path, err, documents.KustomizationFile)
-			for _, k := range layout.Kinds {
-				pe.MarkInvalid(k, err)
-			}
+			pe.RefuseBuild(func(k layout.Kind) bool {
+				return slices.ContainsFunc(listing.Files, func(g gitsync.File) bool { return g.Path == dir+"/"+string(k) })
+			}, err)
 			s.reject(ctx, f.Path, err)
 			return
 		}

@@ -53,6 +53,8 @@ func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
 	}
 	issued := err == nil && tenant.Status.AuthParams != nil
 	switch {
+	case pe.BuildFailed != nil:
+		return s.failClosed(ctx, pe, tenant, err == nil)
 	case pe.Tenant == nil && pe.Invalid[layout.Tenant] != nil:
 		// A bad tenant.yaml is skipped: it neither issues nor revokes anything.
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[layout.Tenant])}

@@ -52,7 +52,10 @@ func newRevokeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "revoke --provider P --consumer C PATH",
 		Short: "Delete a consumer's tenant.yaml from a local checkout and print how to propose it",
-		Args:  cobra.ExactArgs(1),
+		Long: `revoke deletes <provider>/<consumer>/tenant.yaml and drops it from the resources of a
+kustomization.yaml beside it (deleting a kustomization left with no resources or components, which
+would build nothing), then prints the git commands of a revoking pull request. It never pushes.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.Checkout = args[0]
 			out, err := edit.Revoke(p)

@@ -25,7 +25,9 @@ func newVerifyCmd() *cobra.Command {
 		Long: `verify checks every file of a checkout of a peering repository with the agent's own rules:
 layout, size, strict decoding, IDs in paths versus contents, Tenant signatures against the
 nonce committed beside them, CSR rules, and Identity certificates against their CA and the
-Tenant's key. It needs no cluster and no network, and exits 0 only when every file is valid.`,
+Tenant's key. A line per peering directory (its path ends in "/") gives the provider's verdict:
+it issues, revokes, fails closed (a kustomization that yields no valid Tenant) or skips. It needs
+no cluster and no network, and exits 0 only when every file is valid.`,
 		Example: `  gitpeer verify .
   gitpeer verify --path peers -o json .`,
 		Args: cobra.ExactArgs(1),

@@ -19,6 +19,12 @@ type Peering struct {
 	Identity           *authv1beta1.Identity
 	// Invalid holds, by kind, the files present on the branch but skipped.
 	Invalid map[Kind]error
+	// BuildFailed, in a directory built with kustomize, holds why no valid
+	// Tenant came out of it while tenant.yaml is present (the build failed or
+	// was refused, or the built Tenant is invalid). A provider fails closed:
+	// it drains an issued Tenant (its RoleBinding goes) and issues and renews
+	// nothing until the build is fixed.
+	BuildFailed error
 }
 
 // MarkInvalid records that the file of kind k is present but was skipped.

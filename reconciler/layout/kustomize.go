@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -50,29 +51,26 @@ var kinds = map[[2]string]Kind{
 // root-only load restrictions and without plugins; remote references and paths
 // leaving the directory are refused before kustomize sees them.
 //
-// A document file of the directory whose kind the build does not output is
-// decoded as it is: a kustomization patches documents, it never hides one (a
-// document is removed by deleting its file). This also lets a kustomization
-// list only what it patches, typically tenant.yaml: request.yaml and
-// nonce.yaml as the agent writes them have no metadata.name, which kustomize
-// requires of its resources.
+// A kustomization patches documents; it never adds, hides or replaces one. A
+// built document of kind K must come from the file K of the directory (a
+// Tenant from tenant.yaml), and a kind whose file is absent is absent,
+// whatever the kustomization lists: deleting tenant.yaml always revokes. A
+// document file whose kind the build does not output is decoded as it is.
+// This also lets a kustomization list only what it patches, typically
+// tenant.yaml: request.yaml and nonce.yaml as the agent writes them have no
+// metadata.name, which kustomize requires of its resources.
 //
-// A build that fails, or builds an object that is not a gitpeer document or
-// two objects of one kind, makes every document of the directory invalid, so
-// none reads as absent; a document that does not decode makes its kind
-// invalid. The returned error joins every problem.
+// A build that fails or is refused makes every document of the directory
+// whose file is present invalid, so none reads as absent; a document that
+// does not decode makes its kind invalid. While tenant.yaml is present but
+// yields no valid Tenant, BuildFailed says why: the provider then fails
+// closed. The returned error joins every problem.
 func (pe *Peering) Kustomize(files map[string][]byte) error {
 	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
-	out, err := buildKustomization(dir, files)
-	var built map[Kind][]byte
-	if err == nil {
-		built, err = sortBuilt(out)
-	}
+	built, err := buildDocuments(dir, files)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", path.Join(dir, documents.KustomizationFile), err)
-		for _, k := range Kinds {
-			pe.MarkInvalid(k, err)
-		}
+		pe.RefuseBuild(func(k Kind) bool { return hasFile(files, k) }, err)
 		return err
 	}
 	var errs []error
@@ -80,24 +78,58 @@ func (pe *Peering) Kustomize(files map[string][]byte) error {
 		p := Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}
 		data, ok := built[k]
 		switch {
+		case !hasFile(files, k):
 		case ok:
 			if err := pe.Decode(p, data); err != nil {
 				err = fmt.Errorf("%w (as built by %s)", err, documents.KustomizationFile)
 				pe.MarkInvalid(k, err)
 				errs = append(errs, err)
 			}
-		case hasFile(files, k):
+		default:
 			if err := pe.Decode(p, files[string(k)]); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
+	if hasFile(files, Tenant) && pe.Tenant == nil {
+		pe.BuildFailed = pe.Invalid[Tenant]
+	}
 	return errors.Join(errs...)
 }
 
+// RefuseBuild records that the kustomized directory of pe does not build,
+// for err: every document whose file is present (present reports it) is
+// invalid, so none reads as absent, and with tenant.yaml present the
+// directory fails closed (BuildFailed). Absent documents stay absent.
+func (pe *Peering) RefuseBuild(present func(Kind) bool, err error) {
+	for _, k := range Kinds {
+		if present(k) {
+			pe.MarkInvalid(k, err)
+		}
+	}
+	if present(Tenant) {
+		pe.BuildFailed = err
+	}
+}
+
+// buildDocuments builds the directory and returns its documents by kind,
+// each checked to come from the file of its kind.
+func buildDocuments(dir string, files map[string][]byte) (map[Kind][]byte, error) {
+	o, err := newOrigin()
+	if err != nil {
+		return nil, err
+	}
+	out, err := buildKustomization(dir, files, o)
+	if err != nil {
+		return nil, err
+	}
+	return sortBuilt(out, o)
+}
+
 // buildKustomization checks files and runs kustomize over them, mounted at
-// /<dir> in an in-memory file system that holds nothing else.
-func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
+// /<dir> in an in-memory file system that holds nothing else, with the
+// document files marked with o.
+func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, error) {
 	root := "/" + dir
 	fs := filesys.MakeFsInMemory()
 	total := 0
@@ -109,7 +141,7 @@ func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
 		if total += len(data); total > MaxBuildSize {
 			return nil, fmt.Errorf("%w: the directory's files exceed %d bytes", ErrInvalid, MaxBuildSize)
 		}
-		err := refuseAliasesInStream(data)
+		err := checkStream(data)
 		if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(name)) {
 			err = checkKustomization(data)
 		}
@@ -118,6 +150,9 @@ func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if known(Kind(name)) {
+			data = o.mark(name, data)
 		}
 		if err := fs.WriteFile(path.Join(root, name), data); err != nil {
 			return nil, err
@@ -143,8 +178,9 @@ func buildKustomization(dir string, files map[string][]byte) ([]byte, error) {
 	return out, nil
 }
 
-// sortBuilt splits kustomize's output into one YAML document per kind.
-func sortBuilt(out []byte) (map[Kind][]byte, error) {
+// sortBuilt splits kustomize's output into one YAML document per kind, each
+// checked to come from the file of its kind and stripped of its origin mark.
+func sortBuilt(out []byte, o origin) (map[Kind][]byte, error) {
 	built := map[Kind][]byte{}
 	dec := yamlv3.NewDecoder(bytes.NewReader(out))
 	for {
@@ -154,15 +190,11 @@ func sortBuilt(out []byte) (map[Kind][]byte, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
 		}
-		data, err := yamlv3.Marshal(&node)
-		if err != nil {
-			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
-		}
 		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
+			APIVersion string `yaml:"apiVersion"`
+			Kind       string `yaml:"kind"`
 		}
-		if err := yaml.Unmarshal(data, &meta); err != nil {
+		if err := node.Decode(&meta); err != nil || len(node.Content) != 1 {
 			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
 		}
 		k, ok := kinds[[2]string{meta.APIVersion, meta.Kind}]
@@ -172,13 +204,21 @@ func sortBuilt(out []byte) (map[Kind][]byte, error) {
 		if built[k] != nil {
 			return nil, fmt.Errorf("%w: kustomize built more than one %s", ErrInvalid, kindName(k))
 		}
+		if err := o.check(node.Content[0], string(k), kindName(k)); err != nil {
+			return nil, err
+		}
+		data, err := yamlv3.Marshal(&node)
+		if err != nil {
+			return nil, fmt.Errorf("%w: kustomize output: %v", ErrInvalid, err)
+		}
 		built[k] = data
 	}
 }
 
 // checkKustomization refuses kustomization fields gitpeer does not build
-// with, and every reference that is not a path inside the directory: remote
-// bases and files would otherwise make kustomize clone or download them.
+// with, inline patches that checkStream refuses, and every reference that is
+// not a path inside the directory: remote bases and files would otherwise
+// make kustomize clone or download them.
 func checkKustomization(data []byte) error {
 	var k map[string]any
 	if err := yaml.Unmarshal(data, &k); err != nil {
@@ -194,7 +234,8 @@ func checkKustomization(data []byte) error {
 		Resources  []string `json:"resources"`
 		Components []string `json:"components"`
 		Patches    []struct {
-			Path string `json:"path"`
+			Path  string `json:"path"`
+			Patch string `json:"patch"`
 		} `json:"patches"`
 		Replacements []struct {
 			Path string `json:"path"`
@@ -206,6 +247,9 @@ func checkKustomization(data []byte) error {
 	paths := slices.Concat(refs.Resources, refs.Components)
 	for _, p := range refs.Patches {
 		paths = append(paths, p.Path)
+		if err := checkStream([]byte(p.Patch)); err != nil {
+			return fmt.Errorf("in an inline patch: %w", err)
+		}
 	}
 	for _, p := range refs.Replacements {
 		paths = append(paths, p.Path)
@@ -221,29 +265,46 @@ func checkKustomization(data []byte) error {
 	return nil
 }
 
+// localPath is what a reference in a kustomization may look like: a relative
+// path of plain names (letters, digits, '.', '_', '-') joined by single
+// slashes. It has no scheme (':'), user ('@'), query ('?'), fragment, "//"
+// or backslash, so kustomize can parse it neither as a URL nor as a remote
+// Git repository except through a github.com host, which remoteHost refuses.
+var localPath = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
+
 // checkLocalPath accepts only relative paths that stay inside the directory
-// and cannot be read as a URL or a remote Git repository.
+// and that kustomize cannot read as a URL or a remote Git repository (which
+// it would download or clone with git).
 func checkLocalPath(p string) error {
+	segments := strings.Split(p, "/")
 	switch {
-	case strings.Contains(p, ":") || strings.Contains(p, "@") || strings.Contains(p, "?") ||
-		strings.HasPrefix(p, "github.com/") || strings.Contains(p, "//"):
-		return errors.New("remote resources are not allowed: a kustomization may only use the files of its own directory")
-	case path.IsAbs(p) || slices.Contains(strings.Split(p, "/"), ".."):
+	case path.IsAbs(p) || slices.Contains(segments, ".."):
 		return errors.New("the path leaves the peering directory: a kustomization may only use the files of its own directory")
+	case !localPath.MatchString(p) || slices.ContainsFunc(segments, remoteHost):
+		return errors.New("remote resources are not allowed: a kustomization may only use the files of its own directory (plain relative paths of letters, digits, '.', '_' and '-')")
 	}
 	return nil
 }
 
-// refuseAliasesInStream refuses YAML anchors and aliases in any document of
-// data, before kustomize parses it; data that is not YAML is left to kustomize.
-func refuseAliasesInStream(data []byte) error {
+// remoteHost reports whether a path segment is one kustomize's repository
+// parser (sigs.k8s.io/kustomize/api/internal/git, not importable) reads as a
+// Git host or repository marker, in any case: the github.com host it accepts
+// without a scheme, a "*.git" repository or the "_git" delimiter.
+func remoteHost(segment string) bool {
+	s := strings.ToLower(segment)
+	return s == "github.com" || s == "_git" || strings.HasSuffix(s, ".git")
+}
+
+// checkStream applies checkNode to every YAML document of data, before
+// kustomize parses it; data that is not YAML is left to kustomize.
+func checkStream(data []byte) error {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	for {
 		var node yamlv3.Node
 		if err := dec.Decode(&node); err != nil {
 			return nil
 		}
-		if err := refuseAliases(&node); err != nil {
+		if err := checkNode(&node); err != nil {
 			return err
 		}
 	}

@@ -2,8 +2,12 @@ package layout
 
 import (
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
@@ -141,6 +145,10 @@ func TestKustomizeRefusals(t *testing.T) {
 		{name: "patch of nothing", kustomization: "resources: [tenant.yaml]\npatches:\n- path: p.yaml\n", extra: map[string]string{"p.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: x}\n"}, wantErr: "kustomize build failed"},
 		{name: "malformed kustomization", kustomization: "resources: [tenant.yaml\n", wantErr: "malformed"},
 		{name: "anchors", kustomization: "resources: &r [tenant.yaml]\ncomponents: *r\n", wantErr: "anchors and aliases are not allowed"},
+		{name: "anchors in an inline patch", kustomization: "resources: [tenant.yaml]\npatches:\n- patch: |-\n    apiVersion: authentication.liqo.io/v1beta1\n    kind: Tenant\n    metadata: {name: consumer-1, labels: &l {a: b}}\n    spec: {x: *l}\n",
+			wantErr: "in an inline patch: invalid document: YAML anchors and aliases are not allowed"},
+		{name: "case-variant keys in an inline patch", kustomization: "resources: [tenant.yaml]\npatches:\n- patch: '{kind: Tenant, metadata: {name: consumer-1}, spec: {tenantCondition: Drained, tenantcondition: Active}}'\n",
+			wantErr: "in an inline patch: invalid document: keys \"tenantCondition\" and \"tenantcondition\" differ only in case"},
 		{name: "too large", kustomization: "resources: [tenant.yaml]\n", extra: map[string]string{"big.txt": strings.Repeat("x", MaxBuildSize)}, wantErr: "the directory's files exceed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,14 +160,18 @@ func TestKustomizeRefusals(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "provider-a/consumer-1/kustomization.yaml: ") {
 				t.Fatalf("err = %v, want it to name the kustomization", err)
 			}
-			// Nothing may read as absent: every document of the directory is invalid.
+			// No file may read as absent: every document whose file is present
+			// is invalid; the others stay absent. The provider fails closed.
 			for _, k := range Kinds {
-				if pe.Invalid[k] == nil {
-					t.Errorf("%s not marked invalid", k)
+				if present := k == Tenant || k == Request; (pe.Invalid[k] != nil) != present {
+					t.Errorf("%s marked invalid: %v, want %v", k, pe.Invalid[k] != nil, present)
 				}
 			}
 			if pe.Tenant != nil || pe.Request != nil {
 				t.Fatal("documents decoded from a refused kustomization")
+			}
+			if pe.BuildFailed == nil || pe.BuildFailed.Error() != err.Error() {
+				t.Fatalf("BuildFailed = %v, want %v", pe.BuildFailed, err)
 			}
 		})
 	}
@@ -178,7 +190,7 @@ func TestKustomizeBuiltObjectsAreCheckedStrictly(t *testing.T) {
 
 	pe = &Peering{Provider: provider, Consumer: consumer}
 	k = "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/extra\", \"value\": \"x\"}]'\n"
-	if err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, nil)); err == nil || !strings.Contains(err.Error(), `tenant.yaml: invalid document: error unmarshaling JSON: while decoding JSON: json: unknown field "extra"`) {
+	if err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, nil)); err == nil || !strings.Contains(err.Error(), `tenant.yaml: invalid document: unknown field "spec.extra"`) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -216,5 +228,155 @@ func TestParseDir(t *testing.T) {
 		if _, err := ParseDir(dir); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseDir(%q) = %v, want %q", dir, err, want)
 		}
+	}
+}
+
+// TestKustomizeNeverStartsGit builds kustomizations that reference, in every
+// field that takes a path, what kustomize would read as a URL or a remote Git
+// repository, in any case, with a fake git first in PATH: every one must be
+// refused before kustomize runs, and git must never start.
+func TestKustomizeNeverStartsGit(t *testing.T) {
+	bin := t.TempDir()
+	called := filepath.Join(bin, "called")
+	script := "#!/bin/sh\necho \"$@\" >> " + called + "\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	refs := []string{
+		"GitHub.com/org/repo", "GITHUB.COM/org/repo//peers?ref=main", "github.com:org/repo", "gitHub.com/org/repo/sub",
+		"HTTPS://example.com/tenant.yaml", "Http://example.com/tenant.yaml", "https://example.com/org/repo.git",
+		"ssh://git@example.com/org/repo", "SSH://example.com/org/repo.git", "file:///tmp/repo", "FILE:///tmp/repo",
+		"git::https://example.com/org/repo", "GIT::ssh://example.com/org/repo", "gh:org/repo",
+		"git@example.com:org/repo.git", "user@host:org/repo", "example.com/org/repo.git", "example.com/org/_git/repo",
+		"example.com/org/repo//sub", "./GitHub.com/org/repo", "tenant.yaml?ref=main", `sub\\x`, "a//b",
+	}
+	fields := map[string]func(string) string{
+		"resources":    func(r string) string { return "resources: [tenant.yaml, \"" + r + "\"]\n" },
+		"components":   func(r string) string { return "resources: [tenant.yaml]\ncomponents: [\"" + r + "\"]\n" },
+		"patches":      func(r string) string { return "resources: [tenant.yaml]\npatches: [{path: \"" + r + "\"}]\n" },
+		"replacements": func(r string) string { return "resources: [tenant.yaml]\nreplacements: [{path: \"" + r + "\"}]\n" },
+	}
+	for name, kustomization := range fields {
+		for _, ref := range refs {
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(kustomizedDir(t, testNonce(t), kustomization(ref), nil))
+			if err == nil || !strings.Contains(err.Error(), "remote resources are not allowed") {
+				t.Errorf("%s %q: err = %v, want it refused as remote", name, ref, err)
+			}
+		}
+	}
+	if calls, err := os.ReadFile(called); err == nil {
+		t.Fatalf("a build started git: %s", calls)
+	}
+}
+
+// TestKustomizeNeverKeepsADeletedTenant checks that a kind whose file is
+// absent is absent whatever the kustomization builds, and that a built
+// document must come from the file of its kind.
+func TestKustomizeNeverKeepsADeletedTenant(t *testing.T) {
+	copyOf := func(files map[string][]byte) map[string]string {
+		return map[string]string{"copy.yaml": string(files[string(Tenant)])}
+	}
+	drain := "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Drained\"}]'\n"
+	for _, tc := range []struct {
+		name, kustomization string
+		deleteTenant        bool
+		extra               func(map[string][]byte) map[string]string
+		wantErr             string
+	}{
+		{name: "listed tenant.yaml deleted", kustomization: drain, deleteTenant: true, wantErr: "kustomize build failed"},
+		{name: "tenant deleted, built from a copy", kustomization: "resources: [copy.yaml]\n", deleteTenant: true, extra: copyOf,
+			wantErr: "kustomize built a Tenant that does not come from tenant.yaml"},
+		{name: "tenant present, built from a copy", kustomization: "resources: [copy.yaml]\n", extra: copyOf,
+			wantErr: "kustomize built a Tenant that does not come from tenant.yaml"},
+		{name: "request rewritten into a Tenant", kustomization: "resources: [request.yaml]\npatches:\n- target: {kind: PeeringRequest}\n  patch: '[{\"op\": \"replace\", \"path\": \"/kind\", \"value\": \"Tenant\"}, {\"op\": \"replace\", \"path\": \"/apiVersion\", \"value\": \"authentication.liqo.io/v1beta1\"}]'\n",
+			extra: func(map[string][]byte) map[string]string { return nil }, wantErr: "kustomize built a Tenant from request.yaml"},
+		{name: "forged origin annotation", kustomization: "resources: [copy.yaml]\ncommonAnnotations: {gitpeer.io/origin: tenant.yaml}\n", extra: copyOf,
+			wantErr: "kustomize built a Tenant that does not come from tenant.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := kustomizedDir(t, testNonce(t), tc.kustomization, nil)
+			if tc.extra != nil {
+				for name, data := range tc.extra(files) {
+					files[name] = []byte(data)
+				}
+			}
+			if tc.name == "request rewritten into a Tenant" {
+				var request map[string]any
+				if err := yaml.Unmarshal(files[string(Request)], &request); err != nil {
+					t.Fatal(err)
+				}
+				request["metadata"] = map[string]any{"name": consumer}
+				files[string(Request)] = marshal(t, request)
+			}
+			if tc.deleteTenant {
+				delete(files, string(Tenant))
+			}
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(files)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+			}
+			if pe.Tenant != nil {
+				t.Fatal("a Tenant was read")
+			}
+			if tc.deleteTenant && (pe.Invalid[Tenant] != nil || pe.BuildFailed != nil) {
+				t.Fatalf("a deleted tenant.yaml must read as absent: invalid %v, build failed %v", pe.Invalid[Tenant], pe.BuildFailed)
+			}
+			if !tc.deleteTenant && pe.BuildFailed == nil {
+				t.Fatal("BuildFailed not set while tenant.yaml is present")
+			}
+		})
+	}
+}
+
+// TestKustomizeCaseVariantPatch checks that a consumer's case-variant key
+// cannot undo an admin's Drained patch: refused in the patch file, and
+// refused as an unknown field once built.
+func TestKustomizeCaseVariantPatch(t *testing.T) {
+	k := "resources: [tenant.yaml]\npatches: [{path: drain.yaml}, {path: sneak.yaml}]\n"
+	head := "apiVersion: authentication.liqo.io/v1beta1\nkind: Tenant\nmetadata: {name: consumer-1}\n"
+	for name, tc := range map[string]struct{ drain, sneak, wantErr string }{
+		"keys differing in case in one patch": {drain: head + "spec:\n  tenantCondition: Drained\n  tenantcondition: Active\n", sneak: head,
+			wantErr: `in drain.yaml: invalid document: keys "tenantCondition" and "tenantcondition" differ only in case`},
+		"case-variant key in another patch": {drain: head + "spec: {tenantCondition: Drained}\n", sneak: head + "spec: {tenantcondition: Active}\n",
+			wantErr: `keys "tenantCondition" and "tenantcondition" differ only in case (line 11): field names are case-sensitive (as built by kustomization.yaml)`},
+		"merge key in a patch": {drain: head + "spec: {tenantCondition: Drained}\n", sneak: head + "spec:\n  <<: {tenantCondition: Active}\n",
+			wantErr: "merge keys (<<) are not allowed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, map[string]string{"drain.yaml": tc.drain, "sneak.yaml": tc.sneak}))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+			}
+			if pe.Tenant != nil || pe.BuildFailed == nil {
+				t.Fatalf("tenant %v, build failed %v: the directory must fail closed", pe.Tenant, pe.BuildFailed)
+			}
+		})
+	}
+}
+
+// TestKustomizeCaseVariantTenantField checks that a consumer's
+// `tenantcondition: Active` in tenant.yaml cannot win over the admin's
+// Drained patch, which kustomize puts before it in the built Tenant.
+func TestKustomizeCaseVariantTenantField(t *testing.T) {
+	for name, k := range map[string]string{
+		"JSON 6902 patch":       "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Drained\"}]'\n",
+		"strategic merge patch": "resources: [tenant.yaml]\npatches:\n- patch: '{apiVersion: authentication.liqo.io/v1beta1, kind: Tenant, metadata: {name: consumer-1}, spec: {tenantCondition: Drained}}'\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := kustomizedDir(t, testNonce(t), k, nil)
+			files[string(Tenant)] = []byte(strings.Replace(string(files[string(Tenant)]), "spec:", "spec:\n  tenantcondition: Active", 1))
+			pe := &Peering{Provider: provider, Consumer: consumer}
+			err := pe.Kustomize(files)
+			if pe.Tenant != nil {
+				t.Fatalf("tenant read with condition %q", pe.Tenant.Spec.TenantCondition)
+			}
+			if err == nil || !strings.Contains(err.Error(), `keys "tenantCondition" and "tenantcondition" differ only in case`) || pe.BuildFailed == nil {
+				t.Fatalf("err = %v, build failed %v", err, pe.BuildFailed)
+			}
+		})
 	}
 }

@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -42,6 +44,18 @@ patches:
       value: ` + string(condition) + "\n")})
 	}
 
+	// reactivate sets the Tenant Active again and waits until access is back.
+	reactivate := func(ctx context.Context) {
+		GinkgoHelper()
+		setCondition(authv1beta1.TenantConditionActive)
+		Eventually(func() bool {
+			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseIssued))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	}
+
 	It("drains the tenant: its RoleBinding goes, nothing is revoked", func(ctx SpecContext) {
 		identity, tenant := show("main", dir+"identity.yaml"), show("main", dir+"tenant.yaml")
 		setCondition(authv1beta1.TenantConditionDrained)
@@ -65,13 +79,63 @@ patches:
 	})
 
 	It("reactivates the tenant: access is restored", func(ctx SpecContext) {
-		setCondition(authv1beta1.TenantConditionActive)
-		Eventually(func() bool {
-			return can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)
-		}).WithTimeout(time.Minute).Should(BeTrue())
+		reactivate(ctx)
+	})
+
+	// expectDrained waits until the consumer has lost access while its Tenant
+	// is kept, drained, and then checks that this lasts and that identity.yaml
+	// is untouched.
+	expectDrained := func(ctx context.Context) {
+		GinkgoHelper()
+		identity := show("main", dir+"identity.yaml")
 		Eventually(func(g Gomega) {
-			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseIssued))
+			t := &authv1beta1.Tenant{}
+			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: kConsumerID}, t)).To(Succeed())
+			g.Expect(t.Spec.TenantCondition).To(Equal(authv1beta1.TenantConditionDrained))
+			g.Expect(can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeFalse())
 		}).WithTimeout(time.Minute).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeFalse())
+			g.Expect(show("main", dir+"identity.yaml")).To(Equal(identity))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+	}
+
+	It("never lets a case-variant key in tenant.yaml undo the admin's drain", func(ctx SpecContext) {
+		tenant := show("main", dir+"tenant.yaml")
+		sneaky := strings.Replace(tenant, "spec:\n", "spec:\n  tenantcondition: Active\n", 1)
+		Expect(sneaky).NotTo(Equal(tenant))
+		commit("Drain "+kConsumerID+", with a case-variant key", map[string][]byte{dir + "tenant.yaml": []byte(sneaky)})
+		setCondition(authv1beta1.TenantConditionDrained)
+		expectDrained(ctx)
+		expectReported(ctx, provider, dir+"kustomization.yaml", "in tenant.yaml", "differ only in case")
+
+		commit("Restore "+kConsumerID, map[string][]byte{dir + "tenant.yaml": []byte(tenant)})
+		reactivate(ctx)
+	})
+
+	It("fails closed while the directory does not build, and recovers once it does", func(ctx SpecContext) {
+		commit("Break "+kConsumerID+"'s kustomization", map[string][]byte{dir + "kustomization.yaml": []byte("resources: [tenant.yaml, missing.yaml]\n")})
+		expectDrained(ctx)
+		Eventually(func(g Gomega) {
+			g.Expect(peeringPhases(ctx, provider)).To(HaveKeyWithValue("Provider/"+kConsumerID, gitpeerv1alpha1.PhaseFailed))
+		}).WithTimeout(time.Minute).Should(Succeed())
+
+		reactivate(ctx)
+	})
+
+	It("revokes when tenant.yaml is deleted, though kustomization.yaml still lists it", func(ctx SpecContext) {
+		setCondition(authv1beta1.TenantConditionDrained)
+		w := clone()
+		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
+		gitCLI(w, "commit", "-q", "-m", "Revoke "+kConsumerID)
+		pushMain(w)
+		Eventually(func(g Gomega) {
+			g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
+			err := provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: kConsumerID}, &authv1beta1.Tenant{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "tenant still there: %v", err)
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Expect(can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeFalse())
+		Expect(show("main", dir+"kustomization.yaml")).NotTo(BeEmpty())
 	})
 })
 

@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/verify"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 func TestRequestWritesAValidDocument(t *testing.T) {
@@ -102,5 +105,76 @@ func TestRevokeAndCommit(t *testing.T) {
 	run(strings.Join(strings.Split(out, "\n")[:2], "\n") + "\ntest -z \"$(git status --porcelain)\"\ngit show --stat HEAD | grep -q 'tenant.yaml'")
 	if _, err := Revoke(p); err == nil || !strings.Contains(err.Error(), "nothing to revoke") {
 		t.Fatalf("second revoke: %v", err)
+	}
+}
+
+// TestRevokeKustomizedDirectory checks that revoke drops tenant.yaml from a
+// kustomization.yaml beside it, deleting a kustomization left with nothing to
+// build, and that verify then reads the directory as revoking.
+func TestRevokeKustomizedDirectory(t *testing.T) {
+	const dir = "provider-a/consumer-1/"
+	drain := "patches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Drained\"}]'\n"
+	for _, tc := range []struct {
+		name, kustomization string
+		want                string // the kustomization after revoke; "" when deleted
+	}{
+		{name: "drain pattern", kustomization: "# drained by the admin\nresources:\n- tenant.yaml\n" + drain},
+		{name: "dot path", kustomization: "resources: [./tenant.yaml]\n" + drain},
+		{name: "other resources kept", kustomization: "resources:\n  - tenant.yaml\n  - identity.yaml # kept\n",
+			want: "resources:\n  - identity.yaml # kept\n"},
+		{name: "components kept", kustomization: "resources: [tenant.yaml]\ncomponents: [c]\n", want: "resources: []\ncomponents: [c]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now()
+			ca, err := repofixture.NewCA("provider-a CA", now.Add(-time.Hour), 24*time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pe, err := repofixture.Build("provider-a", "consumer-1", repofixture.Issued,
+				repofixture.Options{CA: ca, APIServer: "https://provider-a.example:6443", NotBefore: now.Add(-time.Minute), TTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := t.TempDir()
+			if err := pe.WriteTo(root); err != nil {
+				t.Fatal(err)
+			}
+			if err := repofixture.Write(root, dir+"kustomization.yaml", []byte(tc.kustomization)); err != nil {
+				t.Fatal(err)
+			}
+			out, err := Revoke(Peering{Checkout: root, Provider: "provider-a", Consumer: "consumer-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "git add -A -- "+dir+"tenant.yaml "+dir+"kustomization.yaml && ") {
+				t.Fatalf("commands do not commit both files:\n%s", out)
+			}
+			got, err := os.ReadFile(filepath.Join(root, dir+"kustomization.yaml"))
+			switch {
+			case tc.want == "" && !os.IsNotExist(err):
+				t.Fatalf("kustomization.yaml kept (%v):\n%s", err, got)
+			case tc.want != "" && string(got) != tc.want:
+				t.Fatalf("kustomization.yaml:\n%s\nwant:\n%s", got, tc.want)
+			}
+			if tc.name == "components kept" {
+				return // component c does not exist: only the edit is checked
+			}
+			results, err := verify.Check(root, verify.Options{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var verdict string
+			for _, r := range results {
+				if !r.Valid {
+					t.Errorf("%s invalid: %s", r.Path, r.Reason)
+				}
+				if r.Path == dir {
+					verdict = r.Reason
+				}
+			}
+			if !strings.HasPrefix(verdict, "directory revokes") {
+				t.Fatalf("verdict %q, want the directory to revoke", verdict)
+			}
+		})
 	}
 }

@@ -53,11 +53,15 @@ func (c *checker) kustomize(rel string) {
 		files[filepath.ToSlash(name)] = data
 		return nil
 	})
+	d := c.dir(dp)
 	if err != nil {
 		c.results = append(c.results, Result{Path: rel, Reason: fmt.Sprintf("not built: %v", err)})
+		d.pe.RefuseBuild(func(k layout.Kind) bool {
+			fi, err := os.Lstat(filepath.Join(root, string(k)))
+			return err == nil && fi.Mode().IsRegular()
+		}, err)
 		return
 	}
-	d := c.dir(dp)
 	if err := d.pe.Kustomize(files); err != nil {
 		c.results = append(c.results, Result{Path: rel, Reason: strings.ReplaceAll(strings.TrimPrefix(err.Error(), rel+": "), "\n", "; ")})
 	} else {

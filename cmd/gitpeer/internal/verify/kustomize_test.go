@@ -1,9 +1,13 @@
 package verify
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/reconciler/layout"
 )
 
 // TestKustomizedDirectory checks that verify builds a directory holding a
@@ -42,6 +46,49 @@ func TestKustomizedDirectory(t *testing.T) {
 			}
 			if r := m[proposedDir+"tenant.yaml"]; !r.Valid {
 				t.Fatalf("another directory is affected: %+v", r)
+			}
+		})
+	}
+}
+
+// TestDirectoryVerdicts checks the verdict line of a kustomized directory:
+// a deleted tenant.yaml revokes whatever the kustomization lists, and a
+// directory that does not build while tenant.yaml is there fails closed.
+func TestDirectoryVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name, kustomization string
+		deleteTenant, huge  bool
+		want                string
+	}{
+		{name: "kustomization lists the deleted tenant.yaml", kustomization: "resources: [tenant.yaml]\n", deleteTenant: true, want: "directory revokes"},
+		{name: "build fails", kustomization: "resources: [tenant.yaml, missing.yaml]\n", want: "directory fails closed"},
+		{name: "tenant built from a copy", kustomization: "resources: [copy.yaml]\n", want: "directory fails closed"},
+		{name: "file over the size cap", kustomization: "resources: [tenant.yaml]\n", huge: true, want: "directory fails closed"},
+		{name: "cordoned", kustomization: "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Cordoned\"}]'\n",
+			want: "directory issues: tenant.yaml is valid; the Tenant is Cordoned"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCheckout(t)
+			c.write(t, issuedDir+"kustomization.yaml", []byte(tc.kustomization))
+			tenant, err := os.ReadFile(filepath.Join(c.root, issuedDir+"tenant.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.write(t, issuedDir+"copy.yaml", tenant)
+			if tc.huge {
+				c.write(t, issuedDir+"notes.txt", []byte(strings.Repeat("x", layout.MaxFileSize+1)))
+			}
+			if tc.deleteTenant {
+				if err := os.Remove(filepath.Join(c.root, issuedDir+"tenant.yaml")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			results, err := Check(c.root, Options{Now: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := byPath(t, results)[issuedDir]; !got.Directory || !strings.HasPrefix(got.Reason, tc.want) {
+				t.Fatalf("verdict %+v, want %q", got, tc.want)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -44,7 +46,39 @@ func (d *directory) check(now time.Time) []Result {
 		}
 		out = append(out, r)
 	}
-	return out
+	return append(out, d.verdict(out))
+}
+
+// verdict says what a provider does with the directory, as far as the branch
+// decides it: it reads layout.Peering as the agent's provider does. results
+// are the directory's document results. A verdict is never invalid itself:
+// the files it follows from carry the validity.
+func (d *directory) verdict(results []Result) Result {
+	pe := &d.pe
+	r := Result{Path: layout.Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir() + "/", Directory: true, Valid: true}
+	switch {
+	case pe.BuildFailed != nil:
+		r.Reason = "directory fails closed: its kustomization yields no valid Tenant; the provider drains an issued Tenant (its RoleBinding goes) and issues and renews nothing until it is fixed"
+	case pe.Tenant == nil && pe.Invalid[layout.Tenant] != nil:
+		r.Reason = "directory skipped: tenant.yaml is invalid; nothing is issued or revoked until it is fixed or deleted"
+	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[layout.Identity] != nil):
+		r.Reason = "directory revokes: tenant.yaml is gone; the provider deletes the Tenant and its RoleBinding and removes identity.yaml"
+	case pe.Tenant == nil:
+		r.Reason = "no tenant.yaml: nothing is issued (waiting for a merged tenant.yaml)"
+	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(layout.Tenant) }):
+		r.Reason = fmt.Sprintf("directory issues: tenant.yaml is valid; the Tenant is %s", condition(pe.Tenant.Spec.TenantCondition))
+	default:
+		r.Reason = "directory refused: tenant.yaml does not verify; nothing is issued"
+	}
+	return r
+}
+
+// condition names a Tenant's condition, Active when unset.
+func condition(c authv1beta1.TenantCondition) authv1beta1.TenantCondition {
+	if c == "" {
+		return authv1beta1.TenantConditionActive
+	}
+	return c
 }
 
 // checkTenant applies the provider's rules to tenant.yaml. The signature must

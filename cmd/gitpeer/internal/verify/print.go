@@ -8,8 +8,9 @@ import (
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
 )
 
-// Print writes the results as a PATH VALID REASON table followed by a
-// summary, or as JSON (a list of {path, valid, reason}). Ignored files are
+// Print writes the results as a PATH VALID REASON table (with a verdict line
+// per peering directory, its path ending in "/") followed by a summary of
+// the files, or as JSON (a list of {path, valid, reason}). Ignored files are
 // included only when verbose.
 func Print(w io.Writer, results []Result, format string, verbose bool) error {
 	shown := make([]Result, 0, len(results))
@@ -23,19 +24,30 @@ func Print(w io.Writer, results []Result, format string, verbose bool) error {
 	}
 	rows := make([][]string, 0, len(shown))
 	for _, r := range shown {
-		rows = append(rows, []string{r.Path, strconv.FormatBool(r.Valid), r.Reason})
+		valid := strconv.FormatBool(r.Valid)
+		if r.Directory {
+			valid = "-"
+		}
+		rows = append(rows, []string{r.Path, valid, r.Reason})
 	}
 	if len(rows) > 0 {
 		if err := printer.WriteTable(w, []string{"PATH", "VALID", "REASON"}, rows); err != nil {
 			return err
 		}
 	}
-	checked := 0
+	checked, invalid, ignored := 0, 0, 0
 	for _, r := range results {
-		if !r.Ignored {
+		switch {
+		case r.Directory:
+		case r.Ignored:
+			ignored++
+		case !r.Valid:
+			invalid++
+			checked++
+		default:
 			checked++
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d files checked, %d invalid, %d ignored\n", checked, Invalid(results), len(results)-checked)
+	_, err := fmt.Fprintf(w, "%d files checked, %d invalid, %d ignored\n", checked, invalid, ignored)
 	return err
 }

@@ -29,6 +29,9 @@ type Result struct {
 	Reason string `json:"reason"`
 	// Ignored marks files gitpeer does not read; they are listed only on request.
 	Ignored bool `json:"ignored,omitempty"`
+	// Directory marks the verdict on a peering directory as a whole (its Path
+	// ends in "/"): what the provider does with it. It is not a file.
+	Directory bool `json:"directory,omitempty"`
 }
 
 // Options of Check.
@@ -80,6 +83,9 @@ func Check(checkout string, opts Options) ([]Result, error) {
 	results := c.finish(opts.Now)
 	for i := range results {
 		results[i].Path = path.Join(prefix, results[i].Path)
+		if results[i].Directory {
+			results[i].Path += "/"
+		}
 	}
 	slices.SortFunc(results, func(a, b Result) int { return strings.Compare(a.Path, b.Path) })
 	return results, nil
