@@ -4,6 +4,7 @@ import (
 	gocrypto "crypto"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -30,8 +31,9 @@ func VerifyTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.Publi
 }
 
 // VerifyIdentity checks that an Identity's certificate belongs to key, chains
-// to the CA inside the Identity, allows client authentication, is valid at now,
-// and names consumer (CN) in group liqo.io.
+// to the CA inside the Identity (unless that CA is empty, as Liqo allows for a
+// publicly trusted API server), allows client authentication, is valid at now,
+// and names consumer (CN) in exactly the group liqo.io (O).
 func VerifyIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer string, now time.Time) (*x509.Certificate, error) {
 	cert, err := crypto.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, id.Spec.AuthParams.CA, key, now)
 	if err != nil {
@@ -39,6 +41,9 @@ func VerifyIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer s
 	}
 	if cert.Subject.CommonName != consumer {
 		return nil, fmt.Errorf("%w: identity certificate is for %q, not %q", ErrInvalid, cert.Subject.CommonName, consumer)
+	}
+	if !slices.Equal(cert.Subject.Organization, []string{authv1beta1.CertificateOrganization}) {
+		return nil, fmt.Errorf("%w: identity certificate organization %v is not [%s]", ErrInvalid, cert.Subject.Organization, authv1beta1.CertificateOrganization)
 	}
 	return cert, nil
 }
