@@ -2,10 +2,8 @@ package verify
 
 import (
 	gocrypto "crypto"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -76,7 +74,7 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 		}
 	}
 	if d.ok[layout.Identity] {
-		cert, err := d.verifyIdentity(key, now)
+		cert, err := layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now)
 		if err == nil {
 			return fmt.Sprintf("issued: identity.yaml certifies its key (serial %s); the nonce it signed has been rotated", cert.SerialNumber.Text(16)), nil
 		}
@@ -109,24 +107,11 @@ func (d *directory) checkIdentity(now time.Time) (string, error) {
 		}
 		source = "the key of request.yaml"
 	}
-	if cert, err = d.verifyIdentity(key, now); err != nil {
+	if cert, err = layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
 		return "", fmt.Errorf("%w (checked against %s)", err, source)
 	}
 	return fmt.Sprintf("certificate %s for CN=%s chains to its CA, is for %s, expires %s",
 		cert.SerialNumber.Text(16), d.pe.Consumer, source, cert.NotAfter.UTC().Format(time.RFC3339)), nil
-}
-
-// verifyIdentity is layout.VerifyIdentity plus the organization the provider
-// must have kept from the CSR: exactly liqo.io.
-func (d *directory) verifyIdentity(key gocrypto.PublicKey, now time.Time) (*x509.Certificate, error) {
-	cert, err := layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.Equal(cert.Subject.Organization, []string{authv1beta1.CertificateOrganization}) {
-		return nil, fmt.Errorf("identity certificate organization %v is not [%s]", cert.Subject.Organization, authv1beta1.CertificateOrganization)
-	}
-	return cert, nil
 }
 
 // sameKey returns an error unless other (a key as in spec.publicKey) is key.
