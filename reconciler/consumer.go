@@ -170,17 +170,10 @@ func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns stri
 	if err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}
-	remoteNS := ""
-	if id.Spec.Namespace != nil {
-		remoteNS = *id.Spec.Namespace
-	}
-	proxy := ""
-	if id.Spec.AuthParams.ProxyURL != nil {
-		proxy = *id.Spec.AuthParams.ProxyURL
-	}
+	// An empty CA builds a kubeconfig without certificate-authority-data: the system roots verify the server.
 	kubeconfig, err := crypto.BuildKubeconfig(crypto.KubeconfigParams{
-		ProviderClusterID: pe.Provider, IdentityName: id.Name, Namespace: remoteNS, APIServer: id.Spec.AuthParams.APIServer,
-		ProxyURL: proxy, CA: id.Spec.AuthParams.CA, Certificate: id.Spec.AuthParams.SignedCRT, Key: s.key,
+		ProviderClusterID: pe.Provider, IdentityName: id.Name, Namespace: ptr.Deref(id.Spec.Namespace, ""), APIServer: id.Spec.AuthParams.APIServer,
+		ProxyURL: ptr.Deref(id.Spec.AuthParams.ProxyURL, ""), CA: id.Spec.AuthParams.CA, Certificate: id.Spec.AuthParams.SignedCRT, Key: s.key,
 	})
 	if err != nil {
 		return outcome{err: err}
