@@ -48,17 +48,21 @@ func ParseCAPEM(data []byte) (*x509.CertPool, error) {
 
 // VerifyClientCertificate checks a client certificate issued to a consumer,
 // as the consumer must before using it: it is for key (the consumer's own
-// public key), it is valid at now, it allows client authentication and it
-// chains to a certificate in caPEM. It returns the parsed certificate.
-// Failures are *Error with one of the RuleCertificate* rules.
+// public key), it is valid at now, it allows client authentication and, when
+// caPEM is not empty, it chains to a certificate in caPEM. An empty caPEM is
+// Liqo's way of saying the API server has a publicly trusted certificate: it
+// names no CA to chain to. It returns the parsed certificate. Failures are
+// *Error with one of the RuleCertificate* rules.
 func VerifyClientCertificate(certPEM, caPEM []byte, key crypto.PublicKey, now time.Time) (*x509.Certificate, error) {
 	cert, err := ParseCertificatePEM(certPEM)
 	if err != nil {
 		return nil, err
 	}
-	roots, err := ParseCAPEM(caPEM)
-	if err != nil {
-		return nil, err
+	var roots *x509.CertPool
+	if len(caPEM) > 0 {
+		if roots, err = ParseCAPEM(caPEM); err != nil {
+			return nil, err
+		}
 	}
 	if !samePublicKey(cert.PublicKey, key) {
 		return nil, newError(RuleCertificateKey, nil, "certificate %s key is not the cluster's %s public key",
@@ -70,6 +74,9 @@ func VerifyClientCertificate(certPEM, caPEM []byte, key crypto.PublicKey, now ti
 	}
 	if !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
 		return nil, newError(RuleCertificateUsage, nil, "certificate does not have the client-auth extended key usage")
+	}
+	if roots == nil {
+		return cert, nil
 	}
 	_, err = cert.Verify(x509.VerifyOptions{
 		Roots:       roots,

@@ -34,6 +34,21 @@ func TestVerifyClientCertificate(t *testing.T) {
 		requireNoError(t, err)
 	})
 
+	t.Run("empty CA: no chain to check", func(t *testing.T) {
+		// Liqo's Identity of an API server with a publicly trusted certificate.
+		cert, err := VerifyClientCertificate(good, nil, key.Public(), now)
+		requireNoError(t, err)
+		if cert.Subject.CommonName != consumerID {
+			t.Fatalf("CN = %q", cert.Subject.CommonName)
+		}
+		_, err = VerifyClientCertificate(ca.issue(t, newEd25519(t).Public(), consumerID, nb, na, clientAuth), nil, key.Public(), now)
+		requireRule(t, err, RuleCertificateKey, "is not the cluster's")
+		_, err = VerifyClientCertificate(ca.issue(t, key.Public(), consumerID, nb, na, x509.ExtKeyUsageServerAuth), nil, key.Public(), now)
+		requireRule(t, err, RuleCertificateUsage, "client-auth")
+		_, err = VerifyClientCertificate(good, nil, key.Public(), na.Add(time.Second))
+		requireRule(t, err, RuleCertificateValidity, "not at")
+	})
+
 	for name, tc := range map[string]struct {
 		cert, ca []byte
 		now      time.Time
@@ -50,7 +65,7 @@ func TestVerifyClientCertificate(t *testing.T) {
 		"two certs":       {append(bytes.Clone(good), good...), ca.pem, now, RuleCertificateFormat, "found 2 CERTIFICATE PEM blocks"},
 		"trailing text":   {append(bytes.Clone(good), 'x'), ca.pem, now, RuleCertificateFormat, "data outside"},
 		"garbage cert":    {pemOf(pemCertificate, []byte{0x30, 0}), ca.pem, now, RuleCertificateFormat, "cannot parse certificate"},
-		"empty CA":        {good, nil, now, RuleCertificateFormat, "no CERTIFICATE PEM block"},
+		"blank CA":        {good, []byte("\n"), now, RuleCertificateFormat, "no CERTIFICATE PEM block"},
 		"garbage CA":      {good, pemOf(pemCertificate, []byte("x")), now, RuleCertificateFormat, "cannot parse CA certificate 1"},
 		"text in bundle":  {good, append(append(bytes.Clone(ca.pem), "# comment\n"...), ca.pem...), now, RuleCertificateFormat, "data outside"},
 		"key in CA field": {good, pemOf(pemPrivateKey, []byte("x")), now, RuleCertificateFormat, `"PRIVATE KEY", want "CERTIFICATE"`},

@@ -57,6 +57,23 @@ func TestBuildKubeconfigLayout(t *testing.T) {
 	}
 }
 
+// An Identity with an empty CA (Liqo: the API server has a publicly trusted
+// certificate) gives a kubeconfig that names no CA, so client-go verifies the
+// server against the system roots.
+func TestBuildKubeconfigWithoutCA(t *testing.T) {
+	p := kubeconfigFixture(t, newTestCA(t, "provider-ca"), "https://api.example.com:6443", nil)
+	data, err := BuildKubeconfig(p)
+	requireNoError(t, err)
+	if strings.Contains(string(data), "certificate-authority") || strings.Contains(string(data), "insecure-skip-tls-verify") {
+		t.Fatalf("kubeconfig names a CA or skips verification:\n%s", data)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	requireNoError(t, err)
+	if len(cfg.CAData) != 0 || cfg.CAFile != "" || cfg.Insecure {
+		t.Fatalf("rest config trusts %q %q insecure=%v, want the system roots", cfg.CAData, cfg.CAFile, cfg.Insecure)
+	}
+}
+
 // TestBuildKubeconfigConnects uses the kubeconfig through client-go against
 // a TLS server that requires a client certificate from the provider's CA.
 func TestBuildKubeconfigConnects(t *testing.T) {

@@ -3,8 +3,6 @@ package reconciler
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"text/template"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
@@ -146,11 +145,17 @@ func (s *session) reviewBranch(pe *layout.Peering) (string, error) {
 	return b.String(), nil
 }
 
-// applyIdentity verifies identity.yaml against the cluster's own key and the
-// pinned provider CA, applies the Identity and its kubeconfig Secret, and
-// proves the kubeconfig works with a SelfSubjectReview.
+// applyIdentity acts on identity.yaml only for a provider this cluster asked
+// (its own tenant.yaml merged beside it), verifies it against the cluster's
+// own key, the admin's CA or the provider's pin, proves the kubeconfig with a
+// SelfSubjectReview when it is new or the branch moved, and only then pins the
+// provider and writes the Identity and its kubeconfig Secret. A rejected
+// identity.yaml leaves everything in place.
 func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns string) outcome {
 	id := pe.Identity
+	if err := s.ownTenantMerged(pe); err != nil {
+		return s.rejectIdentity(pe, err.Error())
+	}
 	cert, err := layout.VerifyIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
 	if err != nil {
 		return s.rejectIdentity(pe, err.Error())
@@ -162,80 +167,89 @@ func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns stri
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return outcome{err: err}
 	}
-	sum := sha256.Sum256(id.Spec.AuthParams.CA)
-	pin := hex.EncodeToString(sum[:])
-	switch pinned := nsObj.Annotations[PinnedCAAnnotation]; {
-	case pinned == "":
-		patch := client.MergeFrom(nsObj.DeepCopy())
-		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedCAAnnotation, pin)
-		if err := s.r.Patch(ctx, nsObj, patch); err != nil {
-			return outcome{err: err}
-		}
-	case pinned != pin:
-		return s.rejectIdentity(pe, fmt.Sprintf("CA %s is not the CA pinned for provider %s (%s)", pin[:16], pe.Provider, pinned[:16]))
+	pin, err := s.trust(ctx, pe, nsObj.Annotations)
+	if err != nil {
+		return s.rejectIdentity(pe, err.Error())
 	}
-	remoteNS := ""
-	if id.Spec.Namespace != nil {
-		remoteNS = *id.Spec.Namespace
-	}
-	proxy := ""
-	if id.Spec.AuthParams.ProxyURL != nil {
-		proxy = *id.Spec.AuthParams.ProxyURL
-	}
+	// An empty CA builds a kubeconfig without certificate-authority-data: the system roots verify the server.
 	kubeconfig, err := crypto.BuildKubeconfig(crypto.KubeconfigParams{
-		ProviderClusterID: pe.Provider, IdentityName: id.Name, Namespace: remoteNS, APIServer: id.Spec.AuthParams.APIServer,
-		ProxyURL: proxy, CA: id.Spec.AuthParams.CA, Certificate: id.Spec.AuthParams.SignedCRT, Key: s.key,
+		ProviderClusterID: pe.Provider, IdentityName: id.Name, Namespace: ptr.Deref(id.Spec.Namespace, ""), APIServer: id.Spec.AuthParams.APIServer,
+		ProxyURL: ptr.Deref(id.Spec.AuthParams.ProxyURL, ""), CA: id.Spec.AuthParams.CA, Certificate: id.Spec.AuthParams.SignedCRT, Key: s.key,
 	})
 	if err != nil {
 		return outcome{err: err}
 	}
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
+	secret := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, secret); client.IgnoreNotFound(err) != nil {
+		return outcome{err: err}
+	}
+	user := ""
+	if !bytes.Equal(secret.Data[authv1beta1.KubeconfigSecretField], kubeconfig) || s.obj.Status.LastProcessedCommit != s.head.String() {
+		if user, err = whoAmI(ctx, kubeconfig); err != nil {
+			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("kubeconfig for %s does not work yet, kept the current one: %v", pe.Provider, err)}
+		}
+		if user != pe.Consumer {
+			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates this kubeconfig as %q, not %q; kept the current one", pe.Provider, user, pe.Consumer)}
+		}
+	}
+	if err := s.recordPin(ctx, nsObj, pin); err != nil {
+		return outcome{err: err}
+	}
+	op, err := s.writeIdentity(ctx, pe, ns, kubeconfig)
+	if err != nil {
+		return outcome{err: err}
+	}
+	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
+	if op != controllerutil.OperationResultNone {
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, pe.Provider, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
+	}
+	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
+}
+
+// writeIdentity applies the Identity of pe and its kubeconfig Secret, and
+// returns what happened to the Secret.
+func (s *session) writeIdentity(ctx context.Context, pe *layout.Peering, ns string, kubeconfig []byte) (controllerutil.OperationResult, error) {
+	id := pe.Identity
+	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.Name}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, identity, func() error {
-		metav1.SetMetaDataLabel(&identity.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Provider)
-		metav1.SetMetaDataLabel(&identity.ObjectMeta, ManagedByLabel, managedBy)
+		s.labelConsumerObject(&identity.ObjectMeta, pe.Provider)
 		identity.Spec = id.Spec
 		return nil
 	}); err != nil {
-		return outcome{err: err}
+		return controllerutil.OperationResultNone, err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName}}
 	op, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Provider)
+		s.labelConsumerObject(&secret.ObjectMeta, pe.Provider)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.IdentityTypeLabel, string(id.Spec.Type))
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
-		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, authv1beta1.RemoteTenantNamespaceAnnotation, remoteNS)
+		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, authv1beta1.RemoteTenantNamespaceAnnotation, ptr.Deref(id.Spec.Namespace, ""))
 		secret.Data = map[string][]byte{authv1beta1.KubeconfigSecretField: kubeconfig}
 		return controllerutil.SetControllerReference(identity, secret, s.r.Scheme())
 	})
 	if err != nil {
-		return outcome{err: err}
+		return op, err
 	}
 	if identity.Status.KubeconfigSecretRef == nil || identity.Status.KubeconfigSecretRef.Name != secretName {
 		patch := client.MergeFrom(identity.DeepCopy())
 		identity.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secretName}
 		if err := s.r.Status().Patch(ctx, identity, patch); err != nil {
-			return outcome{err: err}
+			return op, err
 		}
 	}
-	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
-	if op != controllerutil.OperationResultNone || s.obj.Status.LastProcessedCommit != s.head.String() {
-		user, err := whoAmI(ctx, kubeconfig)
-		if err != nil {
-			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("kubeconfig for %s does not work yet: %v", pe.Provider, err)}
-		}
-		if user != pe.Consumer {
-			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates this kubeconfig as %q, not %q", pe.Provider, user, pe.Consumer)}
-		}
-		if op != controllerutil.OperationResultNone {
-			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, pe.Provider, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
-		}
-	}
-	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
+	return op, nil
 }
 
-// dropIdentity deletes the Identity and its kubeconfig Secret once
-// identity.yaml left the branch.
+// labelConsumerObject sets the labels of an object the consumer creates for provider.
+func (s *session) labelConsumerObject(meta *metav1.ObjectMeta, provider string) {
+	metav1.SetMetaDataLabel(meta, authv1beta1.RemoteClusterIDLabel, provider)
+	metav1.SetMetaDataLabel(meta, ManagedByLabel, managedBy)
+	metav1.SetMetaDataLabel(meta, OwnerLabel, string(s.obj.UID))
+}
+
+// dropIdentity deletes the Identity, its kubeconfig Secret, the signed nonce
+// and the provider's pin once identity.yaml left the branch.
 func (s *session) dropIdentity(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
 	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(pe.Provider))
 	identity := &authv1beta1.Identity{}
@@ -245,18 +259,12 @@ func (s *session) dropIdentity(ctx context.Context, pe *layout.Peering, ns strin
 		}
 		return outcome{err: err}, true
 	}
-	for _, obj := range []client.Object{
-		identity,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.KubeconfigSecretName(name)}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}},
-	} {
-		if err := s.r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return outcome{err: err}, true
-		}
+	if err := s.forgetProvider(ctx, pe.Provider, ns); err != nil {
+		return outcome{err: err}, true
 	}
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider)
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Provider, "identity.yaml for provider %s left the branch: Identity and kubeconfig deleted", pe.Provider)
-	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity and kubeconfig deleted"}, true
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Provider, "identity.yaml for provider %s left the branch: Identity, kubeconfig and pin deleted", pe.Provider)
+	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}, true
 }
 
 func (s *session) rejectIdentity(pe *layout.Peering, reason string) outcome {

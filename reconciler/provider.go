@@ -37,8 +37,13 @@ const (
 	// of the consumer's public key, pinned at first issuance.
 	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
 	// PinnedCAAnnotation on a consumer-side tenant namespace holds the SHA-256
-	// of the provider's CA, pinned on first use.
+	// of the provider's CA, pinned on first use by earlier versions; it is
+	// still honoured and replaced by PinnedProviderAnnotation.
 	PinnedCAAnnotation = "gitpeer.io/pinned-ca-sha256"
+	// PinnedProviderAnnotation on a consumer-side tenant namespace holds the
+	// pin taken on first use of a provider's Identity: the SHA-256 of its API
+	// server URL and CA bundle (see providerPin).
+	PinnedProviderAnnotation = "gitpeer.io/pinned-provider-sha256"
 	// consumerLabel marks the CSRs issued for a consumer.
 	consumerLabel = "gitpeer.io/consumer"
 )

@@ -350,6 +350,9 @@ func (s *session) run(ctx context.Context) {
 			s.record(ctx, string(p), gitpeerv1alpha1.ConsumerRole, s.consume(ctx, s.peering(string(p), me)))
 		}
 	}
+	if err := s.forgetUnlistedProviders(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "cannot remove what was created for providers no longer listed")
+	}
 	s.obj.Status.LastProcessedCommit = s.head.String()
 	s.publishStatus()
 }

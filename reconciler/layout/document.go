@@ -113,8 +113,9 @@ func (pe *Peering) decode(p Path, data []byte) error {
 		if id.Spec.Type != authv1beta1.ControlPlaneIdentityType {
 			return fmt.Errorf("%w: Identity type %q is not %q", ErrInvalid, id.Spec.Type, authv1beta1.ControlPlaneIdentityType)
 		}
-		if id.Spec.AuthParams.APIServer == "" || len(id.Spec.AuthParams.CA) == 0 || len(id.Spec.AuthParams.SignedCRT) == 0 {
-			return fmt.Errorf("%w: Identity needs spec.authParams.apiServer, ca and signedCRT", ErrInvalid)
+		// An empty ca is legal in Liqo: the API server has a publicly trusted certificate.
+		if id.Spec.AuthParams.APIServer == "" || len(id.Spec.AuthParams.SignedCRT) == 0 {
+			return fmt.Errorf("%w: Identity needs spec.authParams.apiServer and signedCRT", ErrInvalid)
 		}
 		if id.Spec.AuthParams.AwsConfig != nil {
 			return fmt.Errorf("%w: Identity with awsConfig is not supported", ErrInvalid)

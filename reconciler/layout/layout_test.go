@@ -223,7 +223,9 @@ func TestDecode(t *testing.T) {
 		{name: "identity under another provider", kind: Identity, data: identity(nil), path: &Path{Provider: "provider-b", Consumer: consumer, Kind: Identity}, wantErr: `sits in the directory of provider "provider-b"`},
 		{name: "identity wrong type", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.Type = "ResourceSlice" }), wantErr: `Identity type "ResourceSlice"`},
 		{name: "identity with awsConfig", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.AwsConfig = &authv1beta1.AwsConfig{} }), wantErr: "awsConfig is not supported"},
-		{name: "identity without certificate", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.SignedCRT = nil }), wantErr: "needs spec.authParams.apiServer, ca and signedCRT"},
+		{name: "identity without certificate", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.SignedCRT = nil }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
+		{name: "identity without API server", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.APIServer = "" }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
+		{name: "identity without CA (publicly trusted API server)", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.CA = nil })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := at(tc.kind)

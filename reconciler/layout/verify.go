@@ -31,14 +31,15 @@ func VerifyTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.Publi
 }
 
 // VerifyIdentity checks that an Identity's certificate belongs to key, chains
-// to the CA inside the Identity, allows client authentication, is valid at now,
-// and names consumer (CN) in group liqo.io.
+// to the CA inside the Identity (unless that CA is empty, as Liqo allows for a
+// publicly trusted API server), allows client authentication, is valid at now,
+// and names consumer (CN) in exactly the group liqo.io (O).
 func VerifyIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer string, now time.Time) (*x509.Certificate, error) {
 	cert, err := crypto.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, id.Spec.AuthParams.CA, key, now)
 	if err != nil {
 		return nil, fmt.Errorf("identity certificate: %w", err)
 	}
-	if err := checkCommonName(cert, consumer); err != nil {
+	if err := CheckSubject(cert, consumer); err != nil {
 		return nil, err
 	}
 	return cert, nil

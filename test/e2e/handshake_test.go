@@ -19,6 +19,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 const (
@@ -95,6 +96,12 @@ var _ = Describe("Handshake", Ordered, func() {
 	})
 
 	It("revokes access when tenant.yaml is deleted from the branch", func(ctx SpecContext) {
+		pins := func(g Gomega) map[string]string {
+			ns := &corev1.Namespace{}
+			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
+			return ns.Annotations
+		}
+		Expect(pins(Default)).To(HaveKey(reconciler.PinnedProviderAnnotation), "the provider is pinned on first use")
 		w := filepath.Join(GinkgoT().TempDir(), "w")
 		gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)
 		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
@@ -110,6 +117,8 @@ var _ = Describe("Handshake", Ordered, func() {
 			return apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: authv1beta1.KubeconfigSecretName(identityName)}, &corev1.Secret{}))
 		}).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: identityName}, &authv1beta1.Identity{}))).To(BeTrue())
+		Eventually(pins).WithTimeout(time.Minute).ShouldNot(Or(HaveKey(reconciler.PinnedProviderAnnotation), HaveKey(reconciler.PinnedCAAnnotation)),
+			"revocation clears the pin: a new peering pins anew")
 	})
 
 	It("leaves a git log that reads as an audit trail", func() {

@@ -42,7 +42,7 @@ var _ = Describe("Pinned provider CA", Ordered, func() {
 		identity.Spec.AuthParams.CA, identity.Spec.AuthParams.SignedCRT = ca.PEM, cert
 		commit("Replace "+pConsumerID+"'s identity", map[string][]byte{path: must(yaml.Marshal(&identity))})
 
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "is not the CA pinned for provider "+pProviderID)
+		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "is not the API server and CA pinned for provider "+pProviderID)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringPhases(ctx, consumer)).To(HaveKeyWithValue("Consumer/"+pProviderID, gitpeerv1alpha1.PhaseFailed))
 		}).WithTimeout(time.Minute).Should(Succeed())

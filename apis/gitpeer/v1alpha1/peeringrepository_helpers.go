@@ -96,3 +96,16 @@ func (in *CommitSpec) GetAuthor() (name, email string) {
 	}
 	return name, email
 }
+
+// TrustedCAFor returns the CA an admin configured for provider, or nil.
+func (in *ConsumerSpec) TrustedCAFor(provider string) *TrustedCA {
+	if in == nil {
+		return nil
+	}
+	for i := range in.TrustedCAs {
+		if string(in.TrustedCAs[i].Provider) == provider {
+			return &in.TrustedCAs[i]
+		}
+	}
+	return nil
+}

@@ -211,6 +211,29 @@ type ConsumerSpec struct {
 	// repositories where the push itself is the approval.
 	// +optional
 	Direct bool `json:"direct,omitempty"`
+
+	// TrustedCAs pins, per provider, the CA bundle its Identity must offer. For a provider listed
+	// here the consumer accepts identity.yaml only if its spec.authParams.ca holds exactly the
+	// certificates of the Secret's 'ca.crt', and takes no pin on first use. For other providers
+	// the consumer pins the API server URL and CA of the first Identity it proves working.
+	// +listType=map
+	// +listMapKey=provider
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	TrustedCAs []TrustedCA `json:"trustedCAs,omitempty"`
+}
+
+// TrustedCA is the CA bundle an admin configured for one provider.
+type TrustedCA struct {
+	// Provider is the ID of the provider cluster.
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="provider IDs must be at most 63 characters"
+	// +required
+	Provider authv1beta1.ClusterID `json:"provider"`
+
+	// SecretRef names a Secret in the PeeringRepository's namespace whose 'ca.crt' key holds the
+	// PEM CA bundle of the provider's API server.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
 }
 
 // VerificationMode selects the commits whose signature is verified.

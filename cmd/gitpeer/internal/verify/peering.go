@@ -2,7 +2,6 @@ package verify
 
 import (
 	gocrypto "crypto"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"path"
@@ -107,7 +106,7 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 		}
 	}
 	if d.ok[layout.Identity] {
-		cert, err := d.verifyIdentity(key, now)
+		cert, err := layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now)
 		if err == nil {
 			return fmt.Sprintf("issued: identity.yaml certifies its key (serial %s); the nonce it signed has been rotated", cert.SerialNumber.Text(16)), nil
 		}
@@ -140,22 +139,13 @@ func (d *directory) checkIdentity(now time.Time) (string, error) {
 		}
 		source = "the key of request.yaml"
 	}
-	if cert, err = d.verifyIdentity(key, now); err != nil {
+	if cert, err = layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
 		return "", fmt.Errorf("%w (checked against %s)", err, source)
 	}
-	return fmt.Sprintf("certificate %s for CN=%s chains to its CA, is for %s, expires %s",
-		cert.SerialNumber.Text(16), d.pe.Consumer, source, cert.NotAfter.UTC().Format(time.RFC3339)), nil
-}
-
-// verifyIdentity is layout.VerifyIdentity plus the organization the provider
-// must have kept from the CSR: exactly liqo.io.
-func (d *directory) verifyIdentity(key gocrypto.PublicKey, now time.Time) (*x509.Certificate, error) {
-	cert, err := layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now)
-	if err != nil {
-		return nil, err
+	chain := "chains to its CA"
+	if len(d.pe.Identity.Spec.AuthParams.CA) == 0 {
+		chain = "has no CA (the API server must be publicly trusted)"
 	}
-	if err := layout.CheckSubject(cert, d.pe.Consumer); err != nil {
-		return nil, err
-	}
-	return cert, nil
+	return fmt.Sprintf("certificate %s for CN=%s %s, is for %s, expires %s",
+		cert.SerialNumber.Text(16), d.pe.Consumer, chain, source, cert.NotAfter.UTC().Format(time.RFC3339)), nil
 }

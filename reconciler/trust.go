@@ -1,0 +1,219 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
+)
+
+// trustedCAKey is the key of the CA bundle in a spec.consumer.trustedCAs Secret.
+const trustedCAKey = "ca.crt"
+
+// ownTenantMerged returns an error unless the directory of pe holds, on the
+// branch, a tenant.yaml of this cluster's own key: the consumer acts on an
+// Identity only for a provider it asked.
+func (s *session) ownTenantMerged(pe *layout.Peering) error {
+	if pe.Tenant == nil {
+		return fmt.Errorf("no valid tenant.yaml of this cluster is merged beside it: this cluster did not ask %s for an identity", pe.Provider)
+	}
+	key, err := crypto.ParsePublicKey(pe.Tenant.Spec.PublicKey)
+	if err != nil {
+		return fmt.Errorf("tenant.yaml beside it has no valid key: %w", err)
+	}
+	theirs, err := keyFingerprint(key)
+	if err != nil {
+		return err
+	}
+	mine, err := keyFingerprint(s.key.Public())
+	if err != nil {
+		return err
+	}
+	if theirs != mine {
+		return fmt.Errorf("tenant.yaml beside it is for key %s, not this cluster's key %s: this cluster did not ask %s for an identity", theirs[:16], mine[:16], pe.Provider)
+	}
+	return nil
+}
+
+// trust checks the Identity's API server and CA against what the admin
+// configured for the provider or, if nothing is, against the pin of the
+// consumer-side tenant namespace annotations. It returns the first-use pin to
+// record ("" when the admin's CA decides).
+func (s *session) trust(ctx context.Context, pe *layout.Peering, annotations map[string]string) (string, error) {
+	ap := pe.Identity.Spec.AuthParams
+	if ref := s.obj.Spec.Consumer.TrustedCAFor(pe.Provider); ref != nil {
+		return "", s.checkTrustedCA(ctx, ref, ap.CA)
+	}
+	return checkPin(annotations, pe.Provider, ap.APIServer, ap.CA)
+}
+
+// checkTrustedCA returns an error unless ca holds exactly the certificates of
+// the admin's Secret.
+func (s *session) checkTrustedCA(ctx context.Context, ref *gitpeerv1alpha1.TrustedCA, ca []byte) error {
+	secret, err := s.r.secret(ctx, s.obj.Namespace, ref.SecretRef.Name)
+	if err != nil {
+		return fmt.Errorf("trusted CA of provider %s: %w", ref.Provider, err)
+	}
+	want, err := crypto.ParseCAPEM(secret.Data[trustedCAKey])
+	if err != nil {
+		return fmt.Errorf("trusted CA of provider %s: Secret %s, key %s: %w", ref.Provider, ref.SecretRef.Name, trustedCAKey, err)
+	}
+	if len(ca) == 0 {
+		return fmt.Errorf("the Identity offers no CA, but spec.consumer.trustedCAs configures Secret %s for provider %s", ref.SecretRef.Name, ref.Provider)
+	}
+	got, err := crypto.ParseCAPEM(ca)
+	if err != nil {
+		return fmt.Errorf("identity CA: %w", err)
+	}
+	if !got.Equal(want) {
+		return fmt.Errorf("the Identity's CA is not the CA configured for provider %s in spec.consumer.trustedCAs (Secret %s)", ref.Provider, ref.SecretRef.Name)
+	}
+	return nil
+}
+
+// providerPin is what the consumer pins of a provider on first use: the
+// SHA-256 of the length-prefixed API server URL and CA bundle. An empty CA
+// (the API server has a publicly trusted certificate) pins the URL and the
+// system roots that then verify it.
+func providerPin(apiServer string, ca []byte) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(apiServer), ca} {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// errPinMismatch marks an Identity whose API server or CA is not the pinned one.
+var errPinMismatch = errors.New("pin mismatch")
+
+// checkPin checks apiServer and ca against the pin in the annotations of the
+// consumer-side tenant namespace of provider and returns the pin to record.
+// A legacy CA-only pin (PinnedCAAnnotation) must match the CA; the returned
+// pin then replaces it.
+func checkPin(annotations map[string]string, provider, apiServer string, ca []byte) (string, error) {
+	pin := providerPin(apiServer, ca)
+	howTo := fmt.Sprintf("to trust it, remove the peering (identity.yaml, or %s from spec.consumer.providers) or the annotation %s of namespace %s",
+		provider, PinnedProviderAnnotation, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)))
+	if pinned := annotations[PinnedProviderAnnotation]; pinned != "" {
+		if pinned != pin {
+			return "", fmt.Errorf("%w: API server %q with CA %s is not the API server and CA pinned for provider %s (%s); %s",
+				errPinMismatch, apiServer, caDigest(ca), provider, short(pinned), howTo)
+		}
+		return pin, nil
+	}
+	if legacy := annotations[PinnedCAAnnotation]; legacy != "" {
+		sum := sha256.Sum256(ca)
+		if got := hex.EncodeToString(sum[:]); got != legacy {
+			return "", fmt.Errorf("%w: CA %s is not the CA pinned for provider %s (%s); %s",
+				errPinMismatch, short(got), provider, short(legacy), howTo)
+		}
+	}
+	return pin, nil
+}
+
+// caDigest names a CA bundle in messages.
+func caDigest(ca []byte) string {
+	if len(ca) == 0 {
+		return "(none: system roots)"
+	}
+	sum := sha256.Sum256(ca)
+	return short(hex.EncodeToString(sum[:]))
+}
+
+func short(digest string) string { return digest[:min(16, len(digest))] }
+
+// recordPin stores pin on the tenant namespace and drops a legacy CA pin.
+func (s *session) recordPin(ctx context.Context, nsObj *corev1.Namespace, pin string) error {
+	if pin == "" || (nsObj.Annotations[PinnedProviderAnnotation] == pin && nsObj.Annotations[PinnedCAAnnotation] == "") {
+		return nil
+	}
+	patch := client.MergeFrom(nsObj.DeepCopy())
+	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedProviderAnnotation, pin)
+	delete(nsObj.Annotations, PinnedCAAnnotation)
+	return s.r.Patch(ctx, nsObj, patch)
+}
+
+// forgetProvider deletes what the consumer holds for provider in its tenant
+// namespace ns: the Identity, its kubeconfig Secret, the signed-nonce Secret
+// (Secrets only if the agent manages them) and the pin.
+func (s *session) forgetProvider(ctx context.Context, provider, ns string) error {
+	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(provider))
+	if err := s.r.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	for _, secret := range []string{authv1beta1.KubeconfigSecretName(name), authv1beta1.SignedNonceSecretName} {
+		if err := s.deleteManagedSecret(ctx, ns, secret); err != nil {
+			return err
+		}
+	}
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if nsObj.Annotations[PinnedProviderAnnotation] == "" && nsObj.Annotations[PinnedCAAnnotation] == "" {
+		return nil
+	}
+	patch := client.MergeFrom(nsObj.DeepCopy())
+	delete(nsObj.Annotations, PinnedProviderAnnotation)
+	delete(nsObj.Annotations, PinnedCAAnnotation)
+	return s.r.Patch(ctx, nsObj, patch)
+}
+
+// deleteManagedSecret deletes ns/name if the agent manages it.
+func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) error {
+	secret := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if secret.Labels[ManagedByLabel] != managedBy {
+		return nil
+	}
+	err := s.r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// forgetUnlistedProviders removes what this PeeringRepository created as a
+// consumer for providers no longer in spec.consumer.providers.
+func (s *session) forgetUnlistedProviders(ctx context.Context) error {
+	wanted := map[string]bool{}
+	if s.obj.Spec.Consumer != nil {
+		for _, p := range s.obj.Spec.Consumer.Providers {
+			wanted[string(p)] = true
+		}
+	}
+	var identities authv1beta1.IdentityList
+	if err := s.r.List(ctx, &identities, client.MatchingLabels{ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)}); err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range identities.Items {
+		provider := string(id.Spec.ClusterID)
+		if wanted[provider] || id.Namespace != authv1beta1.TenantNamespaceName(id.Spec.ClusterID) {
+			continue
+		}
+		if err := s.forgetProvider(ctx, provider, id.Namespace); err != nil {
+			errs = append(errs, fmt.Errorf("provider %s: %w", provider, err))
+			continue
+		}
+		certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), provider)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, provider,
+			"provider %s left spec.consumer.providers: Identity, kubeconfig, signed nonce and pin deleted", provider)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fluxcd/pkg/apis/meta"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/test/repofixture"
+)
+
+// The consumer trusts an identity.yaml only for a provider it asked (its own
+// Tenant merged), with the CA the admin configured or the API server and CA
+// it pinned on first use; it proves a changed kubeconfig before replacing
+// the working one, and forgets a provider the admin no longer lists.
+var _ = Describe("Consumer trust", Ordered, func() {
+	const tProviderID, tConsumerID, ghostID = "provider-t", "consumer-t", "provider-ghost"
+	const caSecret = "provider-t-ca"
+	dir, ghostDir := tProviderID+"/"+tConsumerID+"/", ghostID+"/"+tConsumerID+"/"
+	review := "gitpeer/" + tProviderID + "/" + tConsumerID
+	consumerNS := authv1beta1.TenantNamespaceName(tProviderID)
+	ghostNS := authv1beta1.TenantNamespaceName(ghostID)
+	tenantNS := authv1beta1.TenantNamespaceName(tConsumerID)
+	var provider, consumer *cluster
+	attackerCA := must(repofixture.NewCA("attacker CA", time.Now().Add(-time.Minute), time.Hour))
+
+	// identityFor is an identity.yaml for the consumer's real key (its CSR is
+	// public on the branch), issued by the attacker's CA, for apiServer.
+	identityFor := func(provider string, csr []byte, apiServer string) []byte {
+		ns := authv1beta1.TenantNamespaceName(tConsumerID)
+		return must(yaml.Marshal(&authv1beta1.Identity{
+			TypeMeta:   metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.IdentityKind},
+			ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(provider))},
+			Spec: authv1beta1.IdentitySpec{
+				ClusterID: authv1beta1.ClusterID(provider), Type: authv1beta1.ControlPlaneIdentityType, Namespace: &ns,
+				AuthParams: authv1beta1.AuthParams{
+					APIServer: apiServer, CA: attackerCA.PEM,
+					SignedCRT: must(attackerCA.Issue(csr, time.Now().Add(-time.Minute), time.Hour)),
+				},
+			},
+		}))
+	}
+	tenantCSR := func(ref string) []byte {
+		var t authv1beta1.Tenant
+		Expect(yaml.Unmarshal([]byte(show(ref, dir+"tenant.yaml")), &t)).To(Succeed())
+		return t.Spec.CSR
+	}
+	setCA := func(ctx context.Context, pemData []byte) {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: caSecret}}
+		Expect(client.IgnoreAlreadyExists(consumer.k8s.Create(ctx, secret))).To(Succeed())
+		patch := client.MergeFrom(secret.DeepCopy())
+		secret.Data = map[string][]byte{"ca.crt": pemData}
+		Expect(consumer.k8s.Patch(ctx, secret, patch)).To(Succeed())
+	}
+	editConsumer := func(ctx context.Context, mutate func(*gitpeerv1alpha1.ConsumerSpec)) {
+		obj := peeringRepository(ctx, Default, consumer)
+		patch := client.MergeFrom(obj.DeepCopy())
+		mutate(obj.Spec.Consumer)
+		Expect(consumer.k8s.Patch(ctx, obj, patch)).To(Succeed())
+	}
+	expectPhase := func(ctx context.Context, peer string, phase gitpeerv1alpha1.PeeringPhase) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			g.Expect(peeringPhases(ctx, consumer)).To(HaveKeyWithValue("Consumer/"+peer, phase))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	}
+	// holds reports what the consumer holds for a provider: Identity, kubeconfig Secret, pin.
+	holds := func(ctx context.Context, g Gomega, peer string) (identity, kubeconfig, pin bool) {
+		ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(peer))
+		name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(peer))
+		exists := func(obj client.Object, key client.ObjectKey) bool {
+			err := consumer.k8s.Get(ctx, key, obj)
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+			return err == nil
+		}
+		identity = exists(&authv1beta1.Identity{}, client.ObjectKey{Namespace: ns, Name: name})
+		kubeconfig = exists(&corev1.Secret{}, client.ObjectKey{Namespace: ns, Name: authv1beta1.KubeconfigSecretName(name)})
+		nsObj := &corev1.Namespace{}
+		if exists(nsObj, client.ObjectKey{Name: ns}) {
+			pin = nsObj.Annotations[reconciler.PinnedProviderAnnotation] != "" || nsObj.Annotations[reconciler.PinnedCAAnnotation] != ""
+		}
+		return identity, kubeconfig, pin
+	}
+	expectNothingHeld := func(ctx context.Context, peer string) {
+		GinkgoHelper()
+		Consistently(func(g Gomega) {
+			identity, kubeconfig, pin := holds(ctx, g, peer)
+			g.Expect([]bool{identity, kubeconfig, pin}).To(Equal([]bool{false, false, false}), "Identity, kubeconfig, pin of %s", peer)
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+	}
+
+	BeforeAll(func(ctx SpecContext) {
+		provider, consumer = newCluster(tProviderID), newCluster(tConsumerID)
+		// The admin first configures a CA that is not the provider's.
+		setCA(ctx, must(repofixture.NewCA("not the provider's CA", time.Now().Add(-time.Minute), time.Hour)).PEM)
+		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
+		})
+		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{
+				Providers:  []authv1beta1.ClusterID{tProviderID, ghostID},
+				TrustedCAs: []gitpeerv1alpha1.TrustedCA{{Provider: tProviderID, SecretRef: meta.LocalObjectReference{Name: caSecret}}},
+			}
+		})
+		provider.startAgent()
+		consumer.startAgent()
+	})
+
+	It("ignores an identity.yaml committed before its Tenant is merged, pinning nothing", func(ctx SpecContext) {
+		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		// Without the provider's agent, nothing revokes the attacker's file.
+		provider.stopAgent()
+		path := dir + "identity.yaml"
+		commit("Identity for "+tConsumerID+" before review", map[string][]byte{path: identityFor(tProviderID, tenantCSR(review), "https://attacker.invalid:6443")})
+
+		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "this cluster did not ask "+tProviderID)
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
+		expectNothingHeld(ctx, tProviderID)
+	})
+
+	It("refuses the real Identity while its CA is not the CA the admin configured", func(ctx SpecContext) {
+		w := clone()
+		gitCLI(w, "merge", "-q", "--no-ff", "origin/"+review, "-m", "Merge pull request from "+review)
+		pushMain(w)
+		provider.startAgent()
+
+		Eventually(func(g Gomega) {
+			var id authv1beta1.Identity
+			g.Expect(yaml.Unmarshal([]byte(show("main", dir+"identity.yaml")), &id)).To(Succeed())
+			g.Expect(id.Spec.AuthParams.APIServer).To(Equal(provider.cp.URL))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		expectEvent(ctx, consumer, reconciler.ReasonRejected, dir+"identity.yaml rejected", "is not the CA configured for provider "+tProviderID)
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
+		expectNothingHeld(ctx, tProviderID)
+	})
+
+	It("accepts it once the admin configures the provider's CA, taking no pin", func(ctx SpecContext) {
+		setCA(ctx, provider.cp.CAPEM)
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseReady)
+		Expect(can(ctx, clientFor(kubeconfigOf(ctx, consumer, tProviderID)), "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeTrue())
+		identity, kubeconfig, pin := holds(ctx, Default, tProviderID)
+		Expect([]bool{identity, kubeconfig, pin}).To(Equal([]bool{true, true, false}))
+	})
+
+	It("keeps the working kubeconfig when a changed identity.yaml does not prove itself", func(ctx SpecContext) {
+		provider.stopAgent()
+		kubeconfig := kubeconfigOf(ctx, consumer, tProviderID)
+		var id authv1beta1.Identity
+		Expect(yaml.Unmarshal([]byte(show("main", dir+"identity.yaml")), &id)).To(Succeed())
+		id.Spec.AuthParams.APIServer = "https://127.0.0.1:1" // same CA, nothing listening
+		commit("Move "+tProviderID+"'s API server", map[string][]byte{dir + "identity.yaml": must(yaml.Marshal(&id))})
+
+		Eventually(func(g Gomega) string {
+			for _, p := range peeringRepository(ctx, g, consumer).Status.Peerings {
+				if p.Role == gitpeerv1alpha1.ConsumerRole && string(p.PeerID) == tProviderID {
+					return p.Message
+				}
+			}
+			return ""
+		}).WithTimeout(time.Minute).Should(ContainSubstring("does not work yet, kept the current one"))
+		Consistently(func() []byte { return kubeconfigOf(ctx, consumer, tProviderID) }).WithTimeout(5 * time.Second).Should(Equal(kubeconfig))
+		provider.startAgent()
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseReady)
+	})
+
+	It("pins the API server and CA on first use and refuses another API server", func(ctx SpecContext) {
+		editConsumer(ctx, func(c *gitpeerv1alpha1.ConsumerSpec) { c.TrustedCAs = nil })
+		Eventually(func(g Gomega) bool {
+			_, _, pin := holds(ctx, g, tProviderID)
+			return pin
+		}).WithTimeout(time.Minute).Should(BeTrue())
+
+		provider.stopAgent()
+		kubeconfig := kubeconfigOf(ctx, consumer, tProviderID)
+		var id authv1beta1.Identity
+		Expect(yaml.Unmarshal([]byte(show("main", dir+"identity.yaml")), &id)).To(Succeed())
+		id.Spec.AuthParams.APIServer = "https://attacker.invalid:6443"
+		path := dir + "identity.yaml"
+		commit("Point "+tConsumerID+" at another API server", map[string][]byte{path: must(yaml.Marshal(&id))})
+
+		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "is not the API server and CA pinned for provider "+tProviderID,
+			reconciler.PinnedProviderAnnotation)
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
+		Consistently(func() []byte { return kubeconfigOf(ctx, consumer, tProviderID) }).WithTimeout(5 * time.Second).Should(Equal(kubeconfig))
+		provider.startAgent()
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseReady)
+	})
+
+	It("refuses a stranger's identity.yaml beside a Tenant of another key", func(ctx SpecContext) {
+		Eventually(func() string { return show("main", ghostDir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		stranger := newClusterKey()
+		path := ghostDir + "identity.yaml"
+		commit("A stranger's peering with "+tConsumerID, map[string][]byte{
+			ghostDir + "tenant.yaml": tenantDoc(signedTenant(stranger, tConsumerID, crypto.GenerateNonce())),
+			path:                     identityFor(ghostID, tenantCSR("main"), "https://attacker.invalid:6443"),
+		})
+		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "not this cluster's key")
+		expectPhase(ctx, ghostID, gitpeerv1alpha1.PhaseFailed)
+		expectNothingHeld(ctx, ghostID)
+		Expect(apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Name: ghostNS}, &corev1.Namespace{}))).To(BeTrue())
+	})
+
+	It("forgets a provider removed from spec.consumer.providers: Identity, kubeconfig, signed nonce and pin", func(ctx SpecContext) {
+		signedNonce := client.ObjectKey{Namespace: consumerNS, Name: authv1beta1.SignedNonceSecretName}
+		Expect(consumer.k8s.Get(ctx, signedNonce, &corev1.Secret{})).To(Succeed())
+		identity, kubeconfig, pin := holds(ctx, Default, tProviderID)
+		Expect([]bool{identity, kubeconfig, pin}).To(Equal([]bool{true, true, true}))
+
+		editConsumer(ctx, func(c *gitpeerv1alpha1.ConsumerSpec) { c.Providers = []authv1beta1.ClusterID{ghostID} })
+		Eventually(func(g Gomega) {
+			identity, kubeconfig, pin := holds(ctx, g, tProviderID)
+			g.Expect([]bool{identity, kubeconfig, pin}).To(Equal([]bool{false, false, false}))
+			g.Expect(apierrors.IsNotFound(consumer.k8s.Get(ctx, signedNonce, &corev1.Secret{}))).To(BeTrue())
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+})
