@@ -217,6 +217,11 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"patch", "authentication.liqo.io", "identities", "status", "liqo-tenant-provider1", "controlplane-provider1"},
 		{"watch", "gitpeer.io", "peeringrepositories", "", systemNamespace, ""},
 		{"patch", "gitpeer.io", "peeringrepositories", "status", systemNamespace, "p"},
+		{"patch", "gitpeer.io", "peeringrepositories", "", systemNamespace, "p"}, // finalizer, request-again annotation
+		{"list", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, ""},
+		{"delete", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, "x"},
+		{"update", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, "x"},
+		{"update", "", "secrets", "", systemNamespace, "gitpeer-issued-p"},
 		{"create", "events.k8s.io", "events", "", systemNamespace, ""},
 		{"update", "coordination.k8s.io", "leases", "", systemNamespace, "x"},
 	}
@@ -354,6 +359,12 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "authentication-keys"}, Immutable: ptr.To(true)}))
 	mustDeny("create authentication-keys elsewhere", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "authentication-keys"}}, client.DryRunAll))
+	issued := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-issued-p"}}
+	mustOK("create the issued-certificate records", agent.Create(ctx, issued))
+	issued.Data = map[string][]byte{"consumer1": []byte(`{}`)}
+	mustOK("update the issued-certificate records", agent.Update(ctx, issued))
+	mustDeny("create issued-certificate records elsewhere", agent.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gitpeer-issued-p"}}, client.DryRunAll))
 	now := metav1.NowMicro()
 	mustOK("record an event", agent.Create(ctx, &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, GenerateName: "gitpeer-"}, EventTime: now,

@@ -111,7 +111,7 @@ func (s *session) updateRecords(ctx context.Context, consumer string, update fun
 	}
 	key := s.issuedSecretKey()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	_, err = controllerutil.CreateOrPatch(ctx, s.r.Client, secret, func() error {
+	_, err = controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, OwnerLabel, string(s.obj.UID))
 		if secret.Data == nil {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -108,27 +109,20 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 		return fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository", errNotOurs{"namespace " + ns.Name}, peer, peer)
 	}
 	legacyObjects := labels.NewSelector().Add(mustRequirement(ManagedByLabel, selection.Equals, managedBy), mustRequirement(OwnerLabel, selection.DoesNotExist))
-	var objs []client.Object
 	var tenants authv1beta1.TenantList
 	var bindings rbacv1.RoleBindingList
-	var csrs certificatesv1.CertificateSigningRequestList
 	if err := s.r.List(ctx, &tenants, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: legacyObjects}); err != nil {
 		return err
 	}
 	if err := s.r.List(ctx, &bindings, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: legacyObjects}); err != nil {
 		return err
 	}
-	if err := s.r.List(ctx, &csrs, client.MatchingLabelsSelector{Selector: legacyObjects.Add(mustRequirement(consumerLabel, selection.Equals, peer))}); err != nil {
-		return err
-	}
+	var objs []client.Object
 	for i := range tenants.Items {
 		objs = append(objs, &tenants.Items[i])
 	}
 	for i := range bindings.Items {
 		objs = append(objs, &bindings.Items[i])
-	}
-	for i := range csrs.Items {
-		objs = append(objs, &csrs.Items[i])
 	}
 	nonce := &corev1.Secret{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: authv1beta1.NonceSecretName}, nonce); err == nil && ownerOf(nonce.Labels, string(s.obj.UID)) == legacy {
@@ -136,17 +130,34 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 	} else if client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	for _, obj := range append(objs, ns) {
-		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-		l := obj.GetLabels()
-		l[OwnerLabel] = string(s.obj.UID)
-		obj.SetLabels(l)
-		if err := s.r.Patch(ctx, obj, patch); err != nil {
+	// Updated, not patched: the agent may not patch Secrets and RoleBindings.
+	for _, obj := range objs {
+		obj.SetLabels(withOwner(obj.GetLabels(), s.obj.UID))
+		if err := s.r.Update(ctx, obj); err != nil {
 			return err
 		}
 	}
+	// A legacy CSR is not relabelled (the agent may not change CSRs) but deleted: it
+	// served its certificate, and a pending one is created again under the same name.
+	if err := s.r.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
+		client.MatchingLabelsSelector{Selector: legacyObjects.Add(mustRequirement(consumerLabel, selection.Equals, peer))}); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.SetLabels(withOwner(ns.Labels, s.obj.UID))
+	if err := s.r.Patch(ctx, ns, patch); err != nil {
+		return err
+	}
 	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version", ns.Name, len(objs))
 	return nil
+}
+
+func withOwner(l map[string]string, uid types.UID) map[string]string {
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[OwnerLabel] = string(uid)
+	return l
 }
 
 func mustRequirement(key string, op selection.Operator, values ...string) labels.Requirement {
