@@ -108,7 +108,10 @@ var _ = Describe("Hostile input", Ordered, func() {
 		gitCLI(w, "commit", "-q", "-m", "Revoke victim-1")
 		pushMain(w)
 		Eventually(func() string { return show("main", hDir(victimID)+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
-		waitNonce(victimID, old) // a fresh nonce for the still-open request
+		// Revocation uses the request up; the victim requests again and gets a fresh nonce.
+		Expect(show("main", hDir(victimID)+"request.yaml")).To(BeEmpty())
+		commit("Request victim-1 again", map[string][]byte{hDir(victimID) + "request.yaml": requestDoc(victimID, victimKey)})
+		waitNonce(victimID, old)
 		Expect(csrCount(ctx, provider, victimID)).To(Equal(0))
 
 		p := hDir(victimID) + "tenant.yaml"
