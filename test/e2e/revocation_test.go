@@ -141,6 +141,9 @@ var _ = Describe("Ownership", Ordered, func() {
 		Expect(provider.k8s.Create(ctx, second)).To(Succeed())
 		// A tenant namespace someone else made, before any request.
 		Expect(provider.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName("c3")}})).To(Succeed())
+		// A tenant namespace of an earlier gitpeer version, without the owner label.
+		Expect(provider.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName("c8"), Labels: map[string]string{
+			reconciler.ManagedByLabel: "gitpeer", authv1beta1.RemoteClusterIDLabel: "c8", authv1beta1.TenantNamespaceLabel: "true"}}})).To(Succeed())
 		provider.startAgent()
 	})
 
@@ -190,6 +193,15 @@ var _ = Describe("Ownership", Ordered, func() {
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
+	It("does not adopt an earlier version's namespace while another provider PeeringRepository exists", func(ctx SpecContext) {
+		commit("Request c8", map[string][]byte{firstDir("c8") + "request.yaml": requestFor(owProviderID, "c8", newClusterKey())})
+		expectEvent(ctx, provider, reconciler.ReasonRejected, "liqo-tenant-c8", "adopted only by the only PeeringRepository")
+		ns := &corev1.Namespace{}
+		Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: "liqo-tenant-c8"}, ns)).To(Succeed())
+		Expect(ns.Labels).NotTo(HaveKey(reconciler.OwnerLabel))
+		Expect(show("main", firstDir("c8")+"nonce.yaml")).To(BeEmpty())
+	})
+
 	It("creates nothing for a consumer outside allowedConsumers", func(ctx SpecContext) {
 		commit("Request x-bad", map[string][]byte{firstDir("x-bad") + "request.yaml": requestFor(owProviderID, "x-bad", newClusterKey())})
 		expectEvent(ctx, provider, reconciler.ReasonDeferred, "x-bad", "not in allowedConsumers")
@@ -228,6 +240,15 @@ var _ = Describe("Ownership", Ordered, func() {
 		Expect(roleBindings(ctx, provider, "liqo-tenant-c2")).To(BeEmpty())
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-c1", Name: "c1"}, &authv1beta1.Tenant{})).To(Succeed())
 		Expect(roleBindings(ctx, provider, "liqo-tenant-c1")).NotTo(BeEmpty())
+	})
+
+	It("adopts the earlier version's namespace once it is the only provider", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			ns := &corev1.Namespace{}
+			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: "liqo-tenant-c8"}, ns)).To(Succeed())
+			g.Expect(ns.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(provider.object.UID)))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		waitNonceAt(firstDir("c8"), "")
 	})
 
 	It("leaves the peerings in place with deletionPolicy Orphan", func(ctx SpecContext) {
