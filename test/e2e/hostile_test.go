@@ -276,15 +276,7 @@ func csrWith(k gocrypto.Signer, cn string, orgs ...string) []byte {
 // than not, and returns it.
 func waitNonce(id, not string) string {
 	GinkgoHelper()
-	var nonce string
-	Eventually(func(g Gomega) {
-		var n documents.Nonce
-		g.Expect(yaml.Unmarshal([]byte(show("main", hDir(id)+"nonce.yaml")), &n)).To(Succeed())
-		g.Expect(n.Spec.Nonce).NotTo(BeEmpty())
-		g.Expect(n.Spec.Nonce).NotTo(Equal(not))
-		nonce = n.Spec.Nonce
-	}).WithTimeout(time.Minute).Should(Succeed())
-	return nonce
+	return waitNonceAt(hDir(id), not)
 }
 
 func clone() string {
