@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"time"
@@ -229,6 +232,27 @@ var _ = Describe("Ownership", Ordered, func() {
 		for _, id := range deferredPeers(ctx, provider, "deferred: 2 pending requests") {
 			expectNoTenantNamespace(ctx, provider, id, firstDir(id))
 		}
+	})
+
+	It("keeps c1's key pinned across revocation and accepts a new key only with the rekey annotation", func(ctx SpecContext) {
+		w := clone()
+		gitCLI(w, "rm", "-q", firstDir("c1")+"tenant.yaml")
+		gitCLI(w, "commit", "-q", "-m", "Revoke c1")
+		pushMain(w)
+		Eventually(func() string { return show("main", firstDir("c1")+"request.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+		annotateRepository(ctx, provider, gitpeerv1alpha1.RevivalAnnotationPrefix+"c1", gitpeerv1alpha1.AcceptRevivalValue)
+
+		k := newClusterKey()
+		commit("Request c1 with a new key", map[string][]byte{firstDir("c1") + "request.yaml": requestFor(owProviderID, "c1", k)})
+		nonce := waitNonceAt(firstDir("c1"), "")
+		commit("Tenant c1 with a new key", map[string][]byte{firstDir("c1") + "tenant.yaml": tenantDoc(signedTenant(k, "c1", nonce))})
+		sum := sha256.Sum256(must(x509.MarshalPKIXPublicKey(k.Public())))
+		pin := hex.EncodeToString(sum[:])
+		expectReported(ctx, provider, firstDir("c1")+"tenant.yaml", "is not the key pinned for c1", gitpeerv1alpha1.RekeyAnnotationPrefix+"c1="+pin)
+		Expect(show("main", firstDir("c1")+"identity.yaml")).To(BeEmpty())
+
+		annotateRepository(ctx, provider, gitpeerv1alpha1.RekeyAnnotationPrefix+"c1", pin)
+		Eventually(func() string { return show("main", firstDir("c1")+"identity.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
 	})
 
 	It("revokes the peerings of a deleted PeeringRepository with deletionPolicy Revoke, and only those", func(ctx SpecContext) {
