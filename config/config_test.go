@@ -220,6 +220,11 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"patch", "authentication.liqo.io", "identities", "status", "liqo-tenant-provider1", "controlplane-provider1"},
 		{"watch", "gitpeer.io", "peeringrepositories", "", systemNamespace, ""},
 		{"patch", "gitpeer.io", "peeringrepositories", "status", systemNamespace, "p"},
+		{"patch", "gitpeer.io", "peeringrepositories", "", systemNamespace, "p"}, // finalizer, request-again annotation
+		{"list", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, ""},
+		{"delete", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, "x"},
+		{"update", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, "x"},
+		{"update", "", "secrets", "", systemNamespace, "gitpeer-issued-p"},
 		{"create", "events.k8s.io", "events", "", systemNamespace, ""},
 		{"update", "coordination.k8s.io", "leases", "", systemNamespace, "x"},
 	}
@@ -387,6 +392,8 @@ func testNamespaceAdoption(ctx context.Context, t *testing.T, admin, agent clien
 	expectAllowed(t, "create a namespace labelled managed-by gitpeer only (admin)", admin.Create(ctx, legacy))
 	expectDenied(t, "delete a namespace labelled managed-by gitpeer without owner",
 		agent.Delete(ctx, legacy, client.DryRunAll))
+	expectAllowed(t, "adopt a namespace of an earlier version (add the owner label)", labels(legacy.Name, `{"`+ownerLabel+`":"uid-of-peering"}`))
+	expectDenied(t, "adopt a namespace of an earlier version by adding managed-by too", labels(foreign, `{"app.kubernetes.io/managed-by":"gitpeer","`+ownerLabel+`":"uid-of-peering"}`))
 	expectAllowed(t, "delete its own namespace", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNS}}, client.DryRunAll))
 }
 

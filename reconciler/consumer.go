@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -37,6 +38,12 @@ func (s *session) consume(ctx context.Context, pe *layout.Peering) outcome {
 		// A bad identity.yaml is skipped: it never removes the Identity in use.
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[layout.Identity])}
 	case pe.Request == nil:
+		if o, stop := s.dropIdentity(ctx, pe, ns); stop {
+			return o
+		}
+		if o, stop := s.stayRevoked(ctx, pe, ns); stop {
+			return o
+		}
 		return s.request(ctx, pe)
 	}
 	if o, revoked := s.dropIdentity(ctx, pe, ns); revoked {
@@ -193,7 +200,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns stri
 			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates this kubeconfig as %q, not %q; kept the current one", pe.Provider, user, pe.Consumer)}
 		}
 	}
-	if err := s.recordPin(ctx, nsObj, pin); err != nil {
+	if err := s.recordProviderPin(ctx, nsObj, pin); err != nil {
 		return outcome{err: err}
 	}
 	op, err := s.writeIdentity(ctx, pe, ns, kubeconfig)
@@ -263,6 +270,9 @@ func (s *session) dropIdentity(ctx context.Context, pe *layout.Peering, ns strin
 		return outcome{err: err}, true
 	}
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider)
+	if err := s.markRevoked(ctx, ns); err != nil {
+		return outcome{err: err}, true
+	}
 	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Provider, "identity.yaml for provider %s left the branch: Identity, kubeconfig and pin deleted", pe.Provider)
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}, true
 }
@@ -294,4 +304,52 @@ func username(ctx context.Context, cfg *rest.Config) (string, error) {
 		return "", err
 	}
 	return review.Status.UserInfo.Username, nil
+}
+
+// RevokedAnnotation on a consumer-side tenant namespace records when the
+// provider revoked the identity; the agent then does not request again on
+// its own (see gitpeerv1alpha1.RequestAgainAnnotation).
+const RevokedAnnotation = "gitpeer.io/revoked-at"
+
+// markRevoked records on the tenant namespace that the identity was revoked.
+func (s *session) markRevoked(ctx context.Context, ns string) error {
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	patch := client.MergeFrom(nsObj.DeepCopy())
+	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, RevokedAnnotation, s.r.Now().UTC().Format(time.RFC3339))
+	return s.r.Patch(ctx, nsObj, patch)
+}
+
+// stayRevoked keeps a revoked peering revoked: no new request until an admin
+// sets the request-again annotation to this provider, which it consumes.
+func (s *session) stayRevoked(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return outcome{err: client.IgnoreNotFound(err)}, !apierrors.IsNotFound(err)
+	}
+	at, revoked := nsObj.Annotations[RevokedAnnotation]
+	if !revoked {
+		return outcome{}, false
+	}
+	if s.obj.GetAnnotations()[gitpeerv1alpha1.RequestAgainAnnotation] != pe.Provider {
+		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: fmt.Sprintf(
+			"identity revoked by provider %s at %s; not requesting again on its own: to peer again, set annotation %s=%s on this PeeringRepository (or commit a request with gitpeer request)",
+			pe.Provider, at, gitpeerv1alpha1.RequestAgainAnnotation, pe.Provider)}, true
+	}
+	patch := client.MergeFrom(nsObj.DeepCopy())
+	delete(nsObj.Annotations, RevokedAnnotation)
+	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
+		return outcome{err: err}, true
+	}
+	// Patch a copy: the response must not replace the status this round is building.
+	obj := s.obj.DeepCopy()
+	objPatch := client.MergeFrom(obj.DeepCopy())
+	delete(obj.Annotations, gitpeerv1alpha1.RequestAgainAnnotation)
+	if err := s.r.Patch(ctx, obj, objPatch); err != nil {
+		return outcome{err: err}, true
+	}
+	delete(s.obj.Annotations, gitpeerv1alpha1.RequestAgainAnnotation)
+	return outcome{}, false
 }

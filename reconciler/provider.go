@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,15 +45,23 @@ const (
 	PinnedProviderAnnotation = "gitpeer.io/pinned-provider-sha256"
 	// consumerLabel marks the CSRs issued for a consumer.
 	consumerLabel = "gitpeer.io/consumer"
+	// ReasonRekeyed is the event reason of a consumer key changed by the rekey annotation.
+	ReasonRekeyed = "Rekeyed"
 )
 
 // provide runs the provider side of one peering directory <me>/<consumer>.
 func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
+	if _, err := s.tenantNamespace(ctx, pe.Consumer, ns); err != nil {
+		return s.skipForeign(pe, err)
+	}
 	tenant := &authv1beta1.Tenant{}
 	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, tenant)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return outcome{err: err}
+	}
+	if err == nil && !s.owns(tenant) {
+		return s.skipForeign(pe, errNotOurs{"Tenant " + ns + "/" + pe.Consumer})
 	}
 	issued := err == nil && tenant.Status.AuthParams != nil
 	switch {
@@ -80,8 +87,11 @@ func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string)
 	if pe.Request == nil {
 		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"}
 	}
+	if o, refused := s.admitRequest(ctx, pe, ns); refused {
+		return o
+	}
 	if err := s.ensureTenantNamespace(ctx, pe.Consumer, ns); err != nil {
-		return outcome{err: err}
+		return s.skipForeign(pe, err)
 	}
 	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
 	if err != nil {
@@ -121,28 +131,21 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 	if err != nil {
 		return s.rejectTenant(pe, err.Error())
 	}
-	pin, err := keyFingerprint(key)
+	records, err := s.records(ctx, pe.Consumer)
 	if err != nil {
 		return outcome{err: err}
 	}
-	nsObj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return outcome{err: err}
+	if reason := s.refuseRevival(records, pe.Consumer); reason != "" {
+		return s.rejectTenant(pe, reason)
 	}
-	if pinned := nsObj.Annotations[PinnedKeyAnnotation]; pinned != "" && pinned != pin {
-		return s.rejectTenant(pe, fmt.Sprintf("public key %s is not the key pinned for %s (%s); revoke the peering first to change keys", pin[:16], pe.Consumer, pinned[:16]))
-	}
-	if nsObj.Annotations[PinnedKeyAnnotation] == "" {
-		patch := client.MergeFrom(nsObj.DeepCopy())
-		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedKeyAnnotation, pin)
-		if err := s.r.Patch(ctx, nsObj, patch); err != nil {
-			return outcome{err: err}
-		}
+	if o, rejected := s.checkPin(ctx, pe, ns, key, records.PinnedKey); rejected {
+		return o
 	}
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, ManagedByLabel, managedBy)
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, OwnerLabel, string(s.obj.UID))
 		tenant.Spec = pe.Tenant.Spec
 		return nil
 	}); err != nil {
@@ -183,6 +186,9 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 	if err != nil {
 		return outcome{err: fmt.Errorf("stored certificate of %s: %w", pe.Consumer, err)}
 	}
+	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
+		return outcome{err: err}
+	}
 	action, reason := "issue-identity", ReasonIssued
 	if pe.Identity != nil {
 		action, reason = "renew-identity", ReasonRenewed
@@ -202,6 +208,9 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 			return outcome{err: err}
 		}
 		cert, note = got.cert, got.note
+		if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
+			return outcome{err: err}
+		}
 		action, reason = "renew-identity", ReasonRenewed
 	}
 	s.noteRenewal(crypto.RenewalTime(cert))
@@ -250,43 +259,24 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 	return o
 }
 
-// revoke deletes everything issued to a consumer whose tenant.yaml left the
-// branch, and removes identity.yaml from the branch.
+// revoke deletes everything this PeeringRepository issued to a consumer whose
+// tenant.yaml left the branch, marks its certificates revoked (the key pin
+// stays), and removes identity.yaml, nonce.yaml and request.yaml from the
+// branch: peering again takes a new request and a new approval.
 func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) outcome {
-	tenantKey := client.ObjectKey{Namespace: ns, Name: pe.Consumer}
-	for _, obj := range []client.Object{
-		&authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.RoleBindingName(s.obj.Spec.Provider.GetClusterRoleName())}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}},
-	} {
-		if err := s.r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return outcome{err: err}
-		}
-	}
-	if err := s.r.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{}, client.MatchingLabels{consumerLabel: pe.Consumer}); err != nil {
+	if err := s.recordRevoked(ctx, pe.Consumer); err != nil {
 		return outcome{err: err}
 	}
-	nsObj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err == nil {
-		if s.obj.Spec.Provider.DeleteNamespaceOnRevoke {
-			if err := s.r.Delete(ctx, nsObj); client.IgnoreNotFound(err) != nil {
-				return outcome{err: err}
-			}
-		} else if nsObj.Annotations[PinnedKeyAnnotation] != "" {
-			patch := client.MergeFrom(nsObj.DeepCopy())
-			delete(nsObj.Annotations, PinnedKeyAnnotation)
-			if err := s.r.Patch(ctx, nsObj, patch); err != nil {
-				return outcome{err: err}
-			}
-		}
+	if err := s.deleteOwned(ctx, pe.Consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
+		return outcome{err: err}
 	}
 	var changes []gitsync.FileChange
-	for _, k := range []layout.Kind{layout.Identity, layout.Nonce} {
+	for _, k := range []layout.Kind{layout.Identity, layout.Nonce, layout.Request} {
 		changes = append(changes, gitsync.Delete(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
 	if err := s.write(ctx, gitsync.Message{
 		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
-		Body:    "tenant.yaml left the branch: the Tenant, its RoleBinding and its nonce were deleted.",
+		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
 		Action:  "revoke", Provider: pe.Provider, Consumer: pe.Consumer,
 	}, changes...); err != nil {
 		return outcome{err: err}
@@ -298,10 +288,10 @@ func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) out
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
 }
 
-// issuedConsumers lists the consumers holding a Tenant issued by this agent.
+// issuedConsumers lists the consumers holding a Tenant issued by this PeeringRepository.
 func (s *session) issuedConsumers(ctx context.Context) []string {
 	var tenants authv1beta1.TenantList
-	if err := s.r.List(ctx, &tenants, client.MatchingLabels{ManagedByLabel: managedBy}); err != nil {
+	if err := s.r.List(ctx, &tenants, s.ownerLabels()); err != nil {
 		return nil
 	}
 	var out []string
@@ -318,16 +308,20 @@ func (s *session) rejectTenant(pe *layout.Peering, reason string) outcome {
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 }
 
-// ensureTenantNamespace creates liqo-tenant-<consumer> with Liqo's labels.
+// ensureTenantNamespace makes sure liqo-tenant-<peer> exists with Liqo's
+// labels and belongs to this PeeringRepository: it creates it, adopts a legacy
+// one (see adoptIfLegacy) and refuses any other (errNotOurs).
 func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) error {
-	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	_, err := controllerutil.CreateOrPatch(ctx, s.r.Client, obj, func() error {
-		metav1.SetMetaDataLabel(&obj.ObjectMeta, authv1beta1.RemoteClusterIDLabel, peer)
-		metav1.SetMetaDataLabel(&obj.ObjectMeta, authv1beta1.TenantNamespaceLabel, authv1beta1.TrueValue)
-		metav1.SetMetaDataLabel(&obj.ObjectMeta, ManagedByLabel, managedBy)
-		return nil
-	})
-	return err
+	obj, err := s.tenantNamespace(ctx, peer, ns)
+	if err != nil || obj != nil {
+		return err
+	}
+	return s.r.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+		authv1beta1.RemoteClusterIDLabel: peer,
+		authv1beta1.TenantNamespaceLabel: authv1beta1.TrueValue,
+		ManagedByLabel:                   managedBy,
+		OwnerLabel:                       string(s.obj.UID),
+	}}})
 }
 
 // nonce returns the consumer's current nonce from the liqo-nonce Secret,
@@ -352,6 +346,7 @@ func (s *session) rotateNonce(ctx context.Context, consumer, ns string) (string,
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.NonceSecretLabel, authv1beta1.TrueValue)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, OwnerLabel, string(s.obj.UID))
 		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce)}
 		return nil
 	})
@@ -359,17 +354,31 @@ func (s *session) rotateNonce(ctx context.Context, consumer, ns string) (string,
 }
 
 // syncBinding binds the consumer (user = its cluster ID, the certificate CN) to
-// the configured ClusterRole in its tenant namespace, or removes the binding
-// when the Tenant is Drained.
+// the configured ClusterRole in its tenant namespace, and removes this
+// PeeringRepository's other bindings there (to a previous clusterRoleName, or
+// all of them when the Tenant is Drained).
 func (s *session) syncBinding(ctx context.Context, consumer, ns string, condition authv1beta1.TenantCondition) error {
 	role := s.obj.Spec.Provider.GetClusterRoleName()
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.RoleBindingName(role)}}
-	if condition == authv1beta1.TenantConditionDrained {
-		return client.IgnoreNotFound(s.r.Delete(ctx, rb))
+	drained := condition == authv1beta1.TenantConditionDrained
+	var owned rbacv1.RoleBindingList
+	if err := s.r.List(ctx, &owned, client.InNamespace(ns), s.ownerLabels()); err != nil {
+		return err
+	}
+	for i := range owned.Items {
+		if drained || owned.Items[i].Name != rb.Name {
+			if err := s.r.Delete(ctx, &owned.Items[i]); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	if drained {
+		return nil
 	}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, rb, func() error {
 		metav1.SetMetaDataLabel(&rb.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
 		metav1.SetMetaDataLabel(&rb.ObjectMeta, ManagedByLabel, managedBy)
+		metav1.SetMetaDataLabel(&rb.ObjectMeta, OwnerLabel, string(s.obj.UID))
 		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
 		rb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}
 		return nil

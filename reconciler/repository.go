@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -112,6 +113,15 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	defer func() {
 		reconcileDuration.WithLabelValues(req.Namespace, req.Name).Observe(time.Since(start).Seconds())
 	}()
+	if !obj.DeletionTimestamp.IsZero() {
+		if controllerutil.ContainsFinalizer(obj, gitpeerv1alpha1.Finalizer) {
+			return ctrl.Result{}, r.finalize(ctx, obj)
+		}
+		return ctrl.Result{}, nil
+	}
+	if err := r.ensureFinalizer(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	patcher := patch.NewSerialPatcher(obj, r.Client)
 	defer func() {
@@ -191,6 +201,8 @@ type session struct {
 	status   map[string]gitpeerv1alpha1.PeeringStatus
 	renewAt  time.Time
 	wrote    bool // whether the last write pushed a commit
+	pending  int  // requests answered with a nonce and not issued yet
+	deferred int  // requests left unanswered in this round (maxPendingRequests)
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -341,8 +353,14 @@ func (s *session) run(ctx context.Context) {
 		for _, c := range s.issuedConsumers(ctx) {
 			consumers[c] = true
 		}
+		if err := s.countPending(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "counting pending requests")
+		}
 		for _, c := range sortedKeys(consumers) {
 			s.record(ctx, c, gitpeerv1alpha1.ProviderRole, s.provide(ctx, s.peering(me, c)))
+		}
+		if s.deferred > 0 {
+			s.r.event(s.obj, corev1.EventTypeWarning, ReasonDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
 		}
 	}
 	if s.obj.IsConsumer() {

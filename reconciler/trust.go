@@ -135,8 +135,8 @@ func caDigest(ca []byte) string {
 
 func short(digest string) string { return digest[:min(16, len(digest))] }
 
-// recordPin stores pin on the tenant namespace and drops a legacy CA pin.
-func (s *session) recordPin(ctx context.Context, nsObj *corev1.Namespace, pin string) error {
+// recordProviderPin stores pin on the tenant namespace and drops a legacy CA pin.
+func (s *session) recordProviderPin(ctx context.Context, nsObj *corev1.Namespace, pin string) error {
 	if pin == "" || (nsObj.Annotations[PinnedProviderAnnotation] == pin && nsObj.Annotations[PinnedCAAnnotation] == "") {
 		return nil
 	}

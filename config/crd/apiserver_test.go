@@ -102,7 +102,8 @@ func TestOnAPIServer(t *testing.T) {
 		}
 		s := pr.Spec
 		if s.Branch != "main" || s.Interval == nil || s.Interval.Duration != time.Minute || s.Timeout == nil || s.Timeout.Duration != time.Minute ||
-			s.Provider.CertificateTTL == nil || s.Provider.CertificateTTL.Duration != 8760*time.Hour ||
+			s.Provider.CertificateTTL == nil || s.Provider.CertificateTTL.Duration != 24*time.Hour ||
+			s.Provider.DeletionPolicy != gitpeerv1alpha1.DeletionRevoke || s.Provider.MaxPendingRequests == nil || *s.Provider.MaxPendingRequests != 100 ||
 			s.Provider.ClusterRoleName != "liqo-remote-controlplane" ||
 			s.Consumer.ReviewBranchTemplate != "gitpeer/{{.ProviderID}}/{{.ConsumerID}}" ||
 			s.Verify.Mode != gitpeerv1alpha1.VerifyRelevant {

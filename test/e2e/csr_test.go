@@ -108,7 +108,7 @@ var _ = Describe("CSR approval", Ordered, func() {
 	It("rejects a Tenant whose key is not the key of request.yaml", func(ctx SpecContext) {
 		const id = "swapped-1"
 		commit("Request "+id, map[string][]byte{cDir(id) + "request.yaml": requestFor(cProviderID, id, newClusterKey())})
-		nonce := waitNonceIn(cDir(id), "")
+		nonce := waitNonceAt(cDir(id), "")
 		// Signed, CSR and key: all consistent, all by another key than the request's.
 		commit("Tenant "+id, map[string][]byte{cDir(id) + "tenant.yaml": tenantDoc(signedTenant(newClusterKey(), id, nonce))})
 		expectReported(ctx, provider, cDir(id)+"tenant.yaml", "rejected, nothing issued",
@@ -124,7 +124,7 @@ func cDir(consumerID string) string { return cProviderID + "/" + consumerID + "/
 func proposeTenant(id string, key gocrypto.Signer) *authv1beta1.Tenant {
 	GinkgoHelper()
 	commit("Request "+id, map[string][]byte{cDir(id) + "request.yaml": requestFor(cProviderID, id, key)})
-	return signedTenant(key, id, waitNonceIn(cDir(id), ""))
+	return signedTenant(key, id, waitNonceAt(cDir(id), ""))
 }
 
 // plantedCSR is a kube-apiserver-client CSR as the agent would create it,

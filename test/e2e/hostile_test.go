@@ -111,7 +111,10 @@ var _ = Describe("Hostile input", Ordered, func() {
 		gitCLI(w, "commit", "-q", "-m", "Revoke victim-1")
 		pushMain(w)
 		Eventually(func() string { return show("main", hDir(victimID)+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
-		waitNonce(victimID, old) // a fresh nonce for the still-open request
+		// Revocation uses the request up; the victim requests again and gets a fresh nonce.
+		Expect(show("main", hDir(victimID)+"request.yaml")).To(BeEmpty())
+		commit("Request victim-1 again", map[string][]byte{hDir(victimID) + "request.yaml": requestDoc(victimID, victimKey)})
+		waitNonce(victimID, old)
 		Expect(csrCount(ctx, provider, victimID)).To(Equal(0))
 
 		p := hDir(victimID) + "tenant.yaml"
@@ -276,21 +279,7 @@ func csrWith(k gocrypto.Signer, cn string, orgs ...string) []byte {
 // than not, and returns it.
 func waitNonce(id, not string) string {
 	GinkgoHelper()
-	return waitNonceIn(hDir(id), not)
-}
-
-// waitNonceIn waits for dir's nonce.yaml to hold a nonce other than not, and returns it.
-func waitNonceIn(dir, not string) string {
-	GinkgoHelper()
-	var nonce string
-	Eventually(func(g Gomega) {
-		var n documents.Nonce
-		g.Expect(yaml.Unmarshal([]byte(show("main", dir+"nonce.yaml")), &n)).To(Succeed())
-		g.Expect(n.Spec.Nonce).NotTo(BeEmpty())
-		g.Expect(n.Spec.Nonce).NotTo(Equal(not))
-		nonce = n.Spec.Nonce
-	}).WithTimeout(time.Minute).Should(Succeed())
-	return nonce
+	return waitNonceAt(hDir(id), not)
 }
 
 func clone() string {

@@ -67,6 +67,22 @@ func (in *ProviderSpec) GetClusterRoleName() string {
 	return in.ClusterRoleName
 }
 
+// GetDeletionPolicy returns spec.deletionPolicy, or DeletionRevoke if empty.
+func (in *ProviderSpec) GetDeletionPolicy() DeletionPolicy {
+	if in == nil || in.DeletionPolicy == "" {
+		return DeletionRevoke
+	}
+	return in.DeletionPolicy
+}
+
+// GetMaxPendingRequests returns spec.maxPendingRequests, or DefaultMaxPendingRequests if unset.
+func (in *ProviderSpec) GetMaxPendingRequests() int {
+	if in == nil || in.MaxPendingRequests == nil || *in.MaxPendingRequests <= 0 {
+		return DefaultMaxPendingRequests
+	}
+	return int(*in.MaxPendingRequests)
+}
+
 // GetReviewBranchTemplate returns spec.reviewBranchTemplate, or DefaultReviewBranchTemplate if empty.
 func (in *ConsumerSpec) GetReviewBranchTemplate() string {
 	if in == nil || in.ReviewBranchTemplate == "" {

@@ -112,8 +112,11 @@ func TestDefaults(t *testing.T) {
 		t.Error("roles enabled by default")
 	}
 	var p *gitpeerv1alpha1.ProviderSpec
-	if p.GetCertificateTTL() != 8760*time.Hour || p.GetClusterRoleName() != "liqo-remote-controlplane" {
+	if p.GetCertificateTTL() != 24*time.Hour || p.GetClusterRoleName() != "liqo-remote-controlplane" {
 		t.Errorf("provider defaults %v %q", p.GetCertificateTTL(), p.GetClusterRoleName())
+	}
+	if p.GetDeletionPolicy() != gitpeerv1alpha1.DeletionRevoke || p.GetMaxPendingRequests() != 100 {
+		t.Errorf("provider defaults %v %d", p.GetDeletionPolicy(), p.GetMaxPendingRequests())
 	}
 	var c *gitpeerv1alpha1.ConsumerSpec
 	if c.GetReviewBranchTemplate() != "gitpeer/{{.ProviderID}}/{{.ConsumerID}}" {

@@ -20,10 +20,12 @@ const (
 	// DefaultTimeout is the timeout of Git operations used when spec.timeout is empty.
 	DefaultTimeout = 60 * time.Second
 	// DefaultCertificateTTL is the lifetime of the certificates a provider issues when
-	// spec.provider.certificateTTL is empty. It equals the default of kube-controller-manager's
-	// --cluster-signing-duration, which is what the certificates Liqo issues get (Liqo sets no
-	// expirationSeconds on its CSRs).
-	DefaultCertificateTTL = 365 * 24 * time.Hour
+	// spec.provider.certificateTTL is empty. It is short because a certificate cannot be recalled:
+	// after a revocation it stays valid until it expires, and the consumer cannot be bound again
+	// until then. Renewal (at 2/3 of the lifetime) needs no approval.
+	DefaultCertificateTTL = 24 * time.Hour
+	// DefaultMaxPendingRequests is spec.provider.maxPendingRequests when unset.
+	DefaultMaxPendingRequests = 100
 	// MinCertificateTTL is the shortest certificate lifetime Kubernetes accepts in a
 	// CertificateSigningRequest's expirationSeconds.
 	MinCertificateTTL = 10 * time.Minute
@@ -44,6 +46,28 @@ const (
 	// of the branch, acknowledges a rewritten (non fast-forward) history and lets the agent resume
 	// from that commit.
 	AcknowledgeRewriteAnnotation = "gitpeer.io/acknowledge-rewrite"
+	// RevivalAnnotationPrefix, followed by a consumer ID, is the key of the annotation on a provider's
+	// PeeringRepository that lets the consumer be bound again while a revoked certificate of it is
+	// unexpired; its value must be AcceptRevivalValue. RISK: RBAC binds by user name (the certificate
+	// CN), so every unexpired revoked certificate of that consumer regains access with the new binding.
+	RevivalAnnotationPrefix = "revival.gitpeer.io/"
+	// AcceptRevivalValue is the only value of a RevivalAnnotationPrefix annotation that has an effect.
+	AcceptRevivalValue = "accept-unexpired-revoked-certificates"
+	// RekeyAnnotationPrefix, followed by a consumer ID, is the key of the annotation on a provider's
+	// PeeringRepository whose value, the SHA-256 (hex) of a PKIX public key, lets that consumer
+	// replace its pinned key with this one. Without it a Tenant with another key is rejected.
+	RekeyAnnotationPrefix = "rekey.gitpeer.io/"
+	// AdoptUnownedAnnotation, set to "true" on a PeeringRepository by an admin upgrading from a
+	// version without owner labels, lets it adopt (label as its own, event Adopted) the tenant
+	// namespaces and objects that version created: labelled app.kubernetes.io/managed-by=gitpeer, no
+	// gitpeer.io/owner. It adopts only when it is the only PeeringRepository of the cluster peering
+	// with that cluster and the peer has a directory in its repository. Without it such objects are
+	// reported and left alone, so an object someone else labelled is never taken over silently.
+	AdoptUnownedAnnotation = "gitpeer.io/adopt-unowned"
+	// RequestAgainAnnotation, set on a consumer's PeeringRepository to a provider ID, makes the agent
+	// request a peering again with that provider after a revocation; the agent removes it once done.
+	// Without it a revoked consumer never requests again on its own.
+	RequestAgainAnnotation = "gitpeer.io/request-again"
 )
 
 // Reasons of the PeeringRepository conditions (the condition types are Flux's meta.ReadyCondition,
@@ -164,9 +188,10 @@ type ProviderSpec struct {
 	CASecretRef *meta.LocalObjectReference `json:"caSecretRef,omitempty"`
 
 	// CertificateTTL is the lifetime of the client certificates issued to consumers (the CSR's
-	// expirationSeconds); they are renewed when 2/3 of it has passed. Defaults to 8760h (one
-	// year, what Liqo's certificates get); at least 10m.
-	// +kubebuilder:default="8760h"
+	// expirationSeconds); they are renewed when 2/3 of it has passed, without a new approval.
+	// Defaults to 24h; at least 10m. A revoked certificate stays valid until it expires, and the
+	// consumer cannot be bound again until then: keep it short.
+	// +kubebuilder:default="24h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="certificateTTL must be at least 10m"
@@ -187,7 +212,43 @@ type ProviderSpec struct {
 	// RoleBindings and the nonce are removed.
 	// +optional
 	DeleteNamespaceOnRevoke bool `json:"deleteNamespaceOnRevoke,omitempty"`
+
+	// DeletionPolicy says what happens to the peerings of this PeeringRepository when it is
+	// deleted: Revoke (default) deletes the Tenants, RoleBindings, nonces and CSRs it created (and
+	// the tenant namespaces if DeleteNamespaceOnRevoke is set; nothing is written to Git); Orphan
+	// leaves them in place, still granting access.
+	// +kubebuilder:default=Revoke
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// AllowedConsumers are glob patterns (Go path.Match syntax, e.g. "edge-*") of the consumer IDs
+	// whose requests the provider answers; requests of other consumers create nothing and are
+	// reported. Empty: any consumer.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	AllowedConsumers []string `json:"allowedConsumers,omitempty"`
+
+	// MaxPendingRequests caps the requests that have a nonce (a tenant namespace and a Secret) but
+	// no issued Tenant yet; further requests create nothing and are reported until some are
+	// approved or withdrawn. Defaults to 100.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxPendingRequests *int32 `json:"maxPendingRequests,omitempty"`
 }
+
+// DeletionPolicy selects what deleting a provider's PeeringRepository does to its peerings.
+// +kubebuilder:validation:Enum=Revoke;Orphan
+type DeletionPolicy string
+
+const (
+	// DeletionRevoke revokes every peering of the PeeringRepository when it is deleted.
+	DeletionRevoke DeletionPolicy = "Revoke"
+	// DeletionOrphan leaves the peerings in place when the PeeringRepository is deleted.
+	DeletionOrphan DeletionPolicy = "Orphan"
+)
 
 // ConsumerSpec configures the consumer role.
 type ConsumerSpec struct {

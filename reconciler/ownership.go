@@ -1,0 +1,409 @@
+package reconciler
+
+import (
+	"cmp"
+	"context"
+	gocrypto "crypto"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
+)
+
+// Event reasons of ownership.
+const (
+	// ReasonAdopted: legacy objects were taken over by a PeeringRepository.
+	ReasonAdopted = "Adopted"
+	// ReasonOrphaned: a deleted PeeringRepository left its peerings in place.
+	ReasonOrphaned = "Orphaned"
+	// ReasonDeferred: requests were not answered (not allowed, or too many pending).
+	ReasonDeferred = "RequestsDeferred"
+)
+
+// ownership of an existing object relative to this PeeringRepository.
+type ownership int
+
+const (
+	ownedByUs     ownership = iota // carries our owner label
+	ownedByOthers                  // carries another owner label, or is not gitpeer's
+	legacy                         // gitpeer's, from a version without owner labels
+)
+
+// ownerOf classifies an object's labels.
+func ownerOf(objLabels map[string]string, uid string) ownership {
+	switch owner, has := objLabels[OwnerLabel]; {
+	case has && owner == uid:
+		return ownedByUs
+	case !has && objLabels[ManagedByLabel] == managedBy:
+		return legacy
+	default:
+		return ownedByOthers
+	}
+}
+
+// owns reports whether obj was created by this PeeringRepository.
+func (s *session) owns(obj client.Object) bool {
+	return ownerOf(obj.GetLabels(), string(s.obj.UID)) == ownedByUs
+}
+
+// ownerLabels select the objects of this PeeringRepository.
+func (s *session) ownerLabels() client.MatchingLabels {
+	return client.MatchingLabels{OwnerLabel: string(s.obj.UID)}
+}
+
+// consumerAllowed reports whether consumer matches one of the patterns; no
+// pattern allows every consumer.
+func consumerAllowed(patterns []string, consumer string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, err := path.Match(p, consumer); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// errNotOurs refuses an object this PeeringRepository did not create.
+type errNotOurs struct{ what string }
+
+func (e errNotOurs) Error() string {
+	return fmt.Sprintf("%s exists and was not created by this PeeringRepository (no %s label with its UID); skipped", e.what, OwnerLabel)
+}
+
+// adoptIfLegacy takes over the tenant namespace of peer and the gitpeer
+// objects in it when they come from a version without owner labels, this
+// PeeringRepository is the only provider of the cluster and peer has a
+// directory under it; it refuses any other foreign namespace.
+func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Namespace) error {
+	switch ownerOf(ns.Labels, string(s.obj.UID)) {
+	case ownedByUs:
+		return nil
+	case ownedByOthers:
+		return errNotOurs{"namespace " + ns.Name}
+	}
+	refused := fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository and the PeeringRepository carries %s=true",
+		errNotOurs{"namespace " + ns.Name}, peer, peer, gitpeerv1alpha1.AdoptUnownedAnnotation)
+	if s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] != "true" {
+		return refused
+	}
+	sole, err := s.soleClaimant(ctx, peer)
+	if err != nil {
+		return err
+	}
+	me := string(s.obj.Spec.ClusterID)
+	_, asProvider := s.peerings[me+"/"+peer]
+	_, asConsumer := s.peerings[peer+"/"+me]
+	if !sole || !(asProvider || asConsumer) {
+		return refused
+	}
+	legacyObjects := labels.NewSelector().Add(mustRequirement(ManagedByLabel, selection.Equals, managedBy), mustRequirement(OwnerLabel, selection.DoesNotExist))
+	var tenants authv1beta1.TenantList
+	var bindings rbacv1.RoleBindingList
+	if err := s.r.List(ctx, &tenants, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: legacyObjects}); err != nil {
+		return err
+	}
+	if err := s.r.List(ctx, &bindings, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: legacyObjects}); err != nil {
+		return err
+	}
+	var objs []client.Object
+	for i := range tenants.Items {
+		objs = append(objs, &tenants.Items[i])
+	}
+	for i := range bindings.Items {
+		objs = append(objs, &bindings.Items[i])
+	}
+	nonce := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: authv1beta1.NonceSecretName}, nonce); err == nil && ownerOf(nonce.Labels, string(s.obj.UID)) == legacy {
+		objs = append(objs, nonce)
+	} else if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	// Updated, not patched: the agent may not patch Secrets and RoleBindings.
+	for _, obj := range objs {
+		obj.SetLabels(withOwner(obj.GetLabels(), s.obj.UID))
+		if err := s.r.Update(ctx, obj); err != nil {
+			return err
+		}
+	}
+	// A legacy CSR is not relabelled (the agent may not change CSRs) but deleted if the
+	// agent requested it: it served its certificate, and a pending one is made again.
+	if err := s.deleteOwnCSRs(ctx, legacyObjects.Add(mustRequirement(consumerLabel, selection.Equals, peer))); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.SetLabels(withOwner(ns.Labels, s.obj.UID))
+	if err := s.r.Patch(ctx, ns, patch); err != nil {
+		return err
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version", ns.Name, len(objs))
+	return nil
+}
+
+func withOwner(l map[string]string, uid types.UID) map[string]string {
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[OwnerLabel] = string(uid)
+	return l
+}
+
+func mustRequirement(key string, op selection.Operator, values ...string) labels.Requirement {
+	r, err := labels.NewRequirement(key, op, values)
+	if err != nil {
+		panic(err)
+	}
+	return *r
+}
+
+// soleClaimant reports whether no other PeeringRepository of the cluster could
+// own peer's tenant namespace: none other is a provider or a consumer of peer.
+func (s *session) soleClaimant(ctx context.Context, peer string) (bool, error) {
+	var all gitpeerv1alpha1.PeeringRepositoryList
+	if err := s.r.List(ctx, &all); err != nil {
+		return false, err
+	}
+	for _, o := range all.Items {
+		if o.UID != s.obj.UID && (o.IsProvider() || (o.IsConsumer() && slices.Contains(o.Spec.Consumer.Providers, authv1beta1.ClusterID(peer)))) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// countPending counts the requests this provider answered with a nonce
+// (an owned tenant namespace) that have no issued Tenant yet.
+func (s *session) countPending(ctx context.Context) error {
+	me := string(s.obj.Spec.ClusterID)
+	for _, pe := range s.peerings {
+		if pe.Provider != me || pe.Request == nil {
+			continue
+		}
+		ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
+		nsObj := &corev1.Namespace{}
+		if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		tenant := &authv1beta1.Tenant{}
+		err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, tenant)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if s.owns(nsObj) && (err != nil || tenant.Status.AuthParams == nil) {
+			s.pending++
+		}
+	}
+	return nil
+}
+
+// deleteOwned deletes the objects of consumer that this PeeringRepository
+// created: its Tenant, every RoleBinding (whatever role it binds), its nonce
+// and its CSRs, and its namespace if deleteNamespace.
+func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamespace bool) error {
+	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
+	var bindings rbacv1.RoleBindingList
+	if err := s.r.List(ctx, &bindings, client.InNamespace(ns), s.ownerLabels()); err != nil {
+		return err
+	}
+	objs := []client.Object{
+		&authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: consumer}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}},
+	}
+	for i := range bindings.Items {
+		objs = append(objs, &bindings.Items[i])
+	}
+	if deleteNamespace {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	for _, obj := range objs {
+		if err := s.deleteIfOwned(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return s.deleteOwnCSRs(ctx, labels.SelectorFromSet(labels.Set{consumerLabel: consumer, OwnerLabel: string(s.obj.UID)}))
+}
+
+// deleteOwnCSRs deletes the CSRs matching selector that the agent requested
+// itself; CSRs others created, whatever their labels, are left alone (the
+// admission policy would refuse deleting them, failing the revocation).
+func (s *session) deleteOwnCSRs(ctx context.Context, selector labels.Selector) error {
+	me, err := s.r.agentUser(ctx)
+	if err != nil {
+		return fmt.Errorf("learning the agent's own user name: %w", err)
+	}
+	var list certificatesv1.CertificateSigningRequestList
+	if err := s.r.apiReader().List(ctx, &list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		csr := &list.Items[i]
+		if csr.Spec.Username != me {
+			continue
+		}
+		if err := s.r.Delete(ctx, csr, client.Preconditions{UID: &csr.UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteIfOwned deletes obj (named by key) if it exists and is ours.
+func (s *session) deleteIfOwned(ctx context.Context, obj client.Object) error {
+	if err := s.r.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !s.owns(obj) {
+		return nil
+	}
+	uid := obj.GetUID()
+	return client.IgnoreNotFound(s.r.Delete(ctx, obj, client.Preconditions{UID: &uid}))
+}
+
+// ownedConsumers lists the consumers that hold a tenant namespace created by
+// this PeeringRepository.
+func (s *session) ownedConsumers(ctx context.Context) ([]string, error) {
+	var namespaces corev1.NamespaceList
+	if err := s.r.List(ctx, &namespaces, s.ownerLabels()); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range namespaces.Items {
+		if c := ns.Labels[authv1beta1.RemoteClusterIDLabel]; c != "" {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// finalize runs spec.provider.deletionPolicy for a deleted PeeringRepository
+// and releases its finalizer. Nothing is written to Git.
+func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) error {
+	s := &session{r: r, obj: obj}
+	if obj.Spec.Provider.GetDeletionPolicy() == gitpeerv1alpha1.DeletionRevoke {
+		consumers, err := s.ownedConsumers(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range consumers {
+			if err := s.recordRevoked(ctx, c); err != nil {
+				return err
+			}
+			if err := s.deleteOwned(ctx, c, obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
+				return err
+			}
+		}
+		r.event(obj, corev1.EventTypeNormal, ReasonRevoked, "PeeringRepository deleted with deletionPolicy Revoke: %d peering(s) revoked", len(consumers))
+	} else {
+		r.event(obj, corev1.EventTypeNormal, ReasonOrphaned, "PeeringRepository deleted with deletionPolicy Orphan: its peerings are left in place and keep their access")
+	}
+	patch := client.MergeFrom(obj.DeepCopy())
+	controllerutil.RemoveFinalizer(obj, gitpeerv1alpha1.Finalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, obj, patch))
+}
+
+// ensureFinalizer puts the finalizer on a provider's PeeringRepository, so
+// that its deletion runs spec.provider.deletionPolicy.
+func (r *PeeringRepositoryReconciler) ensureFinalizer(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) error {
+	if !obj.IsProvider() || controllerutil.ContainsFinalizer(obj, gitpeerv1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopy())
+	controllerutil.AddFinalizer(obj, gitpeerv1alpha1.Finalizer)
+	return r.Patch(ctx, obj, patch)
+}
+
+// tenantNamespace returns the tenant namespace of peer if it exists (nil
+// if not), after adopting a legacy one; errNotOurs if it belongs to another.
+func (s *session) tenantNamespace(ctx context.Context, peer, ns string) (*corev1.Namespace, error) {
+	obj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if err := s.adoptIfLegacy(ctx, peer, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// skipForeign reports a peering skipped because its objects belong to
+// someone else; other errors are returned as they are.
+func (s *session) skipForeign(pe *layout.Peering, err error) outcome {
+	var foreign errNotOurs
+	if !errors.As(err, &foreign) {
+		return outcome{err: err}
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
+	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: err.Error()}
+}
+
+// admitRequest refuses, creating nothing, a request of a consumer that is
+// not allowed, or a new request beyond spec.provider.maxPendingRequests.
+func (s *session) admitRequest(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
+	spec := s.obj.Spec.Provider
+	if !consumerAllowed(spec.AllowedConsumers, pe.Consumer) {
+		msg := fmt.Sprintf("request of %s refused: not in allowedConsumers; nothing created", pe.Consumer)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonDeferred, pe.Consumer, "%s", msg)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}, true
+	}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		return outcome{err: err}, err != nil // already answered: not a new pending request
+	}
+	if max := spec.GetMaxPendingRequests(); s.pending >= max {
+		s.deferred++
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true
+	}
+	s.pending++
+	return outcome{}, false
+}
+
+// checkPin accepts key if it is the key pinned for the consumer (in the
+// namespace annotation or the records), pins it at first issuance, and lets
+// it replace the pinned key only with the rekey annotation.
+func (s *session) checkPin(ctx context.Context, pe *layout.Peering, ns string, key gocrypto.PublicKey, recorded string) (outcome, bool) {
+	pin, err := keyFingerprint(key)
+	if err != nil {
+		return outcome{err: err}, true
+	}
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return outcome{err: err}, true
+	}
+	pinned := cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], recorded)
+	if pinned != "" && pinned != pin {
+		rekey := gitpeerv1alpha1.RekeyAnnotationPrefix + pe.Consumer
+		if s.obj.GetAnnotations()[rekey] != pin {
+			return s.rejectTenant(pe, fmt.Sprintf("public key %s is not the key pinned for %s (%s); to change it, an admin sets annotation %s=%s on the PeeringRepository", pin[:16], pe.Consumer, pinned[:16], rekey, pin)), true
+		}
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRekeyed, pe.Consumer, "key of %s changed from %s to %s by annotation %s", pe.Consumer, pinned[:16], pin[:16], rekey)
+	}
+	if nsObj.Annotations[PinnedKeyAnnotation] != pin {
+		patch := client.MergeFrom(nsObj.DeepCopy())
+		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedKeyAnnotation, pin)
+		if err := s.r.Patch(ctx, nsObj, patch); err != nil {
+			return outcome{err: err}, true
+		}
+	}
+	if err := s.recordKeyPin(ctx, pe.Consumer, pin); err != nil {
+		return outcome{err: err}, true
+	}
+	return outcome{}, false
+}
