@@ -60,7 +60,7 @@ func Open(cfg Config) (*Repo, error) {
 	if err := ensureRemote(repo, cfg.URL); err != nil {
 		return nil, err
 	}
-	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st)}, nil
+	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
 }
 
 // ensureRemote points the origin remote at url.
