@@ -110,3 +110,34 @@ func (r *Repo) hasCommit(h plumbing.Hash) bool {
 	_, err := r.repo.CommitObject(h)
 	return err == nil
 }
+
+// OpenLocal opens the existing Git repository at dir (a worktree, or a bare
+// repository) to read its commits with List, ReadFile and NewRound, as
+// `gitpeer verify` does; cfg sets the root Path and the caps. It never
+// contacts a remote.
+func OpenLocal(dir string, cfg Config) (*Repo, error) {
+	cfg.URL, cfg.Dir = dir, dir
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, fmt.Errorf("gitsync: open %s: %w", dir, err)
+	}
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, fmt.Errorf("gitsync: open %s: unexpected storage %T", dir, repo.Storer)
+	}
+	return &Repo{cfg: cfg, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
+}
+
+// Resolve returns the commit a revision (HEAD, a branch, a tag, a hash) names.
+func (r *Repo) Resolve(rev string) (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("gitsync: revision %s: %w", rev, err)
+	}
+	return *h, nil
+}
