@@ -120,7 +120,10 @@ func OpenLocal(dir string, cfg Config) (*Repo, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, err := git.PlainOpen(dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gitsync: open %s: %w", dir, err)
 	}
