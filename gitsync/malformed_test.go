@@ -7,93 +7,50 @@ import (
 	"strings"
 	"testing"
 
-	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/test/rawgit"
 )
 
-// rawRepo writes Git objects as given, entries in the order given, so tests
-// can build trees that git itself never writes.
+// rawRepo builds hostile trees with rawgit and opens them with gitsync.
 type rawRepo struct {
-	t    *testing.T
-	dir  string
-	repo *gogit.Repository
+	t   *testing.T
+	dir string
+	raw *rawgit.Repo
 }
 
 func newRawRepo(t *testing.T) *rawRepo {
 	t.Helper()
 	dir := t.TempDir()
-	repo, err := gogit.PlainInit(dir, true)
+	raw, err := rawgit.Init(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rawRepo{t: t, dir: dir, repo: repo}
+	return &rawRepo{t: t, dir: dir, raw: raw}
 }
 
-func (r *rawRepo) store(o interface {
-	Encode(plumbing.EncodedObject) error
-}) plumbing.Hash {
+func (r *rawRepo) must(h plumbing.Hash, err error) plumbing.Hash {
 	r.t.Helper()
-	obj := r.repo.Storer.NewEncodedObject()
-	if err := o.Encode(obj); err != nil {
-		r.t.Fatal(err)
-	}
-	h, err := r.repo.Storer.SetEncodedObject(obj)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return h
 }
 
-func (r *rawRepo) blob(data []byte) plumbing.Hash {
-	r.t.Helper()
-	obj := r.repo.Storer.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	w, _ := obj.Writer()
-	_, _ = w.Write(data)
-	_ = w.Close()
-	h, err := r.repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return h
-}
+func (r *rawRepo) blob(data []byte) plumbing.Hash { return r.must(r.raw.Blob(data)) }
 
-// tree stores a tree with entries exactly in the given order (go-git's
-// encoder refuses unsorted entries, so it is encoded here).
 func (r *rawRepo) tree(entries ...object.TreeEntry) plumbing.Hash {
-	r.t.Helper()
-	obj := r.repo.Storer.NewEncodedObject()
-	obj.SetType(plumbing.TreeObject)
-	w, _ := obj.Writer()
-	for _, e := range entries {
-		_, _ = fmt.Fprintf(w, "%o %s\x00", uint32(e.Mode), e.Name)
-		_, _ = w.Write(e.Hash[:])
-	}
-	_ = w.Close()
-	h, err := r.repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return h
+	return r.must(r.raw.Tree(entries...))
 }
 
-func file(name string, h plumbing.Hash) object.TreeEntry {
-	return object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h}
-}
-
-func dir(name string, h plumbing.Hash) object.TreeEntry {
-	return object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
-}
+var file, dir = rawgit.File, rawgit.Dir
 
 // commit stores a commit of root and opens the repository with limits.
 func (r *rawRepo) commit(root plumbing.Hash, limits gitsync.Limits) (*gitsync.Repo, plumbing.Hash) {
 	r.t.Helper()
-	sig := object.Signature{Name: "Mallory", Email: "mallory@example.com"}
-	h := r.store(&object.Commit{Author: sig, Committer: sig, Message: "hostile", TreeHash: root})
+	h := r.must(r.raw.Commit(root))
 	repo, err := gitsync.OpenLocal(r.dir, gitsync.Config{Limits: limits})
 	if err != nil {
 		r.t.Fatal(err)

@@ -253,11 +253,11 @@ func (s *session) sync(ctx context.Context) error {
 // part of, with layout.Load as `gitpeer verify` does. Invalid files are
 // reported and skipped.
 func (s *session) load(ctx context.Context) error {
-	listing, err := s.repo.List(s.head)
+	loaded, err := LoadCommit(s.repo, s.head, s.obj)
 	if err != nil {
 		return err
 	}
-	s.loaded = layout.Load(listing, s.repo.NewRound(s.head), s.scope())
+	s.loaded = loaded
 	for _, rj := range s.loaded.Rejected {
 		s.reject(ctx, rj.Path, rj.Err)
 	}
@@ -269,19 +269,26 @@ func (s *session) load(ctx context.Context) error {
 	return nil
 }
 
-// scope selects the peering directories of the local cluster: its own as a
-// provider, and its directory under each provider it consumes from.
-func (s *session) scope() layout.Scope {
-	me := string(s.obj.Spec.ClusterID)
+// LoadCommit reads commit of repo as the agent of obj does: the peering
+// directories obj's cluster is part of (its own as a provider, and its
+// directory under each provider it consumes from), with layout.Load under the
+// protocol's caps. repo must be opened with layout.Limits.
+func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*layout.Loaded, error) {
+	listing, err := repo.List(commit)
+	if err != nil {
+		return nil, err
+	}
+	me := string(obj.Spec.ClusterID)
 	wanted := map[string]bool{}
-	if s.obj.IsConsumer() {
-		for _, p := range s.obj.Spec.Consumer.Providers {
+	if obj.IsConsumer() {
+		for _, p := range obj.Spec.Consumer.Providers {
 			wanted[string(p)] = true
 		}
 	}
-	return func(provider, consumer string) bool {
-		return (provider == me && s.obj.IsProvider()) || (wanted[provider] && (consumer == me || consumer == ""))
+	scope := func(provider, consumer string) bool {
+		return (provider == me && obj.IsProvider()) || (wanted[provider] && (consumer == me || consumer == ""))
 	}
+	return layout.Load(listing, repo.NewRound(commit), scope), nil
 }
 
 // reject reports an invalid file (condition, event, log); it is skipped.
