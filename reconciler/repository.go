@@ -180,16 +180,16 @@ type stallError struct{ error }
 
 // session is one reconciliation of one PeeringRepository.
 type session struct {
-	r        *PeeringRepositoryReconciler
-	obj      *gitpeerv1alpha1.PeeringRepository
-	repo     *gitsync.Repo
-	key      gocrypto.Signer
-	head     plumbing.Hash
-	loaded   *layout.Loaded
-	invalid  []string
-	status   map[string]gitpeerv1alpha1.PeeringStatus
-	renewAt  time.Time
-	wrote    bool // whether the last write pushed a commit
+	r       *PeeringRepositoryReconciler
+	obj     *gitpeerv1alpha1.PeeringRepository
+	repo    *gitsync.Repo
+	key     gocrypto.Signer
+	head    plumbing.Hash
+	loaded  *layout.Loaded
+	invalid []string
+	status  map[string]gitpeerv1alpha1.PeeringStatus
+	renewAt time.Time
+	wrote   bool // whether the last write pushed a commit
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
