@@ -78,7 +78,7 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 			if data, err = src.ReadFile(f.Path); err == nil {
 				err = l.Peering(p.Provider, p.Consumer).Decode(p, data)
 			} else {
-				err = fmt.Errorf("%s: %w", f.Path, err)
+				err = withPath(f.Path, err)
 				l.Peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, err)
 			}
 		}
@@ -172,7 +172,7 @@ func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, sco
 	for _, name := range names {
 		data, err := src.ReadFile(path.Join(dir, name))
 		if err != nil {
-			fail(fmt.Errorf("%s: %w", path.Join(dir, name), err))
+			fail(withPath(path.Join(dir, name), err))
 			return
 		}
 		files[name] = data
@@ -200,7 +200,7 @@ func dirFiles(listing *gitsync.Listing, src Source, dir string) ([]string, error
 		}
 		size, err := src.Size(f.Path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Path, err)
+			return nil, withPath(f.Path, err)
 		}
 		if total += size; total > MaxBuildSize {
 			return nil, fmt.Errorf("%w: the directory's files exceed %d bytes", ErrInvalid, MaxBuildSize)
@@ -208,6 +208,15 @@ func dirFiles(listing *gitsync.Listing, src Source, dir string) ([]string, error
 		names = append(names, name)
 	}
 	return names, nil
+}
+
+// withPath prefixes err with p unless it is a *gitsync.FileError, which
+// names its path already.
+func withPath(p string, err error) error {
+	if fe := (*gitsync.FileError)(nil); errors.As(err, &fe) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", p, err)
 }
 
 func markAll(pe *Peering, err error) {
