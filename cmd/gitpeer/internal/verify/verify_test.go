@@ -186,3 +186,37 @@ func TestRevokingPullRequest(t *testing.T) {
 		t.Fatalf("identity after revocation: %+v", r)
 	}
 }
+
+// TestReadsCommits checks that verify judges a commit's tree, never the
+// working tree: an uncommitted broken file is not seen, a committed one is,
+// --revision selects an older commit, and a directory inside a worktree is
+// read as the peering root.
+func TestReadsCommits(t *testing.T) {
+	c := newCheckout(t)
+	commitAll(t, c.root)
+	c.write(t, proposedDir+"tenant.yaml", []byte("spec: [unclosed\n"))
+	check := func(dir string, opts Options, want int) {
+		t.Helper()
+		results, err := Check(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Invalid(results) != want || want == 1 && byPath(t, results)[proposedDir+"tenant.yaml"].Valid {
+			t.Fatalf("%s %+v: want %d invalid (%s), got %+v", dir, opts, want, proposedDir+"tenant.yaml", results)
+		}
+	}
+	check(c.root, Options{}, 0)
+	commitAll(t, c.root)
+	check(c.root, Options{}, 1)
+	check(c.root, Options{Revision: "HEAD~1"}, 0)
+
+	outer := t.TempDir()
+	if err := os.Rename(c.root, filepath.Join(outer, "peers")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(outer, "peers", ".git")); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, outer)
+	check(filepath.Join(outer, "peers"), Options{}, 1)
+}
