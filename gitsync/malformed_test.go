@@ -15,47 +15,25 @@ import (
 )
 
 // rawRepo builds hostile trees with rawgit and opens them with gitsync.
-type rawRepo struct {
-	t   *testing.T
-	dir string
-	raw *rawgit.Repo
-}
+type rawRepo struct{ *rawgit.Must }
 
-func newRawRepo(t *testing.T) *rawRepo {
-	t.Helper()
-	dir := t.TempDir()
-	raw, err := rawgit.Init(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rawRepo{t: t, dir: dir, raw: raw}
-}
+func newRawRepo(t *testing.T) *rawRepo { return &rawRepo{rawgit.New(t)} }
 
-func (r *rawRepo) must(h plumbing.Hash, err error) plumbing.Hash {
-	r.t.Helper()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return h
-}
+func (r *rawRepo) blob(data []byte) plumbing.Hash { return r.Blob(data) }
 
-func (r *rawRepo) blob(data []byte) plumbing.Hash { return r.must(r.raw.Blob(data)) }
-
-func (r *rawRepo) tree(entries ...object.TreeEntry) plumbing.Hash {
-	return r.must(r.raw.Tree(entries...))
-}
+func (r *rawRepo) tree(entries ...object.TreeEntry) plumbing.Hash { return r.Tree(entries...) }
 
 var file, dir = rawgit.File, rawgit.Dir
 
 // commit stores a commit of root and opens the repository with limits.
 func (r *rawRepo) commit(root plumbing.Hash, limits gitsync.Limits) (*gitsync.Repo, plumbing.Hash) {
-	r.t.Helper()
-	h := r.must(r.raw.Commit(root))
-	repo, err := gitsync.OpenLocal(r.dir, gitsync.Config{Limits: limits})
+	r.T.Helper()
+	h := r.Commit(root)
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{Limits: limits})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	r.t.Cleanup(func() { _ = repo.Close() })
+	r.T.Cleanup(func() { _ = repo.Close() })
 	return repo, h
 }
 

@@ -23,38 +23,16 @@ import (
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
-// hostileRepo builds one commit with rawgit; every helper fails the test on error.
-type hostileRepo struct {
-	t   *testing.T
-	dir string
-	raw *rawgit.Repo
-}
+// hostileRepo builds one commit with rawgit.
+type hostileRepo struct{ *rawgit.Must }
 
-func newHostileRepo(t *testing.T) *hostileRepo {
-	t.Helper()
-	dir := t.TempDir()
-	raw, err := rawgit.Init(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &hostileRepo{t: t, dir: dir, raw: raw}
-}
+func newHostileRepo(t *testing.T) *hostileRepo { return &hostileRepo{rawgit.New(t)} }
 
-func (r *hostileRepo) must(h plumbing.Hash, err error) plumbing.Hash {
-	r.t.Helper()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return h
-}
+func (r *hostileRepo) blob(data []byte) plumbing.Hash { return r.Blob(data) }
 
-func (r *hostileRepo) blob(data []byte) plumbing.Hash { return r.must(r.raw.Blob(data)) }
+func (r *hostileRepo) tree(entries ...object.TreeEntry) plumbing.Hash { return r.Tree(entries...) }
 
-func (r *hostileRepo) tree(entries ...object.TreeEntry) plumbing.Hash {
-	return r.must(r.raw.Tree(entries...))
-}
-
-// peeringDirs returns the tree of provider-a holding the given consumer directories.
+// providerTree returns the tree of provider-a holding the given consumer directories.
 func (r *hostileRepo) providerTree(consumers map[string]plumbing.Hash) plumbing.Hash {
 	var entries []object.TreeEntry
 	for _, c := range slices.Sorted(mapsKeys(consumers)) {
@@ -78,12 +56,12 @@ func (r *hostileRepo) benign() plumbing.Hash {
 	now := time.Now()
 	ca, err := repofixture.NewCA("provider-a CA", now.Add(-time.Hour), 24*time.Hour)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	p, err := repofixture.Build("provider-a", "consumer-1", repofixture.Issued,
 		repofixture.Options{CA: ca, APIServer: "https://provider-a.example:6443", NotBefore: now.Add(-time.Minute), TTL: time.Hour})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	var entries []object.TreeEntry
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
@@ -101,16 +79,16 @@ func (r *hostileRepo) benign() plumbing.Hash {
 // commit makes a commit whose root holds provider-a with consumers, and
 // consumer-1 (benign) beside them, and the directories of others.
 func (r *hostileRepo) commit(consumers map[string]plumbing.Hash, others ...object.TreeEntry) (*gitsync.Repo, plumbing.Hash) {
-	r.t.Helper()
+	r.T.Helper()
 	consumers["consumer-1"] = r.benign()
 	root := append([]object.TreeEntry{rawgit.Dir("provider-a", r.providerTree(consumers))}, others...)
 	slices.SortFunc(root, func(a, b object.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
-	head := r.must(r.raw.Commit(r.tree(root...)))
-	repo, err := gitsync.OpenLocal(r.dir, gitsync.Config{MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
+	head := r.Commit(r.tree(root...))
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	r.t.Cleanup(func() { _ = repo.Close() })
+	r.T.Cleanup(func() { _ = repo.Close() })
 	return repo, head
 }
 
@@ -169,9 +147,9 @@ func TestLoadPeakHeap(t *testing.T) {
 			k := rawgit.File("a-kustomization.yaml", r.blob([]byte("resources: []\n")))
 			tree := entries(r, n, k, r.blob(full))
 			// kustomization.yaml sorts after f*.yaml: rebuild with it last.
-			raw, err := object.GetTree(r.raw.Storer, tree)
+			raw, err := object.GetTree(r.Repo.Storer, tree)
 			if err != nil {
-				r.t.Fatal(err)
+				r.T.Fatal(err)
 			}
 			es := append(raw.Entries[1:], rawgit.File("kustomization.yaml", raw.Entries[0].Hash))
 			return map[string]plumbing.Hash{"consumer-2": r.tree(es...)}

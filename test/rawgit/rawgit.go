@@ -5,6 +5,7 @@ package rawgit
 
 import (
 	"fmt"
+	"testing"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -89,4 +90,44 @@ func (r *Repo) write(obj plumbing.EncodedObject, fill func(interface{ Write([]by
 		return plumbing.ZeroHash, err
 	}
 	return r.Storer.SetEncodedObject(obj)
+}
+
+// Must wraps a Repo for tests: every method fails T on error.
+type Must struct {
+	T    testing.TB
+	Repo *Repo
+	// Dir is the repository's directory when New made it.
+	Dir string
+}
+
+// New initialises a bare repository in a temporary directory of t.
+func New(t testing.TB) *Must {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Must{T: t, Repo: r, Dir: dir}
+}
+
+func (m *Must) check(h plumbing.Hash, err error) plumbing.Hash {
+	m.T.Helper()
+	if err != nil {
+		m.T.Fatal(err)
+	}
+	return h
+}
+
+// Blob is Repo.Blob.
+func (m *Must) Blob(data []byte) plumbing.Hash { return m.check(m.Repo.Blob(data)) }
+
+// Tree is Repo.Tree.
+func (m *Must) Tree(entries ...object.TreeEntry) plumbing.Hash {
+	return m.check(m.Repo.Tree(entries...))
+}
+
+// Commit is Repo.Commit.
+func (m *Must) Commit(root plumbing.Hash, parents ...plumbing.Hash) plumbing.Hash {
+	return m.check(m.Repo.Commit(root, parents...))
 }

@@ -128,14 +128,7 @@ func addMalformedTrees(t *testing.T, dir string, tenant []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := &rawgit.Repo{Storer: repo.Storer}
-	must := func(h plumbing.Hash, err error) plumbing.Hash {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	raw := &rawgit.Must{T: t, Repo: &rawgit.Repo{Storer: repo.Storer}}
 	head, err := repo.Head()
 	if err != nil {
 		t.Fatal(err)
@@ -152,19 +145,19 @@ func addMalformedTrees(t *testing.T, dir string, tenant []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob, other := must(raw.Blob(tenant)), must(raw.Blob([]byte("kind: Tenant\n")))
+	blob, other := raw.Blob(tenant), raw.Blob([]byte("kind: Tenant\n"))
 	entries := append(provider.Entries,
-		rawgit.Dir("consumer-12", must(raw.Tree(rawgit.File("tenant.yaml", blob), rawgit.File("tenant.yaml", other)))),
-		rawgit.Dir("consumer-13", must(raw.Tree(rawgit.File("tenant.yaml", blob), rawgit.File("nonce.yaml", other)))))
+		rawgit.Dir("consumer-12", raw.Tree(rawgit.File("tenant.yaml", blob), rawgit.File("tenant.yaml", other))),
+		rawgit.Dir("consumer-13", raw.Tree(rawgit.File("tenant.yaml", blob), rawgit.File("nonce.yaml", other))))
 	sort.Sort(object.TreeEntrySorter(entries))
 	var rootEntries []object.TreeEntry
 	for _, e := range root.Entries {
 		if e.Name == "provider-a" {
-			e.Hash = must(raw.Tree(entries...))
+			e.Hash = raw.Tree(entries...)
 		}
 		rootEntries = append(rootEntries, e)
 	}
-	h := must(raw.Commit(must(raw.Tree(rootEntries...)), head.Hash()))
+	h := raw.Commit(raw.Tree(rootEntries...), head.Hash())
 	if err := repo.Storer.SetReference(plumbing.NewHashReference(head.Name(), h)); err != nil {
 		t.Fatal(err)
 	}
