@@ -5,7 +5,6 @@ package rawgit
 
 import (
 	"fmt"
-	"testing"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -92,16 +91,24 @@ func (r *Repo) write(obj plumbing.EncodedObject, fill func(interface{ Write([]by
 	return r.Storer.SetEncodedObject(obj)
 }
 
+// TB is what Must needs of a test: *testing.T and GinkgoT() have it.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	TempDir() string
+	Cleanup(func())
+}
+
 // Must wraps a Repo for tests: every method fails T on error.
 type Must struct {
-	T    testing.TB
+	T    TB
 	Repo *Repo
 	// Dir is the repository's directory when New made it.
 	Dir string
 }
 
 // New initialises a bare repository in a temporary directory of t.
-func New(t testing.TB) *Must {
+func New(t TB) *Must {
 	t.Helper()
 	dir := t.TempDir()
 	r, err := Init(dir)
