@@ -130,3 +130,30 @@ func TestLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestSignatureCheckAgreesWithReader checks that a commit whose tree the
+// reader refuses is selected by the directory-scoped signature check: before,
+// the check looked up the first of two entries named "c" (unchanged, so the
+// unsigned commit was skipped) while the listing read the second.
+func TestSignatureCheckAgreesWithReader(t *testing.T) {
+	r := newRawRepo(t)
+	signed := r.tree(file("tenant.yaml", r.blob([]byte("signed"))))
+	forged := r.tree(file("tenant.yaml", r.blob([]byte("forged"))))
+	first := r.Commit(r.tree(dir("p", r.tree(dir("c", signed)))))
+	second := r.Commit(r.tree(dir("p", r.tree(dir("c", signed), dir("c", forged)))), first)
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	bad, err := repo.VerifyCommitsWith(first, second, &gitsync.TrustedKeys{}, gitsync.VerifyOptions{Dirs: []string{"p/c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != 1 || bad[0].Commit != second {
+		t.Fatalf("unverified: %v, want %s", bad, second)
+	}
+	if l, err := repo.List(second); err != nil || len(l.Files) != 0 || len(l.Skipped) != 1 || !errors.Is(l.Skipped[0], gitsync.ErrMalformedTree) {
+		t.Fatalf("listing: %+v %v", l, err)
+	}
+}
