@@ -52,7 +52,7 @@ type Loaded struct {
 	Peerings map[string]*Peering
 	// Rejected lists every skipped file in scope, with why.
 	Rejected []Rejection
-	// Unread lists the provider directories that could not be listed.
+	// unread holds, by provider ID, why a provider directory could not be listed.
 	unread map[string]error
 }
 

@@ -45,7 +45,8 @@ func documentOf(pe *layout.Peering, k layout.Kind) bool {
 }
 
 // check returns a result for every document of the directory that decoded.
-// A Tenant's result says which rules only the provider can check.
+// A Tenant's and an Identity's result say which rules only the provider or
+// the consumer can check.
 func (d *directory) check(now time.Time) []Result {
 	var out []Result
 	for _, k := range layout.Kinds {
@@ -64,6 +65,7 @@ func (d *directory) check(now time.Time) []Result {
 			reason += "; " + ProviderChecks
 		case layout.Identity:
 			reason, err = d.checkIdentity(now)
+			reason += "; " + ConsumerChecks
 		}
 		r := Result{Path: layout.Path{Provider: d.pe.Provider, Consumer: d.pe.Consumer, Kind: k}.String(), Valid: err == nil, Reason: reason}
 		if err != nil {

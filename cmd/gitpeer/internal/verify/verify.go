@@ -41,9 +41,12 @@ type Options struct {
 	Now time.Time
 }
 
-// ProviderChecks names the rules verify cannot check without the provider's
-// cluster state; a Tenant's result says they are left to the provider.
-const ProviderChecks = "checked by the provider: the nonce against its Secret, the pinned key, revoked serials"
+// Rules verify cannot check without a cluster's state: a Tenant's result
+// says they are left to the provider, an Identity's to the consumer.
+const (
+	ProviderChecks = "checked by the provider: the nonce against its Secret, the pinned key, revoked serials"
+	ConsumerChecks = "checked by the consumer: the CA it pinned at first use"
+)
 
 // Check verifies every file under opts.Path in a commit of the Git
 // repository at repo (a worktree or a bare repository), reading the commit's

@@ -148,6 +148,12 @@ func TestValidCheckout(t *testing.T) {
 	if r := got[issuedDir+"tenant.yaml"]; !strings.Contains(r.Reason, "nonce it signed has been rotated") {
 		t.Errorf("issued tenant reason %q", r.Reason)
 	}
+	// What needs a cluster's state is left to it, and says so.
+	for p, rules := range map[string]string{proposedDir + "tenant.yaml": ProviderChecks, issuedDir + "identity.yaml": ConsumerChecks} {
+		if r := got[p]; !strings.HasSuffix(r.Reason, "; "+rules) {
+			t.Errorf("%s: reason %q does not end with %q", p, r.Reason, rules)
+		}
+	}
 	if r := got["README.md"]; !r.Valid || !r.Ignored {
 		t.Errorf("README.md: %+v", r)
 	}
