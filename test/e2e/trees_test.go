@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 )
 
@@ -63,7 +65,7 @@ var _ = Describe("Hostile trees", Ordered, func() {
 		gitCLI(w, "commit", "-q", "-m", "Replace "+dir+" by a symlink")
 		pushMain(w)
 		expectReported(ctx, provider, dir, "not a regular file (symlink)")
-		expectReported(ctx, consumer, dir, "not a regular file (symlink)")
+		expectFilesInvalid(ctx, consumer, dir+": not a regular file (symlink)")
 		expectKept(ctx)
 		restore()
 	})
@@ -87,11 +89,22 @@ var _ = Describe("Hostile trees", Ordered, func() {
 		gitCLI(w, "update-ref", "HEAD", h.String())
 		pushMain(w)
 		expectReported(ctx, provider, dir, `malformed tree (two entries named "tenant.yaml")`)
-		expectReported(ctx, consumer, dir, `malformed tree (two entries named "tenant.yaml")`)
+		expectFilesInvalid(ctx, consumer, dir+`: malformed tree (two entries named "tenant.yaml")`)
 		expectKept(ctx)
 		restore()
 	})
 })
+
+// expectFilesInvalid waits until c's FilesValid condition is False and says want.
+func expectFilesInvalid(ctx context.Context, c *cluster, want string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cond := conditionOf(peeringRepository(ctx, g, c), reconciler.ConditionFilesValid)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(BeEquivalentTo("False"))
+		g.Expect(cond.Message).To(ContainSubstring(want))
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
 
 // replaceTree returns a copy of tree t with the directory at path replaced by sub.
 func replaceTree(raw *rawgit.Must, t *object.Tree, path []string, sub plumbing.Hash) plumbing.Hash {
