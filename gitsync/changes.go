@@ -59,7 +59,7 @@ func (r *Repo) Changes(from, to plumbing.Hash) (*ChangeSet, error) {
 		return nil, err
 	}
 	cs := &ChangeSet{From: from, To: to}
-	d := &treeDiff{storer: r.storage, visit: func(p string, old, cur plumbing.Hash) {
+	d := r.newDiff(func(p string, old, cur plumbing.Hash) {
 		op := Modified
 		switch {
 		case old.IsZero():
@@ -68,7 +68,7 @@ func (r *Repo) Changes(from, to plumbing.Hash) (*ChangeSet, error) {
 			op = Deleted
 		}
 		cs.Changes = append(cs.Changes, Change{Path: p, Op: op, Hash: cur})
-	}}
+	})
 	if err := d.diff("", a, b); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ type Config struct {
 	Auth *Auth
 	// MaxFileSize caps the size of a blob that may be read; default DefaultMaxFileSize.
 	MaxFileSize int64
+	// Limits caps the trees a listing decodes and the bytes a Round reads.
+	Limits Limits
 	// Shallow makes the initial clone fetch only the branch tip; later fetches
 	// stay incremental.
 	Shallow bool
@@ -37,6 +39,18 @@ type Config struct {
 	Retry Retry
 	// Now returns the commit time; default time.Now.
 	Now func() time.Time
+}
+
+// Limits caps what reading a commit may cost; each cap is checked before the
+// object it concerns is read. A zero field is no cap.
+type Limits struct {
+	// MaxTreeEntries caps the entries of one tree (directory).
+	MaxTreeEntries int
+	// MaxDirectories caps the directories one listing descends into; the
+	// directories beyond it are listed as skipped, never as absent.
+	MaxDirectories int
+	// MaxRoundBytes caps the sum of the sizes of the blobs one Round reads.
+	MaxRoundBytes int64
 }
 
 // Retry bounds the retries of a push rejected because the branch moved.

@@ -34,6 +34,13 @@ var (
 	ErrUnsafePath = errors.New("unsafe path")
 	// ErrFileNotFound means no entry exists at the path.
 	ErrFileNotFound = errors.New("file not found")
+	// ErrMalformedTree means a tree (directory) holds two entries of one name
+	// or entries out of Git's canonical order: readers could disagree on which
+	// entry counts, so none of the directory is read.
+	ErrMalformedTree = errors.New("malformed tree")
+	// ErrLimitExceeded means reading a directory or file would exceed a cap of
+	// Limits; it is refused before anything is read.
+	ErrLimitExceeded = errors.New("read limit exceeded")
 )
 
 // HistoryError reports that New does not descend from Last.
@@ -52,7 +59,8 @@ func (e *HistoryError) Unwrap() error { return ErrHistoryRewritten }
 type FileError struct {
 	// Path is the file's path relative to the configured root.
 	Path string
-	// Reason is one of ErrFileTooLarge, ErrNotRegularFile, ErrUnsafePath, ErrFileNotFound.
+	// Reason is one of ErrFileTooLarge, ErrNotRegularFile, ErrUnsafePath,
+	// ErrFileNotFound, ErrMalformedTree, ErrLimitExceeded.
 	Reason error
 	// Detail says more, e.g. the size or the kind of entry.
 	Detail string

@@ -27,7 +27,11 @@ type Listing struct {
 	Skipped []*FileError
 }
 
-// List returns every regular file under the root at commit, for a full resync.
+// List returns every regular file under the root at commit, for a full
+// resync. Trees are refused as Limits and loadTree say: a refused directory
+// below the root, and every directory beyond Limits.MaxDirectories, is listed
+// in Skipped (so it never reads as absent) and not descended into; a refused
+// root is an error.
 func (r *Repo) List(commit plumbing.Hash) (*Listing, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -36,9 +40,9 @@ func (r *Repo) List(commit plumbing.Hash) (*Listing, error) {
 		return nil, err
 	}
 	l := &Listing{Commit: commit}
-	d := &treeDiff{storer: r.storage, visit: func(p string, _, to plumbing.Hash) {
+	d := r.newDiff(func(p string, _, to plumbing.Hash) {
 		l.Files = append(l.Files, File{Path: p, Hash: to})
-	}}
+	})
 	if err := d.diff("", nil, root); err != nil {
 		return nil, err
 	}
@@ -51,12 +55,74 @@ func (r *Repo) List(commit plumbing.Hash) (*Listing, error) {
 // read; symlinks, submodules, executables and unsafe paths are refused with a
 // *FileError.
 func (r *Repo) ReadFile(commit plumbing.Hash, path string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.lookup(commit, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.blobSize(path, e.Hash); err != nil {
+		return nil, err
+	}
+	return r.readBlob(e.Hash)
+}
+
+// Round reads the files of one commit for one round of reading (one
+// reconciliation, one `gitpeer verify`): the blobs it reads may not sum to
+// more than Limits.MaxRoundBytes, checked from their headers before reading.
+type Round struct {
+	repo   *Repo
+	commit plumbing.Hash
+	read   int64
+}
+
+// NewRound starts a round of reading commit.
+func (r *Repo) NewRound(commit plumbing.Hash) *Round {
+	return &Round{repo: r, commit: commit}
+}
+
+// Size returns the size of the regular file at path from its object header,
+// without reading it, refusing it as ReadFile would.
+func (rd *Round) Size(path string) (int64, error) {
+	r := rd.repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.lookup(rd.commit, path)
+	if err != nil {
+		return 0, err
+	}
+	return r.blobSize(path, e.Hash)
+}
+
+// ReadFile is Repo.ReadFile within the round's budget: a file that would
+// take the round past Limits.MaxRoundBytes is refused with ErrLimitExceeded
+// before it is read.
+func (rd *Round) ReadFile(path string) ([]byte, error) {
+	r := rd.repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, err := r.lookup(rd.commit, path)
+	if err != nil {
+		return nil, err
+	}
+	size, err := r.blobSize(path, e.Hash)
+	if err != nil {
+		return nil, err
+	}
+	if limit := r.cfg.Limits.MaxRoundBytes; limit > 0 && rd.read+size > limit {
+		return nil, &FileError{Path: path, Reason: ErrLimitExceeded,
+			Detail: fmt.Sprintf("this round already read %d bytes, limit %d", rd.read, limit)}
+	}
+	rd.read += size
+	return r.readBlob(e.Hash)
+}
+
+// lookup finds the regular-file entry at path (relative to the root) in commit.
+func (r *Repo) lookup(commit plumbing.Hash, path string) (*object.TreeEntry, error) {
 	parts, err := cleanRel(path)
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	t, err := r.rootTree(commit)
 	if err != nil {
 		return nil, err
@@ -71,7 +137,7 @@ func (r *Repo) ReadFile(commit plumbing.Hash, path string) ([]byte, error) {
 			return nil, &FileError{Path: path, Reason: ErrFileNotFound}
 		}
 		if i < len(parts)-1 {
-			if t, err = r.subtree(entry); err != nil {
+			if t, err = r.subtree(entry, strings.Join(parts[:i+1], "/")); err != nil {
 				return nil, err
 			}
 		}
@@ -79,19 +145,25 @@ func (r *Repo) ReadFile(commit plumbing.Hash, path string) ([]byte, error) {
 	if !isRegular(entry.Mode) {
 		return nil, &FileError{Path: path, Reason: ErrNotRegularFile, Detail: entryKind(entry.Mode)}
 	}
-	return r.readBlob(path, entry.Hash)
+	return entry, nil
 }
 
-// readBlob reads a blob after checking its size against the cap.
-func (r *Repo) readBlob(path string, h plumbing.Hash) ([]byte, error) {
+// blobSize returns the size of blob h from its header, refusing it when it is
+// over MaxFileSize.
+func (r *Repo) blobSize(path string, h plumbing.Hash) (int64, error) {
 	size, err := r.storage.EncodedObjectSize(h)
 	if err != nil {
-		return nil, fmt.Errorf("gitsync: size of %s: %w", path, err)
+		return 0, fmt.Errorf("gitsync: size of %s: %w", path, err)
 	}
 	if size > r.cfg.MaxFileSize {
-		return nil, &FileError{Path: path, Reason: ErrFileTooLarge,
+		return 0, &FileError{Path: path, Reason: ErrFileTooLarge,
 			Detail: fmt.Sprintf("%d bytes, limit %d", size, r.cfg.MaxFileSize)}
 	}
+	return size, nil
+}
+
+// readBlob reads a blob whose size was checked, never more than MaxFileSize.
+func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 	blob, err := r.repo.BlobObject(h)
 	if err != nil {
 		return nil, err
@@ -111,31 +183,33 @@ func (r *Repo) rootTree(commit plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitsync: commit %s: %w", commit, err)
 	}
-	t, err := r.trees.get(c.TreeHash)
+	t, err := r.trees.get(c.TreeHash, "/")
 	if err != nil {
 		return nil, err
 	}
 	if r.cfg.Path == "" {
 		return t, nil
 	}
-	for _, part := range strings.Split(r.cfg.Path, "/") {
+	parts := strings.Split(r.cfg.Path, "/")
+	for i, part := range parts {
 		e := findEntry(t, part)
 		if e == nil {
 			return nil, nil
 		}
-		if t, err = r.subtree(e); err != nil || t == nil {
+		if t, err = r.subtree(e, strings.Join(parts[:i+1], "/")); err != nil || t == nil {
 			return nil, err
 		}
 	}
 	return t, nil
 }
 
-// subtree loads e if it is a directory, else returns nil.
-func (r *Repo) subtree(e *object.TreeEntry) (*object.Tree, error) {
+// subtree loads e if it is a directory, else returns nil; path names it in
+// errors.
+func (r *Repo) subtree(e *object.TreeEntry, path string) (*object.Tree, error) {
 	if e.Mode != filemode.Dir {
 		return nil, nil
 	}
-	return r.trees.get(e.Hash)
+	return r.trees.get(e.Hash, path)
 }
 
 // findEntry looks name up in t by exact match (no path interpretation).

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"sync"
 
@@ -60,7 +61,7 @@ func Open(cfg Config) (*Repo, error) {
 	if err := ensureRemote(repo, cfg.URL); err != nil {
 		return nil, err
 	}
-	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st)}, nil
+	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
 }
 
 // ensureRemote points the origin remote at url.
@@ -109,4 +110,66 @@ func (r *Repo) setLocalHead(branch string, h plumbing.Hash) error {
 func (r *Repo) hasCommit(h plumbing.Hash) bool {
 	_, err := r.repo.CommitObject(h)
 	return err == nil
+}
+
+// OpenLocal opens the existing Git repository at dir (a worktree, a bare
+// repository, or a directory inside a worktree, which then becomes the root
+// that cfg.Path is relative to) to read its commits with List, ReadFile and
+// NewRound, as `gitpeer verify` does; cfg sets the root Path and the caps.
+// It never contacts a remote.
+func OpenLocal(dir string, cfg Config) (*Repo, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		if repo, err = git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true}); err == nil {
+			cfg.Path, err = pathInWorktree(repo, dir, cfg.Path)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gitsync: open %s: %w", dir, err)
+	}
+	cfg.URL, cfg.Dir = dir, dir
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, fmt.Errorf("gitsync: open %s: unexpected storage %T", dir, repo.Storer)
+	}
+	return &Repo{cfg: cfg, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
+}
+
+// pathInWorktree returns root (slash-separated, relative to dir) relative to
+// the top of repo's worktree, dir being a directory inside it.
+func pathInWorktree(repo *git.Repository, dir, root string) (string, error) {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	top, err := filepath.EvalSymlinks(wt.Filesystem.Root())
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(top, abs)
+	if err != nil {
+		return "", err
+	}
+	return path.Join(filepath.ToSlash(rel), root), nil
+}
+
+// Resolve returns the commit a revision (HEAD, a branch, a tag, a hash) names.
+func (r *Repo) Resolve(rev string) (plumbing.Hash, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("gitsync: revision %s: %w", rev, err)
+	}
+	return *h, nil
 }

@@ -13,20 +13,22 @@ const maxCachedTrees = 1024
 // files under the same directories decodes each directory once. Not safe for
 // concurrent use; Repo serialises access.
 type treeCache struct {
-	s storer.EncodedObjectStorer
-	m map[plumbing.Hash]*object.Tree
+	s          storer.EncodedObjectStorer
+	maxEntries int
+	m          map[plumbing.Hash]*object.Tree
 }
 
-func newTreeCache(s storer.EncodedObjectStorer) *treeCache {
-	return &treeCache{s: s, m: map[plumbing.Hash]*object.Tree{}}
+func newTreeCache(s storer.EncodedObjectStorer, maxEntries int) *treeCache {
+	return &treeCache{s: s, maxEntries: maxEntries, m: map[plumbing.Hash]*object.Tree{}}
 }
 
-// get returns the decoded tree h.
-func (c *treeCache) get(h plumbing.Hash) (*object.Tree, error) {
+// get returns the decoded tree h, refused as loadTree refuses it; path names
+// it in errors.
+func (c *treeCache) get(h plumbing.Hash, path string) (*object.Tree, error) {
 	if t, ok := c.m[h]; ok {
 		return t, nil
 	}
-	t, err := object.GetTree(c.s, h)
+	t, err := loadTree(c.s, h, path, c.maxEntries)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package gitsync
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -38,10 +40,20 @@ type visit func(path string, from, to plumbing.Hash)
 // identical subtrees by hash. It visits each tree once, so it bypasses the
 // tree cache. Entries with unsafe names, and non-regular
 // entries on the "to" side, are reported in skipped and treated as absent.
+// Subtrees are loaded with loadTree: a refused one, and every one beyond
+// limits.MaxDirectories, is not descended into and, on the "to" side, is
+// reported in skipped (its files are present but unread, never absent).
 type treeDiff struct {
 	storer  storer.EncodedObjectStorer
+	limits  Limits
 	visit   visit
 	skipped []*FileError
+	dirs    int // subtrees loaded so far
+}
+
+// newDiff returns a treeDiff over r's storage and limits.
+func (r *Repo) newDiff(v visit) *treeDiff {
+	return &treeDiff{storer: r.storage, limits: r.cfg.Limits, visit: v}
 }
 
 func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
@@ -58,7 +70,12 @@ func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
 			}
 			continue
 		}
-		subA, subB, err := d.subtrees(ea, eb)
+		subA, subB, err := d.subtrees(p, ea, eb)
+		var refusedDir *FileError
+		if errors.As(err, &refusedDir) {
+			d.skipped = append(d.skipped, refusedDir)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -78,19 +95,33 @@ func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
 	return nil
 }
 
-// subtrees loads the directory entries among ea and eb.
-func (d *treeDiff) subtrees(ea, eb *object.TreeEntry) (a, b *object.Tree, err error) {
+// subtrees loads the directory entries among ea and eb at path p. A refused
+// "from" tree reads as empty; a refused "to" tree is a *FileError.
+func (d *treeDiff) subtrees(p string, ea, eb *object.TreeEntry) (a, b *object.Tree, err error) {
 	if ea != nil && ea.Mode == filemode.Dir {
-		if a, err = object.GetTree(d.storer, ea.Hash); err != nil {
+		if a, err = d.load(p, ea.Hash); refused(err) {
+			a, err = nil, nil
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 	}
 	if eb != nil && eb.Mode == filemode.Dir {
-		if b, err = object.GetTree(d.storer, eb.Hash); err != nil {
+		if b, err = d.load(p, eb.Hash); err != nil {
 			return nil, nil, err
 		}
 	}
 	return a, b, nil
+}
+
+// load loads the subtree h at path p, counting it against MaxDirectories.
+func (d *treeDiff) load(p string, h plumbing.Hash) (*object.Tree, error) {
+	if max := d.limits.MaxDirectories; max > 0 && d.dirs >= max {
+		return nil, &FileError{Path: p, Reason: ErrLimitExceeded,
+			Detail: fmt.Sprintf("directory not read: a listing reads at most %d directories", max)}
+	}
+	d.dirs++
+	return loadTree(d.storer, h, p, d.limits.MaxTreeEntries)
 }
 
 // regularHash returns the blob hash of a regular-file entry, else the zero hash.

@@ -158,12 +158,19 @@ func (r *Repo) touches(c *object.Commit, dirs []string) (bool, error) {
 	}
 	for _, d := range dirs {
 		mine, err := r.entryAt(c, d)
+		if refused(err) {
+			return true, nil // a tree the reader refuses: verify rather than skip
+		}
 		if err != nil {
 			return false, err
 		}
 		var theirs plumbing.Hash
 		if parent != nil {
-			if theirs, err = r.entryAt(parent, d); err != nil {
+			theirs, err = r.entryAt(parent, d)
+			if refused(err) {
+				return true, nil
+			}
+			if err != nil {
 				return false, err
 			}
 		}
@@ -194,11 +201,17 @@ func (r *Repo) entryAt(c *object.Commit, dir string) (plumbing.Hash, error) {
 		if i == len(parts)-1 {
 			return e.Hash, nil
 		}
-		if t, err = r.subtree(e); err != nil || t == nil {
+		if t, err = r.subtree(e, strings.Join(parts[:i+1], "/")); err != nil || t == nil {
 			return plumbing.ZeroHash, err
 		}
 	}
 	return plumbing.ZeroHash, nil
+}
+
+// refused reports whether err is a tree that loadTree refused: duplicate or
+// unsorted entries, or over a cap.
+func refused(err error) bool {
+	return errors.Is(err, ErrMalformedTree) || errors.Is(err, ErrLimitExceeded)
 }
 
 // rootHash is the tree hash of the configured root in c (zero if absent).

@@ -108,8 +108,8 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 		return err
 	}
 	me := string(s.obj.Spec.ClusterID)
-	_, asProvider := s.peerings[me+"/"+peer]
-	_, asConsumer := s.peerings[peer+"/"+me]
+	_, asProvider := s.loaded.Peerings[me+"/"+peer]
+	_, asConsumer := s.loaded.Peerings[peer+"/"+me]
 	if !sole || !(asProvider || asConsumer) {
 		return refused
 	}
@@ -191,7 +191,7 @@ func (s *session) soleClaimant(ctx context.Context, peer string) (bool, error) {
 // (an owned tenant namespace) that have no issued Tenant yet.
 func (s *session) countPending(ctx context.Context) error {
 	me := string(s.obj.Spec.ClusterID)
-	for _, pe := range s.peerings {
+	for _, pe := range s.loaded.Peerings {
 		if pe.Provider != me || pe.Request == nil {
 			continue
 		}

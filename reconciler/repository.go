@@ -196,7 +196,7 @@ type session struct {
 	repo     *gitsync.Repo
 	key      gocrypto.Signer
 	head     plumbing.Hash
-	peerings map[string]*layout.Peering // by "<provider>/<consumer>"
+	loaded   *layout.Loaded
 	invalid  []string
 	status   map[string]gitpeerv1alpha1.PeeringStatus
 	renewAt  time.Time
@@ -263,58 +263,16 @@ func (s *session) sync(ctx context.Context) error {
 }
 
 // load decodes the documents of every peering directory the local cluster is
-// part of. Invalid files are reported and skipped.
+// part of, with layout.Load as `gitpeer verify` does. Invalid files are
+// reported and skipped.
 func (s *session) load(ctx context.Context) error {
-	listing, err := s.repo.List(s.head)
+	loaded, err := LoadCommit(s.repo, s.head, s.obj)
 	if err != nil {
 		return err
 	}
-	me := string(s.obj.Spec.ClusterID)
-	wanted := map[string]bool{}
-	if s.obj.IsConsumer() {
-		for _, p := range s.obj.Spec.Consumer.Providers {
-			wanted[string(p)] = true
-		}
-	}
-	mine := func(p layout.Path) bool {
-		return (p.Provider == me && s.obj.IsProvider()) || (p.Consumer == me && wanted[p.Provider])
-	}
-	kustomized := kustomizedDirs(listing)
-	s.peerings = map[string]*layout.Peering{}
-	for _, f := range listing.Files {
-		p, ok, err := layout.ParsePath(f.Path)
-		if !ok || !mine(p) {
-			continue
-		}
-		if err != nil {
-			s.reject(ctx, f.Path, err)
-			continue
-		}
-		if kustomized[p.Dir()] {
-			continue // built below
-		}
-		data, err := s.repo.ReadFile(s.head, f.Path)
-		if err == nil {
-			err = s.peering(p.Provider, p.Consumer).Decode(p, data)
-		} else {
-			err = fmt.Errorf("%s: %w", f.Path, err)
-			s.peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, err)
-		}
-		if err != nil {
-			s.reject(ctx, f.Path, err)
-		}
-	}
-	for _, dir := range sortedKeys(kustomized) {
-		s.loadKustomized(ctx, listing, dir, mine)
-	}
-	for _, sk := range listing.Skipped {
-		if p, ok, perr := layout.ParsePath(sk.Path); ok && (p.Provider == me || p.Consumer == me) {
-			// A skipped entry (a symlink, say) is present: it must not read as a removed file.
-			if perr == nil && mine(p) {
-				s.peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, sk)
-			}
-			s.reject(ctx, sk.Path, sk)
-		}
+	s.loaded = loaded
+	for _, rj := range s.loaded.Rejected {
+		s.reject(ctx, rj.Path, rj.Err)
 	}
 	if len(s.invalid) > 0 {
 		conditions.MarkFalse(s.obj, ConditionFilesValid, ReasonInvalidFile, "%d file(s) skipped: %s", len(s.invalid), s.invalid[0])
@@ -322,6 +280,28 @@ func (s *session) load(ctx context.Context) error {
 		conditions.MarkTrue(s.obj, ConditionFilesValid, ReasonSucceeded, "all files valid")
 	}
 	return nil
+}
+
+// LoadCommit reads commit of repo as the agent of obj does: the peering
+// directories obj's cluster is part of (its own as a provider, and its
+// directory under each provider it consumes from), with layout.Load under the
+// protocol's caps. repo must be opened with layout.Limits.
+func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*layout.Loaded, error) {
+	listing, err := repo.List(commit)
+	if err != nil {
+		return nil, err
+	}
+	me := string(obj.Spec.ClusterID)
+	wanted := map[string]bool{}
+	if obj.IsConsumer() {
+		for _, p := range obj.Spec.Consumer.Providers {
+			wanted[string(p)] = true
+		}
+	}
+	scope := func(provider, consumer string) bool {
+		return (provider == me && obj.IsProvider()) || (wanted[provider] && (consumer == me || consumer == ""))
+	}
+	return layout.Load(listing, repo.NewRound(commit), scope), nil
 }
 
 // reject reports an invalid file (condition, event, log); it is skipped.
@@ -332,11 +312,7 @@ func (s *session) reject(ctx context.Context, path string, err error) {
 }
 
 func (s *session) peering(provider, consumer string) *layout.Peering {
-	k := provider + "/" + consumer
-	if s.peerings[k] == nil {
-		s.peerings[k] = &layout.Peering{Provider: provider, Consumer: consumer}
-	}
-	return s.peerings[k]
+	return s.loaded.Peering(provider, consumer)
 }
 
 // run acts on every peering; a failure in one never blocks the others.
@@ -344,7 +320,7 @@ func (s *session) run(ctx context.Context) {
 	me := string(s.obj.Spec.ClusterID)
 	if s.obj.IsProvider() {
 		consumers := map[string]bool{}
-		for _, pe := range s.peerings {
+		for _, pe := range s.loaded.Peerings {
 			if pe.Provider == me {
 				consumers[pe.Consumer] = true
 			}

@@ -20,16 +20,20 @@ func newVerifyCmd() *cobra.Command {
 		verbose bool
 	)
 	cmd := &cobra.Command{
-		Use:   "verify PATH",
-		Short: "Check a checkout of a peering repository offline, for its CI",
-		Long: `verify checks every file of a checkout of a peering repository with the agent's own rules:
-layout, size, strict decoding, IDs in paths versus contents, Tenant signatures against the
-nonce committed beside them, CSR rules, and Identity certificates against their CA and the
-Tenant's key. A line per peering directory (its path ends in "/") gives the provider's verdict:
-it issues, revokes, fails closed (a kustomization that yields no valid Tenant) or skips. It needs
-no cluster and no network, and exits 0 only when every file is valid.`,
+		Use:   "verify REPOSITORY",
+		Short: "Check a commit of a peering repository offline, for its CI",
+		Long: `verify checks every file of a commit of a peering repository (HEAD, or --revision) with the
+agent's own reading and rules: it reads the commit's Git tree, not the working tree, with the
+agent's code (file modes, duplicate or unsorted tree entries, size and count caps, strict
+decoding, IDs in paths versus contents, kustomize builds), then checks Tenant signatures
+against the nonce committed beside them, the request key, CSR rules, and Identity certificates
+against their CA and the Tenant's key. A line per peering directory (its path ends in "/") gives
+the provider's verdict: it issues, revokes, fails closed (a kustomization that yields no valid
+Tenant) or skips. Rules that need the provider's cluster state (the nonce in its Secret, the
+pinned key, revoked serials) are reported as checked by the provider. It needs no cluster and
+no network, and exits 0 only when every file is valid.`,
 		Example: `  gitpeer verify .
-  gitpeer verify --path peers -o json .`,
+  gitpeer verify --revision origin/main --path peers -o json .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := printer.CheckFormat(output, printer.JSON); err != nil {
@@ -48,7 +52,8 @@ no cluster and no network, and exits 0 only when every file is valid.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the checkout (PeeringRepository spec.path)")
+	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the repository (PeeringRepository spec.path)")
+	cmd.Flags().StringVar(&opts.Revision, "revision", "", "commit to check: a branch, tag or hash (default HEAD)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: table)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the files gitpeer ignores")
 	return cmd

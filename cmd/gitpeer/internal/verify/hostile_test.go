@@ -98,16 +98,16 @@ func TestHostileCheckouts(t *testing.T) {
 			doc := c.proposed.Files["tenant.yaml"]
 			c.write(t, proposedDir+"tenant.yaml", append(append(append([]byte{}, doc...), "---\n"...), doc...))
 		}},
-		{name: "10 MiB file", path: proposedDir + "tenant.yaml", wantErr: "file is 10485760 bytes, the limit is 65536", mutate: func(t *testing.T, c *checkout) {
+		{name: "10 MiB file", path: proposedDir + "tenant.yaml", wantErr: "file exceeds size limit (10485760 bytes, limit 65536)", mutate: func(t *testing.T, c *checkout) {
 			c.write(t, proposedDir+"tenant.yaml", bytes.Repeat([]byte("#"), 10<<20))
 		}},
-		{name: "symlink", path: proposedDir + "tenant.yaml", wantErr: "symbolic link", mutate: func(t *testing.T, c *checkout) {
+		{name: "symlink", path: proposedDir + "tenant.yaml", wantErr: "not a regular file (symlink)", mutate: func(t *testing.T, c *checkout) {
 			c.remove(t, proposedDir+"tenant.yaml")
 			if err := os.Symlink("/etc/passwd", filepath.Join(c.root, proposedDir, "tenant.yaml")); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "symlinked peering directory", path: "provider-a/consumer-3", wantErr: "symbolic link", mutate: func(t *testing.T, c *checkout) {
+		{name: "symlinked peering directory", path: "provider-a/consumer-3", wantErr: "not a regular file (symlink)", mutate: func(t *testing.T, c *checkout) {
 			if err := os.Symlink(filepath.Join(c.root, proposedDir), filepath.Join(c.root, "provider-a/consumer-3")); err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestHostileCheckouts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCheckout(t)
 			tc.mutate(t, c)
-			results, err := Check(c.root, Options{})
+			results, err := Check(commitAll(t, c.root), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

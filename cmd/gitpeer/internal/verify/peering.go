@@ -20,7 +20,33 @@ type directory struct {
 	ok map[layout.Kind]bool
 }
 
+// newDirectory returns the directory of pe with the documents that decoded.
+func newDirectory(pe *layout.Peering) *directory {
+	d := &directory{pe: *pe, ok: map[layout.Kind]bool{}}
+	for _, k := range layout.Kinds {
+		d.ok[k] = pe.Invalid[k] == nil && documentOf(pe, k)
+	}
+	return d
+}
+
+// documentOf reports whether pe holds a decoded document of kind k.
+func documentOf(pe *layout.Peering, k layout.Kind) bool {
+	switch k {
+	case layout.Request:
+		return pe.Request != nil
+	case layout.Nonce:
+		return pe.Nonce != nil
+	case layout.Tenant:
+		return pe.Tenant != nil
+	case layout.Identity:
+		return pe.Identity != nil
+	}
+	return false
+}
+
 // check returns a result for every document of the directory that decoded.
+// A Tenant's and an Identity's result say which rules only the provider or
+// the consumer can check.
 func (d *directory) check(now time.Time) []Result {
 	var out []Result
 	for _, k := range layout.Kinds {
@@ -36,8 +62,10 @@ func (d *directory) check(now time.Time) []Result {
 			reason = fmt.Sprintf("nonce for %s", d.pe.Consumer)
 		case layout.Tenant:
 			reason, err = d.checkTenant(now)
+			reason += "; " + ProviderChecks
 		case layout.Identity:
 			reason, err = d.checkIdentity(now)
+			reason += "; " + ConsumerChecks
 		}
 		r := Result{Path: layout.Path{Provider: d.pe.Provider, Consumer: d.pe.Consumer, Kind: k}.String(), Valid: err == nil, Reason: reason}
 		if err != nil {

@@ -1,27 +1,26 @@
-// Package verify checks a checkout of a peering repository offline, as the
-// repository's CI runs `gitpeer verify`: the layout, every document strictly
-// decoded with the agent's own rules (reconciler/layout), Tenant signatures
-// and CSRs, and Identity certificates. It needs no cluster and no network.
+// Package verify checks a commit of a peering repository offline, as the
+// repository's CI runs `gitpeer verify`: it reads the commit's Git tree with
+// gitsync and layout.Load exactly as the agent does (file modes, duplicate
+// entries, caps, strict decoding, kustomize builds), then checks Tenant
+// signatures and CSRs and Identity certificates. It needs no cluster and no
+// network; the rules that need the provider's cluster state are left to it.
 package verify
 
 import (
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
+	"maps"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 )
 
 // Result is the verdict on one file.
 type Result struct {
-	// Path is the file's slash-separated path relative to the checkout.
+	// Path is the file's slash-separated path relative to the repository.
 	Path string `json:"path"`
 	// Valid is false when the agent would reject the file (or CI should).
 	Valid bool `json:"valid"`
@@ -36,51 +35,50 @@ type Result struct {
 
 // Options of Check.
 type Options struct {
-	// Path is the peering root inside the checkout (PeeringRepository
-	// spec.path); empty for the checkout's root.
+	// Path is the peering root inside the repository (PeeringRepository
+	// spec.path); empty for the repository's root.
 	Path string
+	// Revision is the commit to check (a branch, tag or hash); empty for HEAD.
+	Revision string
 	// Now is the time certificates must be valid at; zero means time.Now().
 	Now time.Time
 }
 
-// Check verifies every file under checkout/opts.Path and returns one Result
-// per file, sorted by path. It fails only when the checkout cannot be read.
-func Check(checkout string, opts Options) ([]Result, error) {
+// Rules verify cannot check without a cluster's state: a Tenant's result
+// says they are left to the provider, an Identity's to the consumer.
+const (
+	ProviderChecks = "checked by the provider: the nonce against its Secret, the pinned key, revoked serials"
+	ConsumerChecks = "checked by the consumer: the CA it pinned at first use"
+)
+
+// Check verifies every file under opts.Path in a commit of the Git
+// repository at repo (a worktree or a bare repository), reading the commit's
+// tree through gitsync and decoding it with layout.Load exactly as the agent
+// does, and returns one Result per file, sorted by path. The working tree is
+// never read. It fails only when the commit cannot be read.
+func Check(repo string, opts Options) ([]Result, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	root := filepath.Join(checkout, filepath.FromSlash(opts.Path))
-	if fi, err := os.Stat(root); err != nil {
-		return nil, err
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", root)
+	if opts.Revision == "" {
+		opts.Revision = "HEAD"
 	}
-	prefix := path.Clean(filepath.ToSlash(opts.Path))
-	c := &checker{root: root, dirs: map[string]*directory{}, kust: map[string]bool{}}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if !d.IsDir() || d.Type()&fs.ModeSymlink != 0 {
-			c.file(p, rel, d)
-		}
-		return nil
-	})
+	r, err := gitsync.OpenLocal(repo, gitsync.Config{Path: opts.Path, MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
 	if err != nil {
 		return nil, err
 	}
-	results := c.finish(opts.Now)
+	defer r.Close()
+	commit, err := r.Resolve(opts.Revision)
+	if err != nil {
+		return nil, err
+	}
+	listing, err := r.List(commit)
+	if err != nil {
+		return nil, err
+	}
+	loaded := layout.Load(listing, r.NewRound(commit), func(string, string) bool { return true })
+	results := judge(listing, loaded, opts.Now)
+	prefix := strings.Trim(opts.Path, "/")
 	for i := range results {
 		results[i].Path = path.Join(prefix, results[i].Path)
 		if results[i].Directory {
@@ -102,92 +100,48 @@ func Invalid(results []Result) int {
 	return n
 }
 
-// checker accumulates the results of a walk and the decoded documents of each
-// peering directory for the cross-file checks.
-type checker struct {
-	root    string
-	results []Result
-	dirs    map[string]*directory
-	kust    map[string]bool // whether a peering directory holds a kustomization.yaml
-}
-
-// file checks one non-directory entry; rel is relative to the peering root.
-func (c *checker) file(p, rel string, d fs.DirEntry) {
-	switch {
-	case d.Type()&fs.ModeSymlink != 0:
-		c.results = append(c.results, Result{Path: rel, Reason: "symbolic link: commit the file itself (the agent reads Git objects and never follows links)"})
-		return
-	case !d.Type().IsRegular():
-		c.results = append(c.results, Result{Path: rel, Reason: "not a regular file"})
-		return
+// judge turns what layout.Load read into results: its rejections, the
+// cross-file checks of every peering directory, and a result for every other
+// entry of the listing.
+func judge(listing *gitsync.Listing, loaded *layout.Loaded, now time.Time) []Result {
+	var results []Result
+	rejected := map[string]bool{}
+	for _, rj := range loaded.Rejected {
+		rejected[rj.Path] = true
+		results = append(results, Result{Path: rj.Path, Reason: trimPath(rj.Err, rj.Path)})
 	}
-	dp, ok, err := layout.ParsePath(rel)
-	switch {
-	case path.Base(rel) == documents.KustomizationFile && strings.Count(rel, "/") == 2:
-		c.kustomize(rel)
-		return
-	case ok && err == nil && c.kustomized(dp.Dir()):
-		return // built and checked with the directory's kustomization.yaml
-	case err != nil:
-		c.results = append(c.results, Result{Path: rel, Reason: trimPath(err, rel)})
-		return
-	case !ok && knownName(path.Base(rel)):
-		c.results = append(c.results, Result{Path: rel, Reason: path.Base(rel) + " is at the wrong depth: documents live at <providerID>/<consumerID>/" + path.Base(rel)})
-		return
-	case !ok:
-		c.results = append(c.results, Result{Path: rel, Valid: true, Ignored: true, Reason: "not a gitpeer document: ignored"})
-		return
-	}
-	data, err := readCapped(p)
-	if err != nil {
-		c.results = append(c.results, Result{Path: rel, Reason: err.Error()})
-		return
-	}
-	dir := c.dir(dp)
-	if err := dir.pe.Decode(dp, data); err != nil {
-		c.results = append(c.results, Result{Path: rel, Reason: trimPath(err, rel)})
-		return
-	}
-	dir.ok[dp.Kind] = true
-}
-
-// readCapped reads a file of at most layout.MaxFileSize bytes, refusing larger
-// ones without reading them.
-func readCapped(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, layout.MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > layout.MaxFileSize {
-		size := int64(len(data))
-		if fi, err := f.Stat(); err == nil {
-			size = fi.Size()
+	for _, f := range listing.Files {
+		if !rejected[f.Path] {
+			if r, ok := fileResult(f.Path, loaded); ok {
+				results = append(results, r)
+			}
 		}
-		return nil, fmt.Errorf("%w: file is %d bytes, the limit is %d", layout.ErrInvalid, size, layout.MaxFileSize)
 	}
-	return data, nil
+	for _, sk := range listing.Skipped {
+		if !rejected[sk.Path] {
+			results = append(results, Result{Path: sk.Path, Valid: true, Ignored: true, Reason: trimPath(sk, sk.Path) + ": not a gitpeer document, ignored"})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(loaded.Peerings)) {
+		results = append(results, newDirectory(loaded.Peerings[k]).check(now)...)
+	}
+	return results
 }
 
-func (c *checker) dir(p layout.Path) *directory {
-	d := c.dirs[p.Dir()]
-	if d == nil {
-		d = &directory{pe: layout.Peering{Provider: p.Provider, Consumer: p.Consumer}, ok: map[layout.Kind]bool{}}
-		c.dirs[p.Dir()] = d
+// fileResult is the result of a file layout.Load did not reject, unless the
+// cross-file checks of its directory give it one.
+func fileResult(rel string, loaded *layout.Loaded) (Result, bool) {
+	_, ok, _ := layout.ParsePath(rel)
+	dir, name := path.Split(rel)
+	switch {
+	case ok:
+		return Result{}, false
+	case name == documents.KustomizationFile && strings.Count(rel, "/") == 2 && loaded.Peerings[strings.TrimSuffix(dir, "/")] != nil:
+		return Result{Path: rel, Valid: true, Reason: "built with kustomize; the documents below are checked as built"}, true
+	case knownName(name):
+		return Result{Path: rel, Reason: name + " is at the wrong depth: documents live at <providerID>/<consumerID>/" + name}, true
 	}
-	return d
-}
-
-// finish runs the cross-file checks and returns every result.
-func (c *checker) finish(now time.Time) []Result {
-	for _, d := range c.dirs {
-		c.results = append(c.results, d.check(now)...)
-	}
-	return c.results
+	return Result{Path: rel, Valid: true, Ignored: true, Reason: "not a gitpeer document: ignored"}, true
 }
 
 func knownName(name string) bool {
@@ -195,8 +149,9 @@ func knownName(name string) bool {
 }
 
 // trimPath drops the "path: " and "invalid document: " prefixes layout puts
-// on its errors, since the result already names the file.
+// on its errors, since the result already names the file, and joins lines.
 func trimPath(err error, rel string) string {
 	msg := strings.TrimPrefix(err.Error(), rel+": ")
-	return strings.TrimPrefix(msg, layout.ErrInvalid.Error()+": ")
+	msg = strings.TrimPrefix(msg, layout.ErrInvalid.Error()+": ")
+	return strings.ReplaceAll(msg, "\n", "; ")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 const (
@@ -54,7 +55,6 @@ func newCheckout(t *testing.T) *checkout {
 		}
 	}
 	c.write(t, "README.md", []byte("# peers\n"))
-	c.write(t, ".git/config", []byte("[core]\n"))
 	return c
 }
 
@@ -102,6 +102,23 @@ func newKey(t *testing.T) gocrypto.Signer {
 	return k
 }
 
+// commitAll commits everything in dir (a repository from the first call on)
+// and returns dir: verify reads commits, not working trees.
+func commitAll(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, ".git")); os.IsNotExist(err) {
+		if out, err := sandbox.Git(dir, "init", "-q"); err != nil {
+			t.Fatal(out, err)
+		}
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", "fixture"}} {
+		if out, err := sandbox.Git(dir, args...); err != nil {
+			t.Fatal(out, err)
+		}
+	}
+	return dir
+}
+
 func byPath(t *testing.T, results []Result) map[string]Result {
 	t.Helper()
 	m := map[string]Result{}
@@ -113,7 +130,7 @@ func byPath(t *testing.T, results []Result) map[string]Result {
 
 func TestValidCheckout(t *testing.T) {
 	c := newCheckout(t)
-	results, err := Check(c.root, Options{})
+	results, err := Check(commitAll(t, c.root), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +148,14 @@ func TestValidCheckout(t *testing.T) {
 	if r := got[issuedDir+"tenant.yaml"]; !strings.Contains(r.Reason, "nonce it signed has been rotated") {
 		t.Errorf("issued tenant reason %q", r.Reason)
 	}
+	// What needs a cluster's state is left to it, and says so.
+	for p, rules := range map[string]string{proposedDir + "tenant.yaml": ProviderChecks, issuedDir + "identity.yaml": ConsumerChecks} {
+		if r := got[p]; !strings.HasSuffix(r.Reason, "; "+rules) {
+			t.Errorf("%s: reason %q does not end with %q", p, r.Reason, rules)
+		}
+	}
 	if r := got["README.md"]; !r.Valid || !r.Ignored {
 		t.Errorf("README.md: %+v", r)
-	}
-	if _, ok := got[".git/config"]; ok {
-		t.Error(".git was walked")
 	}
 	if n := Invalid(results); n != 0 {
 		t.Fatalf("%d invalid: %+v", n, results)
@@ -148,7 +168,7 @@ func TestValidWithPathRoot(t *testing.T) {
 	if err := os.Rename(c.root, filepath.Join(outer, "peers")); err != nil {
 		t.Fatal(err)
 	}
-	results, err := Check(outer, Options{Path: "peers"})
+	results, err := Check(commitAll(t, outer), Options{Path: "peers"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +184,45 @@ func TestRevokingPullRequest(t *testing.T) {
 	if err := os.Remove(filepath.Join(c.root, issuedDir+"tenant.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	results, err := Check(c.root, Options{})
+	results, err := Check(commitAll(t, c.root), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := byPath(t, results)[issuedDir+"identity.yaml"]; !r.Valid || !strings.Contains(r.Reason, "key of request.yaml") {
 		t.Fatalf("identity after revocation: %+v", r)
 	}
+}
+
+// TestReadsCommits checks that verify judges a commit's tree, never the
+// working tree: an uncommitted broken file is not seen, a committed one is,
+// --revision selects an older commit, and a directory inside a worktree is
+// read as the peering root.
+func TestReadsCommits(t *testing.T) {
+	c := newCheckout(t)
+	commitAll(t, c.root)
+	c.write(t, proposedDir+"tenant.yaml", []byte("spec: [unclosed\n"))
+	check := func(dir string, opts Options, want int) {
+		t.Helper()
+		results, err := Check(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Invalid(results) != want || want == 1 && byPath(t, results)[proposedDir+"tenant.yaml"].Valid {
+			t.Fatalf("%s %+v: want %d invalid (%s), got %+v", dir, opts, want, proposedDir+"tenant.yaml", results)
+		}
+	}
+	check(c.root, Options{}, 0)
+	commitAll(t, c.root)
+	check(c.root, Options{}, 1)
+	check(c.root, Options{Revision: "HEAD~1"}, 0)
+
+	outer := t.TempDir()
+	if err := os.Rename(c.root, filepath.Join(outer, "peers")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(outer, "peers", ".git")); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, outer)
+	check(filepath.Join(outer, "peers"), Options{}, 1)
 }

@@ -1,0 +1,159 @@
+package gitsync_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/test/rawgit"
+)
+
+// rawRepo builds hostile trees with rawgit and opens them with gitsync.
+type rawRepo struct{ *rawgit.Must }
+
+func newRawRepo(t *testing.T) *rawRepo { return &rawRepo{rawgit.New(t)} }
+
+func (r *rawRepo) blob(data []byte) plumbing.Hash { return r.Blob(data) }
+
+func (r *rawRepo) tree(entries ...object.TreeEntry) plumbing.Hash { return r.Tree(entries...) }
+
+var file, dir = rawgit.File, rawgit.Dir
+
+// commit stores a commit of root and opens the repository with limits.
+func (r *rawRepo) commit(root plumbing.Hash, limits gitsync.Limits) (*gitsync.Repo, plumbing.Hash) {
+	r.T.Helper()
+	h := r.Commit(root)
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{Limits: limits})
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	r.T.Cleanup(func() { _ = repo.Close() })
+	return repo, h
+}
+
+// TestMalformedTrees checks that a directory holding two entries of one name,
+// or entries out of Git's order, is refused as a whole by the listing and by
+// ReadFile alike (before, List kept the last of two entries and ReadFile
+// read the first), while its sibling directories are read.
+func TestMalformedTrees(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entries func(r *rawRepo, a, b plumbing.Hash) []object.TreeEntry
+		detail  string
+	}{
+		{name: "duplicate file", detail: `two entries named "tenant.yaml"`, entries: func(r *rawRepo, a, b plumbing.Hash) []object.TreeEntry {
+			return []object.TreeEntry{file("tenant.yaml", a), file("tenant.yaml", b)}
+		}},
+		{name: "unsorted", detail: `entry "nonce.yaml" is not sorted after "tenant.yaml"`, entries: func(r *rawRepo, a, b plumbing.Hash) []object.TreeEntry {
+			return []object.TreeEntry{file("tenant.yaml", a), file("nonce.yaml", b)}
+		}},
+		{name: "file and directory of one name", detail: `two entries named "tenant.yaml"`, entries: func(r *rawRepo, a, b plumbing.Hash) []object.TreeEntry {
+			return []object.TreeEntry{file("tenant.yaml", a), file("tenant.yaml.bak", b), dir("tenant.yaml", r.tree(file("x", b)))}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRawRepo(t)
+			a, b := r.blob([]byte("first")), r.blob([]byte("second"))
+			good := r.tree(file("tenant.yaml", a))
+			bad := r.tree(tc.entries(r, a, b)...)
+			repo, head := r.commit(r.tree(dir("p", r.tree(dir("bad", bad), dir("good", good)))), gitsync.Limits{})
+			l, err := repo.List(head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Files) != 1 || l.Files[0].Path != "p/good/tenant.yaml" {
+				t.Fatalf("files: %+v", l.Files)
+			}
+			want := "p/bad: malformed tree (" + tc.detail + ")"
+			if len(l.Skipped) != 1 || l.Skipped[0].Error() != want || !errors.Is(l.Skipped[0], gitsync.ErrMalformedTree) {
+				t.Fatalf("skipped: %v, want %q", l.Skipped, want)
+			}
+			if _, err := repo.ReadFile(head, "p/bad/tenant.yaml"); !errors.Is(err, gitsync.ErrMalformedTree) {
+				t.Fatalf("ReadFile: %v", err)
+			}
+		})
+	}
+}
+
+// TestLimits checks each cap of gitsync.Limits: a tree with too many
+// entries and the directories beyond the per-listing cap are listed as
+// skipped (present, unread), and a Round refuses the file that would take it
+// past its byte budget before reading it.
+func TestLimits(t *testing.T) {
+	r := newRawRepo(t)
+	blob := r.blob(bytes.Repeat([]byte("x"), 1000))
+	var many []object.TreeEntry
+	for i := range 6 {
+		many = append(many, file(fmt.Sprintf("f%d.yaml", i), blob))
+	}
+	var dirs []object.TreeEntry
+	for i := range 4 {
+		dirs = append(dirs, dir(fmt.Sprintf("d%d", i), r.tree(file("a.yaml", blob), file("b.yaml", blob))))
+	}
+	root := r.tree(append(dirs, dir("many", r.tree(many...)))...)
+	repo, head := r.commit(root, gitsync.Limits{MaxTreeEntries: 5, MaxDirectories: 3, MaxRoundBytes: 2500})
+	l, err := repo.List(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files, skipped []string
+	for _, f := range l.Files {
+		files = append(files, f.Path)
+	}
+	for _, s := range l.Skipped {
+		skipped = append(skipped, s.Error())
+	}
+	if got := strings.Join(files, ","); got != "d0/a.yaml,d0/b.yaml,d1/a.yaml,d1/b.yaml,d2/a.yaml,d2/b.yaml" {
+		t.Fatalf("files: %s", got)
+	}
+	wantSkipped := "d3: read limit exceeded (directory not read: a listing reads at most 3 directories)\n" +
+		"many: read limit exceeded (directory not read: a listing reads at most 3 directories)"
+	if got := strings.Join(skipped, "\n"); got != wantSkipped {
+		t.Fatalf("skipped:\n%s", got)
+	}
+	if _, err := repo.ReadFile(head, "many/f0.yaml"); !errors.Is(err, gitsync.ErrLimitExceeded) || !strings.Contains(err.Error(), "6 entries, limit 5") {
+		t.Fatalf("ReadFile in a tree over the entry cap: %v", err)
+	}
+	round := repo.NewRound(head)
+	for i, want := range []error{nil, nil, gitsync.ErrLimitExceeded} {
+		if size, err := round.Size(files[i]); err != nil || size != 1000 {
+			t.Fatalf("Size: %d %v", size, err)
+		}
+		if _, err := round.ReadFile(files[i]); !errors.Is(err, want) && !(want == nil && err == nil) {
+			t.Fatalf("read %d: %v, want %v", i, err, want)
+		}
+	}
+}
+
+// TestSignatureCheckAgreesWithReader checks that a commit whose tree the
+// reader refuses is selected by the directory-scoped signature check: before,
+// the check looked up the first of two entries named "c" (unchanged, so the
+// unsigned commit was skipped) while the listing read the second.
+func TestSignatureCheckAgreesWithReader(t *testing.T) {
+	r := newRawRepo(t)
+	signed := r.tree(file("tenant.yaml", r.blob([]byte("signed"))))
+	forged := r.tree(file("tenant.yaml", r.blob([]byte("forged"))))
+	first := r.Commit(r.tree(dir("p", r.tree(dir("c", signed)))))
+	second := r.Commit(r.tree(dir("p", r.tree(dir("c", signed), dir("c", forged)))), first)
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	bad, err := repo.VerifyCommitsWith(first, second, &gitsync.TrustedKeys{}, gitsync.VerifyOptions{Dirs: []string{"p/c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != 1 || bad[0].Commit != second {
+		t.Fatalf("unverified: %v, want %s", bad, second)
+	}
+	if l, err := repo.List(second); err != nil || len(l.Files) != 0 || len(l.Skipped) != 1 || !errors.Is(l.Skipped[0], gitsync.ErrMalformedTree) {
+		t.Fatalf("listing: %+v %v", l, err)
+	}
+}

@@ -1,0 +1,230 @@
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/gitsync"
+)
+
+// Protocol caps on reading one commit of a peering repository, checked
+// before anything they concern is read (with MaxFileSize per file and
+// MaxBuildSize per kustomized directory). Over a cap, what was not read is
+// reported invalid and skipped, never read as absent.
+const (
+	// MaxTreeEntries caps the entries of one directory.
+	MaxTreeEntries = 1024
+	// MaxDirectoriesPerRound caps the directories one reading lists.
+	MaxDirectoriesPerRound = 1024
+	// MaxBytesPerRound caps the sum of the sizes of the files one reading reads.
+	MaxBytesPerRound = 16 << 20
+)
+
+// Limits are the caps above as gitsync applies them.
+var Limits = gitsync.Limits{MaxTreeEntries: MaxTreeEntries, MaxDirectories: MaxDirectoriesPerRound, MaxRoundBytes: MaxBytesPerRound}
+
+// Source reads the files of one commit; *gitsync.Round is the Source of the
+// agent and of `gitpeer verify`.
+type Source interface {
+	// Size returns the size of the file at path without reading it.
+	Size(path string) (int64, error)
+	// ReadFile returns the content of the file at path.
+	ReadFile(path string) ([]byte, error)
+}
+
+// Scope selects the peering directories Load reads. consumer is empty when
+// Load asks about a whole provider directory it cannot list.
+type Scope func(provider, consumer string) bool
+
+// Rejection is a file (or directory) of the listing that Load skipped.
+type Rejection struct {
+	Path string
+	Err  error
+}
+
+// Loaded is what Load read from one commit.
+type Loaded struct {
+	// Peerings holds the documents of each peering directory in scope, by
+	// <providerID>/<consumerID>; kinds present but skipped are marked invalid.
+	Peerings map[string]*Peering
+	// Rejected lists every skipped file in scope, with why.
+	Rejected []Rejection
+	// unread holds, by provider ID, why a provider directory could not be listed.
+	unread map[string]error
+}
+
+// Load decodes the documents of every peering directory of listing in scope,
+// reading them from src: files one by one, or built with kustomize where the
+// directory holds a kustomization.yaml. Both the agent and `gitpeer verify`
+// read a commit with it, so they judge every file alike. Entries the listing
+// skipped (symlinks, executables, submodules, refused directories) are
+// present: their documents are marked invalid, never absent.
+func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
+	l := &Loaded{Peerings: map[string]*Peering{}, unread: map[string]error{}}
+	for _, sk := range listing.Skipped {
+		l.skipped(sk, scope)
+	}
+	kustomized := kustomizedDirs(listing)
+	for _, f := range listing.Files {
+		p, ok, err := ParsePath(f.Path)
+		if !ok || !scope(p.Provider, p.Consumer) || kustomized[p.Dir()] && err == nil {
+			continue
+		}
+		if err == nil {
+			var data []byte
+			if data, err = src.ReadFile(f.Path); err == nil {
+				err = l.Peering(p.Provider, p.Consumer).Decode(p, data)
+			} else {
+				err = withPath(f.Path, err)
+				l.Peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, err)
+			}
+		}
+		if err != nil {
+			l.reject(f.Path, err)
+		}
+	}
+	for _, dir := range sortedNames(kustomized) {
+		l.kustomize(listing, src, dir, scope)
+	}
+	return l
+}
+
+// Peering returns the documents of <provider>/<consumer>, created on first
+// use; in a provider directory that could not be listed, every kind is invalid.
+func (l *Loaded) Peering(provider, consumer string) *Peering {
+	k := path.Join(provider, consumer)
+	pe := l.Peerings[k]
+	if pe == nil {
+		pe = &Peering{Provider: provider, Consumer: consumer}
+		if err := l.unread[provider]; err != nil {
+			markAll(pe, err)
+		}
+		l.Peerings[k] = pe
+	}
+	return pe
+}
+
+func (l *Loaded) reject(p string, err error) {
+	l.Rejected = append(l.Rejected, Rejection{Path: p, Err: err})
+}
+
+// skipped records an entry of the listing that was not read: a document of
+// another file mode marks its kind invalid, a refused peering directory all
+// its kinds, a refused provider directory every peering under it.
+func (l *Loaded) skipped(sk *gitsync.FileError, scope Scope) {
+	parts := strings.Split(sk.Path, "/")
+	switch {
+	case len(parts) == 1 && scope(parts[0], ""):
+		l.unread[parts[0]] = sk
+		l.reject(sk.Path, sk)
+	case len(parts) == 2 && scope(parts[0], parts[1]):
+		markAll(l.Peering(parts[0], parts[1]), sk)
+		l.reject(sk.Path, sk)
+	case len(parts) >= 3 && scope(parts[0], parts[1]):
+		if p, ok, err := ParsePath(sk.Path); ok && err == nil {
+			l.Peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, sk)
+		} else if !ok && !errors.Is(sk, gitsync.ErrLimitExceeded) && !errors.Is(sk, gitsync.ErrMalformedTree) {
+			return // not a document: ignored, unless it hides a kustomization's files
+		}
+		l.reject(sk.Path, sk)
+	}
+}
+
+// kustomizedDirs returns the peering directories <providerID>/<consumerID> of
+// listing that hold a kustomization.yaml: their documents are built with
+// kustomize instead of read file by file.
+func kustomizedDirs(listing *gitsync.Listing) map[string]bool {
+	dirs := map[string]bool{}
+	for _, f := range listing.Files {
+		if dir, name := path.Split(f.Path); name == documents.KustomizationFile && strings.Count(f.Path, "/") == 2 {
+			dirs[strings.TrimSuffix(dir, "/")] = true
+		}
+	}
+	return dirs
+}
+
+// kustomize reads every regular file of the peering directory dir, after
+// checking from their sizes that they fit in MaxBuildSize together, and
+// builds its documents with Peering.Kustomize. A file that cannot be read, or
+// a directory over the cap, refuses the build like a failed one
+// (Peering.RefuseBuild): present documents are invalid, never absent, and a
+// present tenant.yaml fails closed.
+func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, scope Scope) {
+	p, err := ParseDir(dir)
+	if err != nil || !scope(p.Provider, p.Consumer) {
+		return // invalid IDs are reported with the directory's documents
+	}
+	pe := l.Peering(p.Provider, p.Consumer)
+	kustomization := path.Join(dir, documents.KustomizationFile)
+	fail := func(err error) {
+		err = fmt.Errorf("%w; %s is not built", err, kustomization)
+		pe.RefuseBuild(func(k Kind) bool {
+			return slices.ContainsFunc(listing.Files, func(f gitsync.File) bool { return f.Path == path.Join(dir, string(k)) })
+		}, err)
+		l.reject(kustomization, err)
+	}
+	names, err := dirFiles(listing, src, dir)
+	if err != nil {
+		fail(err)
+		return
+	}
+	files := map[string][]byte{}
+	for _, name := range names {
+		data, err := src.ReadFile(path.Join(dir, name))
+		if err != nil {
+			fail(withPath(path.Join(dir, name), err))
+			return
+		}
+		files[name] = data
+	}
+	if err := pe.Kustomize(files); err != nil {
+		l.reject(kustomization, err)
+	}
+}
+
+// dirFiles returns the names of the files under dir, refusing the directory
+// when their sizes, read from the object headers, exceed MaxBuildSize, or a
+// directory under it could not be listed.
+func dirFiles(listing *gitsync.Listing, src Source, dir string) ([]string, error) {
+	for _, sk := range listing.Skipped {
+		if strings.HasPrefix(sk.Path, dir+"/") && (errors.Is(sk, gitsync.ErrLimitExceeded) || errors.Is(sk, gitsync.ErrMalformedTree)) {
+			return nil, sk
+		}
+	}
+	var names []string
+	var total int64
+	for _, f := range listing.Files {
+		name, ok := strings.CutPrefix(f.Path, dir+"/")
+		if !ok {
+			continue
+		}
+		size, err := src.Size(f.Path)
+		if err != nil {
+			return nil, withPath(f.Path, err)
+		}
+		if total += size; total > MaxBuildSize {
+			return nil, fmt.Errorf("%w: the directory's files exceed %d bytes", ErrInvalid, MaxBuildSize)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// withPath prefixes err with p unless it is a *gitsync.FileError, which
+// names its path already.
+func withPath(p string, err error) error {
+	if fe := (*gitsync.FileError)(nil); errors.As(err, &fe) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", p, err)
+}
+
+func markAll(pe *Peering, err error) {
+	for _, k := range Kinds {
+		pe.MarkInvalid(k, err)
+	}
+}
