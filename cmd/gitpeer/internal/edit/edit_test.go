@@ -12,6 +12,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 func TestRequestWritesAValidDocument(t *testing.T) {
@@ -158,6 +159,12 @@ func TestRevokeKustomizedDirectory(t *testing.T) {
 			}
 			if tc.name == "components kept" {
 				return // component c does not exist: only the edit is checked
+			}
+			// verify reads commits, not working trees: commit what revoke left.
+			for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "revoke"}} {
+				if out, err := sandbox.Git(root, args...); err != nil {
+					t.Fatal(out, err)
+				}
 			}
 			results, err := verify.Check(root, verify.Options{Now: now})
 			if err != nil {

@@ -83,7 +83,7 @@ func TestDirectoryVerdicts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			results, err := Check(c.root, Options{Now: time.Now()})
+			results, err := Check(commitAll(t, c.root), Options{Now: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}
