@@ -1,8 +1,6 @@
 package reconciler
 
 import (
-	"crypto/x509"
-	"math/big"
 	"testing"
 	"time"
 )
@@ -10,24 +8,24 @@ import (
 func TestRevivalBlocker(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	revoked := now.Add(-time.Hour)
-	rec := func(serial string, notAfter time.Time, revokedAt *time.Time) issuedRecord {
-		return issuedRecord{Serial: serial, NotAfter: notAfter, RevokedAt: revokedAt}
+	rec := func(serial string, notAfter time.Time, revokedAt *time.Time) IssuedRecord {
+		return IssuedRecord{Serial: serial, NotAfter: notAfter, RevokedAt: revokedAt}
 	}
 	for name, tc := range map[string]struct {
-		records []issuedRecord
+		records []IssuedRecord
 		want    string
 	}{
 		"no records":                    {nil, ""},
-		"unrevoked, unexpired":          {[]issuedRecord{rec("a", now.Add(time.Hour), nil)}, ""},
-		"revoked, expired":              {[]issuedRecord{rec("a", now.Add(-time.Second), &revoked)}, ""},
-		"revoked, expiring exactly now": {[]issuedRecord{rec("a", now, &revoked)}, ""},
-		"revoked, unexpired":            {[]issuedRecord{rec("a", now.Add(time.Minute), &revoked)}, "a"},
-		"the longest-valid revoked one": {[]issuedRecord{rec("a", now.Add(time.Minute), &revoked), rec("b", now.Add(time.Hour), &revoked), rec("c", now.Add(2*time.Hour), nil)}, "b"},
+		"unrevoked, unexpired":          {[]IssuedRecord{rec("a", now.Add(time.Hour), nil)}, ""},
+		"revoked, expired":              {[]IssuedRecord{rec("a", now.Add(-time.Second), &revoked)}, ""},
+		"revoked, expiring exactly now": {[]IssuedRecord{rec("a", now, &revoked)}, ""},
+		"revoked, unexpired":            {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked)}, "a"},
+		"the longest-valid revoked one": {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked), rec("b", now.Add(time.Hour), &revoked), rec("c", now.Add(2*time.Hour), nil)}, "b"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := revivalBlocker(tc.records, now)
+			got := RevivalBlocker(tc.records, now)
 			if (got == nil) != (tc.want == "") || (got != nil && got.Serial != tc.want) {
-				t.Errorf("revivalBlocker = %+v, want serial %q", got, tc.want)
+				t.Errorf("RevivalBlocker = %+v, want serial %q", got, tc.want)
 			}
 		})
 	}
@@ -35,23 +33,23 @@ func TestRevivalBlocker(t *testing.T) {
 
 func TestIssuedRecords(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	cert := &x509.Certificate{SerialNumber: big.NewInt(0xab), NotAfter: now.Add(time.Hour)}
-	records, changed := withIssued(nil, cert)
-	if !changed || len(records) != 1 || records[0].Serial != "ab" || !records[0].NotAfter.Equal(cert.NotAfter) {
-		t.Fatalf("withIssued = %+v, %v", records, changed)
+	notAfter := now.Add(time.Hour)
+	records, changed := WithIssued(nil, "ab", notAfter)
+	if !changed || len(records) != 1 || records[0].Serial != "ab" || !records[0].NotAfter.Equal(notAfter) {
+		t.Fatalf("WithIssued = %+v, %v", records, changed)
 	}
-	if again, changed := withIssued(records, cert); changed || len(again) != 1 {
+	if again, changed := WithIssued(records, "ab", notAfter); changed || len(again) != 1 {
 		t.Errorf("the same certificate twice: %+v, %v", again, changed)
 	}
-	records = append(records, issuedRecord{Serial: "old", NotAfter: now.Add(-time.Minute)})
-	revoked, changed := withRevoked(records, now)
+	records = append(records, IssuedRecord{Serial: "old", NotAfter: now.Add(-time.Minute)})
+	revoked, changed := WithRevoked(records, now)
 	if !changed || len(revoked) != 1 || revoked[0].RevokedAt == nil || !revoked[0].RevokedAt.Equal(now) {
-		t.Fatalf("withRevoked = %+v, %v; want the expired record dropped and the other revoked now", revoked, changed)
+		t.Fatalf("WithRevoked = %+v, %v; want the expired record dropped and the other revoked now", revoked, changed)
 	}
 	if records[0].RevokedAt != nil {
-		t.Error("withRevoked changed its input")
+		t.Error("WithRevoked changed its input")
 	}
-	if again, changed := withRevoked(revoked, now.Add(time.Minute)); changed || !again[0].RevokedAt.Equal(now) {
+	if again, changed := WithRevoked(revoked, now.Add(time.Minute)); changed || !again[0].RevokedAt.Equal(now) {
 		t.Errorf("revoking twice: %+v, %v; want the first revocation time kept", again, changed)
 	}
 }

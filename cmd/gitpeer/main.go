@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newVerifyCmd(),
 		newAuditCmd(),
+		newRecordsCmd(),
 		newStatusCmd(),
 		newRequestCmd(),
 		newRevokeCmd(),

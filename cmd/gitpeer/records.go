@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/records"
+)
+
+func newRecordsCmd() *cobra.Command {
+	var (
+		opts                           records.Options
+		name, namespace, owner, output string
+	)
+	cmd := &cobra.Command{
+		Use:   "records PATH --provider CLUSTER_ID --name PEERINGREPOSITORY --namespace NS",
+		Short: "Rebuild a provider's records of issued and revoked certificates from the history of a full checkout",
+		Long: `records prints the Secret gitpeer-issued-<PeeringRepository> as the provider's agent writes it, rebuilt
+from the history of the branch (default main) of the full checkout at PATH (the agent's own clone is
+shallow): for each consumer, every certificate of the agent's issue-identity and renew-identity commits
+(serial, expiry), revoked at the time of each later revocation (tenant.yaml removed from the branch, or
+the agent's revoke commit), and the key pin of the Tenant at its last issue-identity commit. Apply it
+with kubectl after losing the provider's cluster state, before the agent runs again; without the
+Secret the agent forgets revocations and key pins. Revocations the agent made without a commit
+(deletionPolicy Revoke) are not in Git. Commits it cannot read are reported on stderr and skipped.`,
+		Example: `  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system \
+    --owner-uid "$(kubectl -n gitpeer-system get peeringrepository peering -o jsonpath='{.metadata.uid}')" | kubectl apply -f -`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output == printer.Table {
+				output = printer.YAML
+			}
+			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
+				return err
+			}
+			res, err := records.Rebuild(args[0], opts)
+			if err != nil {
+				return err
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
+			}
+			if len(res.Records) == 0 {
+				return fmt.Errorf("no identity of provider %s on branch %s (path %q): nothing to record", opts.Provider, opts.Branch, opts.Path)
+			}
+			secret, err := records.Secret(namespace, name, types.UID(owner), res.Records)
+			if err != nil {
+				return err
+			}
+			return printer.WriteStructured(cmd.OutOrStdout(), output, secret)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Provider, "provider", "", "the provider's cluster ID (PeeringRepository spec.clusterID)")
+	cmd.Flags().StringVar(&name, "name", "", "name of the provider's PeeringRepository")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the PeeringRepository (the agent's namespace)")
+	cmd.Flags().StringVar(&owner, "owner-uid", "", "UID of the PeeringRepository, for the gitpeer.io/owner label (default: none; the agent adds it at its next write)")
+	cmd.Flags().StringVar(&opts.Branch, "branch", "main", "the authoritative branch")
+	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the repository (PeeringRepository spec.path)")
+	cmd.Flags().StringVarP(&output, "output", "o", printer.YAML, "output format: yaml or json")
+	for _, f := range []string{"provider", "name", "namespace"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
+}
