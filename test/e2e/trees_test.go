@@ -74,20 +74,12 @@ var _ = Describe("Hostile trees", Ordered, func() {
 
 	It("never revokes a peering whose directory holds two tenant.yaml entries", func(ctx SpecContext) {
 		w := clone()
-		repo, err := gogit.PlainOpen(w)
-		Expect(err).NotTo(HaveOccurred())
-		raw := &rawgit.Must{T: GinkgoT(), Repo: &rawgit.Repo{Storer: repo.Storer}}
-		head, err := repo.Head()
-		Expect(err).NotTo(HaveOccurred())
-		c, err := repo.CommitObject(head.Hash())
-		Expect(err).NotTo(HaveOccurred())
-		root, err := c.Tree()
-		Expect(err).NotTo(HaveOccurred())
+		raw, head, root := rawHead(w)
 		peering, err := root.Tree(dir)
 		Expect(err).NotTo(HaveOccurred())
 		entries := append(peering.Entries, rawgit.File("tenant.yaml", raw.Blob([]byte("kind: Tenant\n"))))
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
-		h := raw.Commit(replaceTree(raw, root, []string{tProviderID, tConsumerID}, raw.Tree(entries...)), head.Hash())
+		h := raw.Commit(replaceTree(raw, root, []string{tProviderID, tConsumerID}, raw.Tree(entries...)), head)
 		gitCLI(w, "update-ref", "HEAD", h.String())
 		pushMain(w)
 		expectReported(ctx, provider, dir, `malformed tree (two entries named "tenant.yaml")`)
@@ -101,15 +93,7 @@ var _ = Describe("Hostile trees", Ordered, func() {
 	// the agents' own folders over the cap, invalid and skipped every round.
 	It("reads its own folders whatever another folder holds", func(ctx SpecContext) {
 		w := clone()
-		repo, err := gogit.PlainOpen(w)
-		Expect(err).NotTo(HaveOccurred())
-		raw := &rawgit.Must{T: GinkgoT(), Repo: &rawgit.Repo{Storer: repo.Storer}}
-		head, err := repo.Head()
-		Expect(err).NotTo(HaveOccurred())
-		c, err := repo.CommitObject(head.Hash())
-		Expect(err).NotTo(HaveOccurred())
-		root, err := c.Tree()
-		Expect(err).NotTo(HaveOccurred())
+		raw, head, root := rawHead(w)
 		leaf := raw.Tree(rawgit.File("tenant.yaml", raw.Blob([]byte("kind: Tenant\n"))))
 		var junk []object.TreeEntry
 		for i := range layout.MaxTreeEntries {
@@ -117,7 +101,7 @@ var _ = Describe("Hostile trees", Ordered, func() {
 		}
 		entries := append([]object.TreeEntry{rawgit.Dir("aaaa", raw.Tree(junk...))}, root.Entries...)
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
-		h := raw.Commit(raw.Tree(entries...), head.Hash())
+		h := raw.Commit(raw.Tree(entries...), head)
 		gitCLI(w, "update-ref", "HEAD", h.String())
 		pushMain(w)
 		for _, c := range []*cluster{provider, consumer} {
@@ -133,6 +117,20 @@ var _ = Describe("Hostile trees", Ordered, func() {
 		restore()
 	})
 })
+
+// rawHead opens the clone w for rawgit and returns its HEAD commit and root tree.
+func rawHead(w string) (*rawgit.Must, plumbing.Hash, *object.Tree) {
+	GinkgoHelper()
+	repo, err := gogit.PlainOpen(w)
+	Expect(err).NotTo(HaveOccurred())
+	head, err := repo.Head()
+	Expect(err).NotTo(HaveOccurred())
+	c, err := repo.CommitObject(head.Hash())
+	Expect(err).NotTo(HaveOccurred())
+	root, err := c.Tree()
+	Expect(err).NotTo(HaveOccurred())
+	return &rawgit.Must{T: GinkgoT(), Repo: &rawgit.Repo{Storer: repo.Storer}}, head.Hash(), root
+}
 
 // expectFilesInvalid waits until c's FilesValid condition is False and says want.
 func expectFilesInvalid(ctx context.Context, c *cluster, want string) {
