@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,5 +156,45 @@ func TestSignatureCheckAgreesWithReader(t *testing.T) {
 	}
 	if l, err := repo.List(second); err != nil || len(l.Files) != 0 || len(l.Skipped) != 1 || !errors.Is(l.Skipped[0], gitsync.ErrMalformedTree) {
 		t.Fatalf("listing: %+v %v", l, err)
+	}
+}
+
+// TestListWithin checks that a listing restricted to some directories
+// neither loads nor counts the others: before, MaxDirectories+3 directories
+// under aaa/, which sorts first, left the peering directory in scope unread
+// (skipped, over the cap), so anyone who could push anywhere could keep a
+// reader from its own directories.
+func TestListWithin(t *testing.T) {
+	r := newRawRepo(t)
+	limits := gitsync.Limits{MaxTreeEntries: 4, MaxDirectories: 4}
+	leaf := r.tree(file("tenant.yaml", r.blob([]byte("junk"))))
+	mid := r.tree(dir("x0", leaf), dir("x1", leaf))
+	junk := r.tree(dir("y0", mid), dir("y1", mid), dir("y2", mid)) // 1+3+6 directories
+	tenant := r.blob([]byte("mine"))
+	missing := plumbing.NewHash(strings.Repeat("ab", 20)) // loading it would fail
+	root := r.tree(dir("aaa", junk), dir("bbb", missing), dir("provider-a", r.tree(dir("consumer-1", r.tree(file("tenant.yaml", tenant))))))
+	repo, head := r.commit(root, limits)
+	var asked []string
+	l, err := repo.ListWithin(head, func(d string) bool {
+		asked = append(asked, d)
+		return strings.HasPrefix(d+"/", "provider-a/")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Files) != 1 || l.Files[0].Path != "provider-a/consumer-1/tenant.yaml" || len(l.Skipped) != 0 {
+		t.Fatalf("files %+v, skipped %v", l.Files, l.Skipped)
+	}
+	if got := strings.Join(asked, ","); got != "aaa,bbb,provider-a,provider-a/consumer-1" {
+		t.Fatalf("directories considered: %s", got)
+	}
+	if data, err := repo.NewRound(head).ReadFile(l.Files[0].Path); err != nil || string(data) != "mine" {
+		t.Fatalf("read %q: %v", data, err)
+	}
+	all, err := repo.List(head) // over the cap before it reaches bbb
+	if err != nil || !slices.ContainsFunc(all.Skipped, func(fe *gitsync.FileError) bool {
+		return fe.Path == "provider-a" && errors.Is(fe, gitsync.ErrLimitExceeded)
+	}) {
+		t.Fatalf("the unrestricted listing read provider-a: %+v %v", all, err)
 	}
 }

@@ -33,6 +33,16 @@ type Listing struct {
 // in Skipped (so it never reads as absent) and not descended into; a refused
 // root is an error.
 func (r *Repo) List(commit plumbing.Hash) (*Listing, error) {
+	return r.ListWithin(commit, nil)
+}
+
+// ListWithin is List restricted to the directories within accepts (nil: all).
+// within receives the path of each directory below the root, relative to it,
+// before it is loaded; a directory it refuses is neither loaded nor counted
+// against Limits, and neither it nor anything under it is listed, so what
+// lies outside the reader's scope cannot push the directories within it over
+// a cap.
+func (r *Repo) ListWithin(commit plumbing.Hash, within func(dir string) bool) (*Listing, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	root, err := r.rootTree(commit)
@@ -43,6 +53,7 @@ func (r *Repo) List(commit plumbing.Hash) (*Listing, error) {
 	d := r.newDiff(func(p string, _, to plumbing.Hash) {
 		l.Files = append(l.Files, File{Path: p, Hash: to})
 	})
+	d.within = within
 	if err := d.diff("", nil, root); err != nil {
 		return nil, err
 	}

@@ -43,10 +43,12 @@ type visit func(path string, from, to plumbing.Hash)
 // Subtrees are loaded with loadTree: a refused one, and every one beyond
 // limits.MaxDirectories, is not descended into and, on the "to" side, is
 // reported in skipped (its files are present but unread, never absent).
+// A directory within refuses is not loaded at all.
 type treeDiff struct {
 	storer  storer.EncodedObjectStorer
 	limits  Limits
 	visit   visit
+	within  func(dir string) bool // nil: every directory
 	skipped []*FileError
 	dirs    int // subtrees loaded so far
 }
@@ -114,8 +116,12 @@ func (d *treeDiff) subtrees(p string, ea, eb *object.TreeEntry) (a, b *object.Tr
 	return a, b, nil
 }
 
-// load loads the subtree h at path p, counting it against MaxDirectories.
+// load loads the subtree h at path p, counting it against MaxDirectories;
+// outside d.within it loads nothing (nil, as an empty tree).
 func (d *treeDiff) load(p string, h plumbing.Hash) (*object.Tree, error) {
+	if d.within != nil && !d.within(p) {
+		return nil, nil
+	}
 	if max := d.limits.MaxDirectories; max > 0 && d.dirs >= max {
 		return nil, &FileError{Path: p, Reason: ErrLimitExceeded,
 			Detail: fmt.Sprintf("directory not read: a listing reads at most %d directories", max)}

@@ -165,22 +165,22 @@ func TestLoadPeakHeap(t *testing.T) {
 			return m
 		}
 	}
-	manyDirs := func(r *hostileRepo) []object.TreeEntry {
-		sub := r.tree(rawgit.Dir("consumer-x", r.tree(rawgit.File("tenant.yaml", r.blob([]byte("kind: Tenant\n"))))))
-		var es []object.TreeEntry
+	// consumer directories each holding a directory: 1+2n directories in scope.
+	manyDirs := func(r *hostileRepo) map[string]plumbing.Hash {
+		sub := r.tree(rawgit.Dir("sub", r.tree(rawgit.File("tenant.yaml", r.blob([]byte("kind: Tenant\n"))))))
+		m := map[string]plumbing.Hash{}
 		for i := range layout.MaxDirectoriesPerRound/2 + 1 {
-			es = append(es, rawgit.Dir(fmt.Sprintf("a%05d", i), sub))
+			m[fmt.Sprintf("consumer-x%05d", i)] = sub
 		}
-		return es
+		return m
 	}
 	benignRepo := newHostileRepo(t)
 	repo, head := benignRepo.commit(map[string]plumbing.Hash{})
 	baseline := peakHeap(t, func() { mustLoad(t, repo, head) })
 	for _, tc := range []struct {
-		name   string
-		build  func(r *hostileRepo) map[string]plumbing.Hash
-		others func(r *hostileRepo) []object.TreeEntry
-		want   error
+		name  string
+		build func(r *hostileRepo) map[string]plumbing.Hash
+		want  error
 	}{
 		{name: "3000 entries to one 64 KiB blob in a kustomized folder", build: kustomized(3000), want: gitsync.ErrLimitExceeded},
 		{name: "1000 entries to one 64 KiB blob in a kustomized folder", build: kustomized(1000), want: layout.ErrInvalid},
@@ -188,16 +188,12 @@ func TestLoadPeakHeap(t *testing.T) {
 			return map[string]plumbing.Hash{"consumer-2": entries(r, layout.MaxTreeEntries, rawgit.File("a.yaml", r.blob(full)), r.blob(full))}
 		}},
 		{name: "MaxTreeEntries+1 consumer directories", build: dirs(layout.MaxTreeEntries+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
-		{name: "MaxDirectoriesPerRound+2 directories", build: dirs(1, []byte("kind: Tenant\n")), others: manyDirs, want: gitsync.ErrLimitExceeded},
+		{name: "MaxDirectoriesPerRound+3 directories", build: manyDirs, want: gitsync.ErrLimitExceeded},
 		{name: "64 KiB tenants summing over MaxBytesPerRound", build: dirs(layout.MaxBytesPerRound/layout.MaxFileSize+8, full), want: gitsync.ErrLimitExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newHostileRepo(t)
-			var others []object.TreeEntry
-			if tc.others != nil {
-				others = tc.others(r)
-			}
-			repo, head := r.commit(tc.build(r), others...)
+			repo, head := r.commit(tc.build(r))
 			var loaded *layout.Loaded
 			peak := peakHeap(t, func() { loaded = mustLoad(t, repo, head) })
 			t.Logf("peak heap %.1f MiB, baseline %.1f MiB", float64(peak)/(1<<20), float64(baseline)/(1<<20))

@@ -285,12 +285,20 @@ func (s *session) load(ctx context.Context) error {
 // LoadCommit reads commit of repo as the agent of obj does: the peering
 // directories obj's cluster is part of (its own as a provider, and its
 // directory under each provider it consumes from), with layout.Load under the
-// protocol's caps. repo must be opened with layout.Limits.
+// protocol's caps, which count only these directories: nothing else is read.
+// repo must be opened with layout.Limits.
 func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*layout.Loaded, error) {
-	listing, err := repo.List(commit)
+	scope := loadScope(obj)
+	listing, err := repo.ListWithin(commit, scope.Covers)
 	if err != nil {
 		return nil, err
 	}
+	return layout.Load(listing, repo.NewRound(commit), scope), nil
+}
+
+// loadScope selects the peering directories obj's cluster is part of: all of
+// its own as a provider, its own under each provider it consumes from.
+func loadScope(obj *gitpeerv1alpha1.PeeringRepository) layout.Scope {
 	me := string(obj.Spec.ClusterID)
 	wanted := map[string]bool{}
 	if obj.IsConsumer() {
@@ -298,10 +306,9 @@ func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.P
 			wanted[string(p)] = true
 		}
 	}
-	scope := func(provider, consumer string) bool {
+	return func(provider, consumer string) bool {
 		return (provider == me && obj.IsProvider()) || (wanted[provider] && (consumer == me || consumer == ""))
 	}
-	return layout.Load(listing, repo.NewRound(commit), scope), nil
 }
 
 // reject reports an invalid file (condition, event, log); it is skipped.

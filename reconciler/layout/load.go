@@ -13,8 +13,10 @@ import (
 
 // Protocol caps on reading one commit of a peering repository, checked
 // before anything they concern is read (with MaxFileSize per file and
-// MaxBuildSize per kustomized directory). Over a cap, what was not read is
-// reported invalid and skipped, never read as absent.
+// MaxBuildSize per kustomized directory). They count only what the reader's
+// Scope covers: directories outside it are neither read nor counted. Over a
+// cap, what was not read is reported invalid and skipped, never read as
+// absent.
 const (
 	// MaxTreeEntries caps the entries of one directory.
 	MaxTreeEntries = 1024
@@ -39,6 +41,16 @@ type Source interface {
 // Scope selects the peering directories Load reads. consumer is empty when
 // Load asks about a whole provider directory it cannot list.
 type Scope func(provider, consumer string) bool
+
+// Covers reports whether directory dir (relative to the root) may hold files
+// of a peering directory in scope: a provider directory the scope asks about,
+// or anything under a peering directory in it. The reader lists only these
+// (gitsync.Repo.ListWithin), so only they count against the caps.
+func (s Scope) Covers(dir string) bool {
+	provider, rest, _ := strings.Cut(dir, "/")
+	consumer, _, _ := strings.Cut(rest, "/")
+	return s(provider, consumer)
+}
 
 // Rejection is a file (or directory) of the listing that Load skipped.
 type Rejection struct {

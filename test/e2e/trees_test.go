@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +18,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 )
 
@@ -72,20 +74,12 @@ var _ = Describe("Hostile trees", Ordered, func() {
 
 	It("never revokes a peering whose directory holds two tenant.yaml entries", func(ctx SpecContext) {
 		w := clone()
-		repo, err := gogit.PlainOpen(w)
-		Expect(err).NotTo(HaveOccurred())
-		raw := &rawgit.Must{T: GinkgoT(), Repo: &rawgit.Repo{Storer: repo.Storer}}
-		head, err := repo.Head()
-		Expect(err).NotTo(HaveOccurred())
-		c, err := repo.CommitObject(head.Hash())
-		Expect(err).NotTo(HaveOccurred())
-		root, err := c.Tree()
-		Expect(err).NotTo(HaveOccurred())
+		raw, head, root := rawHead(w)
 		peering, err := root.Tree(dir)
 		Expect(err).NotTo(HaveOccurred())
 		entries := append(peering.Entries, rawgit.File("tenant.yaml", raw.Blob([]byte("kind: Tenant\n"))))
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
-		h := raw.Commit(replaceTree(raw, root, []string{tProviderID, tConsumerID}, raw.Tree(entries...)), head.Hash())
+		h := raw.Commit(replaceTree(raw, root, []string{tProviderID, tConsumerID}, raw.Tree(entries...)), head)
 		gitCLI(w, "update-ref", "HEAD", h.String())
 		pushMain(w)
 		expectReported(ctx, provider, dir, `malformed tree (two entries named "tenant.yaml")`)
@@ -93,7 +87,50 @@ var _ = Describe("Hostile trees", Ordered, func() {
 		expectKept(ctx)
 		restore()
 	})
+
+	// Before, the caps of one reading counted the whole repository: more
+	// directories than MaxDirectoriesPerRound in a folder sorting first left
+	// the agents' own folders over the cap, invalid and skipped every round.
+	It("reads its own folders whatever another folder holds", func(ctx SpecContext) {
+		w := clone()
+		raw, head, root := rawHead(w)
+		leaf := raw.Tree(rawgit.File("tenant.yaml", raw.Blob([]byte("kind: Tenant\n"))))
+		var junk []object.TreeEntry
+		for i := range layout.MaxTreeEntries {
+			junk = append(junk, rawgit.Dir(fmt.Sprintf("consumer-%05d", i), leaf))
+		}
+		entries := append([]object.TreeEntry{rawgit.Dir("aaaa", raw.Tree(junk...))}, root.Entries...)
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+		h := raw.Commit(raw.Tree(entries...), head)
+		gitCLI(w, "update-ref", "HEAD", h.String())
+		pushMain(w)
+		for _, c := range []*cluster{provider, consumer} {
+			Eventually(func(g Gomega) {
+				obj := peeringRepository(ctx, g, c)
+				g.Expect(obj.Status.LastProcessedCommit).To(Equal(h.String()))
+				cond := conditionOf(obj, reconciler.ConditionFilesValid)
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Status).To(BeEquivalentTo("True"), cond.Message)
+			}).WithTimeout(time.Minute).Should(Succeed())
+		}
+		expectKept(ctx)
+		restore()
+	})
 })
+
+// rawHead opens the clone w for rawgit and returns its HEAD commit and root tree.
+func rawHead(w string) (*rawgit.Must, plumbing.Hash, *object.Tree) {
+	GinkgoHelper()
+	repo, err := gogit.PlainOpen(w)
+	Expect(err).NotTo(HaveOccurred())
+	head, err := repo.Head()
+	Expect(err).NotTo(HaveOccurred())
+	c, err := repo.CommitObject(head.Hash())
+	Expect(err).NotTo(HaveOccurred())
+	root, err := c.Tree()
+	Expect(err).NotTo(HaveOccurred())
+	return &rawgit.Must{T: GinkgoT(), Repo: &rawgit.Repo{Storer: repo.Storer}}, head.Hash(), root
+}
 
 // expectFilesInvalid waits until c's FilesValid condition is False and says want.
 func expectFilesInvalid(ctx context.Context, c *cluster, want string) {
