@@ -349,6 +349,17 @@ func peeringPhases(ctx context.Context, c *cluster) map[string]gitpeerv1alpha1.P
 	return out
 }
 
+// peeringMessages returns each peering's phase and message, for failure reports.
+func peeringMessages(c *cluster) map[string]string {
+	GinkgoHelper()
+	obj := peeringRepository(context.Background(), Default, c)
+	out := map[string]string{}
+	for _, p := range obj.Status.Peerings {
+		out[string(p.Role)+"/"+string(p.PeerID)] = string(p.Phase) + ": " + p.Message
+	}
+	return out
+}
+
 func annotate(ctx context.Context, c *cluster, head string) {
 	GinkgoHelper()
 	obj := peeringRepository(ctx, Default, c)
@@ -401,7 +412,7 @@ func expectReported(ctx context.Context, c *cluster, path string, wants ...strin
 				found = append(found, e.Reason+": "+e.Note)
 			}
 		}
-		g.Expect(found).To(ContainElement(matchAll(wants)), "Warning events naming %s", path)
+		g.Expect(found).To(ContainElement(matchAll(wants)), "Warning events naming %s; status: %+v", path, peeringRepository(ctx, g, c).Status)
 	}).WithTimeout(time.Minute).Should(Succeed())
 }
 

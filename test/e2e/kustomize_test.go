@@ -153,7 +153,8 @@ func peerDirect(providerID, consumerID string) (provider, consumer *cluster) {
 	provider.startAgent()
 	consumer.startAgent()
 	Eventually(func(g Gomega) {
-		g.Expect(peeringPhases(context.Background(), consumer)).To(HaveKeyWithValue("Consumer/"+providerID, gitpeerv1alpha1.PhaseReady))
+		g.Expect(peeringPhases(context.Background(), consumer)).To(HaveKeyWithValue("Consumer/"+providerID, gitpeerv1alpha1.PhaseReady),
+			"consumer: %v\nprovider: %v", peeringMessages(consumer), peeringMessages(provider))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	return provider, consumer
 }
