@@ -163,8 +163,13 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			t.Errorf("%s: previous manifest refused by the new CRD: %v", m.GetName(), err)
 		}
 	}
-	if ttl, _, _ := unstructured.NestedString(get(ctx, t, c, before["defaults"]).Object, "spec", "provider", "certificateTTL"); ttl != "8760h" {
+	upgraded := get(ctx, t, c, before["defaults"]).Object
+	if ttl, _, _ := unstructured.NestedString(upgraded, "spec", "provider", "certificateTTL"); ttl != "8760h" {
 		t.Errorf("stored certificateTTL = %q after the upgrade, want the previous default 8760h kept", ttl)
+	}
+	// New fields get their defaults on stored objects too (defaulting on read).
+	if policy, _, _ := unstructured.NestedString(upgraded, "spec", "provider", "deletionPolicy"); policy != "Revoke" {
+		t.Errorf("deletionPolicy of a stored object = %q, want the default Revoke", policy)
 	}
 }
 
