@@ -329,6 +329,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 	}
 	testCSRs(ctx, t, admin, agent, cs)
 	testLiqoObjects(ctx, t, admin, agent, tenantNS)
+	testLegacyAdoption(ctx, t, admin, agent)
 
 	// Consumer: signed nonce and kubeconfig in the provider's tenant namespace.
 	providerNS := "liqo-tenant-provider1"

@@ -29,6 +29,8 @@ import (
 const (
 	// ReasonAdopted: legacy objects were taken over by a PeeringRepository.
 	ReasonAdopted = "Adopted"
+	// ReasonMigrated: the one-time adoption after an upgrade is over (status.ownershipVersion set).
+	ReasonMigrated = "OwnershipMigrated"
 	// ReasonOrphaned: a deleted PeeringRepository left its peerings in place.
 	ReasonOrphaned = "Orphaned"
 	// ReasonDeferred: requests were not answered (not allowed, or too many pending).
@@ -98,11 +100,47 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 	case ownedByOthers:
 		return errNotOurs{"namespace " + ns.Name}
 	}
-	refused := fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository and the PeeringRepository carries %s=true",
+	refused := fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository, once on upgrade or when the PeeringRepository carries %s=true",
 		errNotOurs{"namespace " + ns.Name}, peer, peer, gitpeerv1alpha1.AdoptUnownedAnnotation)
-	if s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] != "true" {
+	how := "by the one-time migration from an earlier version"
+	if s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] == "true" {
+		how = "by annotation " + gitpeerv1alpha1.AdoptUnownedAnnotation
+	} else if !s.migratingOwnership() {
 		return refused
 	}
+	if err := s.adopt(ctx, peer, ns, refused, how); err != nil {
+		var foreign errNotOurs
+		s.adoptionFailed = s.adoptionFailed || !errors.As(err, &foreign)
+		return err
+	}
+	return nil
+}
+
+// migratingOwnership reports whether this round is the one-time migration of
+// a PeeringRepository an earlier version processed (it has a last processed
+// commit) to owner labels: it adopts the legacy objects of its peerings
+// without the adopt-unowned annotation.
+func (s *session) migratingOwnership() bool {
+	return s.obj.Status.OwnershipVersion < gitpeerv1alpha1.CurrentOwnershipVersion && s.obj.Status.LastProcessedCommit != ""
+}
+
+// recordOwnershipVersion ends the one-time migration after a round in which
+// no adoption failed on an error (refusals are final): from then on only the
+// adopt-unowned annotation adopts.
+func (s *session) recordOwnershipVersion() {
+	if s.adoptionFailed || s.obj.Status.OwnershipVersion >= gitpeerv1alpha1.CurrentOwnershipVersion {
+		return
+	}
+	if s.migratingOwnership() {
+		s.r.event(s.obj, corev1.EventTypeNormal, ReasonMigrated, "ownership migrated to version %d: objects of earlier versions are adopted from now on only with annotation %s=true",
+			gitpeerv1alpha1.CurrentOwnershipVersion, gitpeerv1alpha1.AdoptUnownedAnnotation)
+	}
+	s.obj.Status.OwnershipVersion = gitpeerv1alpha1.CurrentOwnershipVersion
+}
+
+// adopt labels the legacy namespace ns of peer and the gitpeer objects in it
+// as this PeeringRepository's if it may claim them (else refused).
+func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, refused error, how string) error {
 	sole, err := s.soleClaimant(ctx, peer)
 	if err != nil {
 		return err
@@ -147,12 +185,18 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 	if err := s.deleteOwnCSRs(ctx, legacyObjects.Add(mustRequirement(consumerLabel, selection.Equals, peer))); err != nil {
 		return err
 	}
+	// Earlier versions kept the key pin only on the namespace: the records keep it too from now on.
+	if pin := ns.Annotations[PinnedKeyAnnotation]; pin != "" {
+		if err := s.recordKeyPin(ctx, peer, pin); err != nil {
+			return err
+		}
+	}
 	patch := client.MergeFrom(ns.DeepCopy())
 	ns.SetLabels(withOwner(ns.Labels, s.obj.UID))
 	if err := s.r.Patch(ctx, ns, patch); err != nil {
 		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version", ns.Name, len(objs))
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version, %s", ns.Name, len(objs), how)
 	return nil
 }
 

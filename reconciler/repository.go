@@ -203,6 +203,8 @@ type session struct {
 	wrote    bool // whether the last write pushed a commit
 	pending  int  // requests answered with a nonce and not issued yet
 	deferred int  // requests left unanswered in this round (maxPendingRequests)
+	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
+	adoptionFailed bool
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -354,6 +356,7 @@ func (s *session) run(ctx context.Context) {
 	if err := s.forgetUnlistedProviders(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "cannot remove what was created for providers no longer listed")
 	}
+	s.recordOwnershipVersion()
 	s.obj.Status.LastProcessedCommit = s.head.String()
 	s.publishStatus()
 }

@@ -224,7 +224,7 @@ func TestPeeringRepositorySchema(t *testing.T) {
 	if got := prop(t, &spec, "clusterID").Pattern; got != `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$` {
 		t.Errorf("clusterID pattern %q", got)
 	}
-	if got := sorted(keys(prop(t, s, "status").Properties)); !reflect.DeepEqual(got, []string{"conditions", "lastHandledReconcileAt", "lastProcessedCommit", "observedGeneration", "peerings"}) {
+	if got := sorted(keys(prop(t, s, "status").Properties)); !reflect.DeepEqual(got, []string{"conditions", "lastHandledReconcileAt", "lastProcessedCommit", "observedGeneration", "ownershipVersion", "peerings"}) {
 		t.Errorf("status fields %v", got)
 	}
 	peering := *prop(t, s, "status", "peerings").Items.Schema

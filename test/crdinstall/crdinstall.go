@@ -13,15 +13,24 @@ import (
 	"github.com/gitpeer/gitpeer/config/crd"
 )
 
-// Install creates every CRD of config/crd and waits until each is Established.
+// Install applies every CRD of config/crd (see Apply).
 // c's scheme must know apiextensions/v1.
 func Install(ctx context.Context, c client.Client) error {
 	crds, err := crd.Load()
 	if err != nil {
 		return err
 	}
+	return Apply(ctx, c, crds...)
+}
+
+// Apply server-side applies crds, creating them or upgrading those already
+// installed as `kubectl apply --server-side` does, and waits until each is
+// Established.
+func Apply(ctx context.Context, c client.Client, crds ...*apiextensionsv1.CustomResourceDefinition) error {
 	for _, d := range crds {
-		if err := c.Create(ctx, d); err != nil {
+		d.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		d.SetResourceVersion("")
+		if err := c.Patch(ctx, d, client.Apply, client.FieldOwner("gitpeer-install"), client.ForceOwnership); err != nil { //nolint:staticcheck // typed apply of a whole object
 			return err
 		}
 	}

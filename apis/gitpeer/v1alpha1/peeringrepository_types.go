@@ -42,6 +42,9 @@ const (
 
 	// Finalizer is the finalizer gitpeer sets on the objects it manages.
 	Finalizer = "gitpeer.io/finalizer"
+	// CurrentOwnershipVersion is the status.ownershipVersion of this version: objects carry the
+	// gitpeer.io/owner label.
+	CurrentOwnershipVersion = 1
 	// AcknowledgeRewriteAnnotation, set on a PeeringRepository to the full SHA of the current head
 	// of the branch, acknowledges a rewritten (non fast-forward) history and lets the agent resume
 	// from that commit.
@@ -60,7 +63,8 @@ const (
 	// AdoptUnownedAnnotation, set to "true" on a PeeringRepository by an admin upgrading from a
 	// version without owner labels, lets it adopt (label as its own, event Adopted) the tenant
 	// namespaces and objects that version created: labelled app.kubernetes.io/managed-by=gitpeer, no
-	// gitpeer.io/owner. It adopts only when it is the only PeeringRepository of the cluster peering
+	// gitpeer.io/owner. (Once after an upgrade, a PeeringRepository an earlier version processed adopts
+	// them without it: see PeeringRepositoryStatus.OwnershipVersion.) It adopts only when it is the only PeeringRepository of the cluster peering
 	// with that cluster and the peer has a directory in its repository. Without it such objects are
 	// reported and left alone, so an object someone else labelled is never taken over silently.
 	AdoptUnownedAnnotation = "gitpeer.io/adopt-unowned"
@@ -439,6 +443,14 @@ type PeeringRepositoryStatus struct {
 	// LastProcessedCommit is the full SHA of the last commit of the branch the agent has acted upon.
 	// +optional
 	LastProcessedCommit string `json:"lastProcessedCommit,omitempty"`
+
+	// OwnershipVersion is the ownership scheme the agent has migrated this PeeringRepository's
+	// objects to: 1 means they carry the gitpeer.io/owner label. Unset on a PeeringRepository an
+	// earlier version already processed (lastProcessedCommit set), the agent adopts the objects of
+	// its peerings once (see AdoptUnownedAnnotation for the conditions), then sets it; it never
+	// adopts on its own again.
+	// +optional
+	OwnershipVersion int32 `json:"ownershipVersion,omitempty"`
 
 	// Peerings has one entry per peering of the local cluster, in either role.
 	// +listType=map
