@@ -2,14 +2,19 @@ package chart_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/test/controlplane"
@@ -26,7 +31,7 @@ func TestInstall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cp := controlplane.Start(t)
-	admin, err := client.New(cp.Config, client.Options{})
+	admin, err := client.New(cp.Config, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +55,8 @@ func TestInstall(t *testing.T) {
 
 	t.Run("upgrade to the defaults", func(t *testing.T) {
 		upgrade := action.NewUpgrade(cfg)
-		upgrade.Namespace, upgrade.Timeout = systemNamespace, time.Minute
+		// Without --reset-values an upgrade without values keeps the release's.
+		upgrade.Namespace, upgrade.Timeout, upgrade.ResetValues = systemNamespace, time.Minute, true
 		rel, err := upgrade.RunWithContext(ctx, "gitpeer", loadChart(t), nil)
 		if err != nil {
 			t.Fatalf("helm upgrade: %v", err)
@@ -62,6 +68,27 @@ func TestInstall(t *testing.T) {
 			if find(objs, kn[0], kn[1]) == nil {
 				t.Errorf("%s %s is not in the release", kn[0], kn[1])
 			}
+		}
+	})
+
+	// The harness runs no validatingadmissionpolicy-status-controller (no type-checking status); the
+	// policy compiled and is enforced: it denies the agent what RBAC alone would allow.
+	t.Run("admission policy denies", func(t *testing.T) {
+		// RBAC lets the agent create Secrets anywhere; the installed policy narrows that.
+		agent := rest.CopyConfig(cp.Config)
+		agent.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + systemNamespace + ":gitpeer-agent",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + systemNamespace, "system:authenticated"}}
+		c, err := client.New(agent, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "not-the-agents"}}
+		if err := c.Create(ctx, secret, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "gitpeer-agent-writes") {
+			t.Errorf("the agent created Secret default/not-the-agents: %v", err)
+		}
+		secret.Namespace, secret.Name = systemNamespace, "authentication-keys"
+		if err := c.Create(ctx, secret, client.DryRunAll); err != nil {
+			t.Errorf("the agent may not create its authentication-keys Secret: %v", err)
 		}
 	})
 
