@@ -115,6 +115,18 @@ func TestDefaultsMatchConfig(t *testing.T) {
 	}
 }
 
+// TestVersion checks the chart is the release's: version and appVersion are VERSION's.
+func TestVersion(t *testing.T) {
+	raw, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(raw))
+	if ch := loadChart(t); ch.Metadata.Version != version || ch.Metadata.AppVersion != version {
+		t.Errorf("Chart.yaml version %s appVersion %s, VERSION %s", ch.Metadata.Version, ch.Metadata.AppVersion, version)
+	}
+}
+
 // TestValues renders the chart with non-default values and checks each does what values.yaml says.
 func TestValues(t *testing.T) {
 	t.Run("Liqo installed", func(t *testing.T) {
