@@ -284,14 +284,14 @@ func renderErr(t *testing.T, namespace string, values map[string]any) ([]*unstru
 		Capabilities: chartutil.DefaultCapabilities.Copy(),
 		Log:          t.Logf,
 	}
-	install := action.NewInstall(cfg)
-	var err error
-	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "gitpeer", namespace
 	// The oldest Kubernetes the chart supports (the admission policy's API is GA in 1.30).
-	if install.KubeVersion, err = chartutil.ParseKubeVersion("v1.30.0"); err != nil {
+	kubeVersion, err := chartutil.ParseKubeVersion("v1.30.0")
+	if err != nil {
 		t.Fatal(err)
 	}
+	install := action.NewInstall(cfg)
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace, install.KubeVersion = "gitpeer", namespace, kubeVersion
 	rel, err := install.Run(ch, values)
 	if err != nil {
 		return nil, err
