@@ -8,6 +8,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,6 +90,34 @@ func TestInstall(t *testing.T) {
 		secret.Namespace, secret.Name = systemNamespace, "authentication-keys"
 		if err := c.Create(ctx, secret, client.DryRunAll); err != nil {
 			t.Errorf("the agent may not create its authentication-keys Secret: %v", err)
+		}
+	})
+
+	t.Run("agent pod passes restricted pod security", func(t *testing.T) {
+		// Helm creates the namespace unlabelled; labelled as README says, a server dry-run of the
+		// Deployment's pod goes through Pod Security admission as the ReplicaSet's pod would.
+		ns := &corev1.Namespace{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: systemNamespace}, ns); err != nil {
+			t.Fatal(err)
+		}
+		ns.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+		if err := admin.Update(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		dep := &appsv1.Deployment{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-agent"}, dep); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, GenerateName: "gitpeer-agent-", Labels: dep.Spec.Template.Labels},
+			Spec:       dep.Spec.Template.Spec,
+		}
+		if err := admin.Create(ctx, pod, client.DryRunAll); err != nil {
+			t.Errorf("the agent's pod is not admitted: %v", err)
+		}
+		pod.Spec.SecurityContext, pod.Spec.Containers[0].SecurityContext = nil, nil
+		if err := admin.Create(ctx, pod, client.DryRunAll); !apierrors.IsForbidden(err) {
+			t.Errorf("a pod without security context was not refused by pod security: %v", err)
 		}
 	})
 
