@@ -61,3 +61,32 @@ build:
 # The whole handshake locally: two control planes, a Git server, two agents.
 demo: tools build
 	./bin/gitpeer demo
+
+# The Helm chart charts/gitpeer. Its CRDs, RBAC, admission policy and tenant role are generated
+# from config/ (`make chart`, test/chart/chartgen); its Deployment and Services are templates whose
+# default values the chart test checks against config/default. helm and the Helm SDK come from the
+# tools module test/chart, so gitpeer itself never depends on Helm.
+HELM_VERSION := $(shell awk '$$1=="helm.sh/helm/v3" {print $$2; exit}' test/chart/go.mod)
+HELM := $(CURDIR)/.cache/helm/helm-$(HELM_VERSION)
+.PHONY: chart helm-lint chart-test
+chart:
+	cd test/chart && go run ./cmd/chartgen ../../config ../../charts/gitpeer
+
+$(HELM):
+	@mkdir -p $(@D)
+	@echo ">> building helm $(HELM_VERSION) from the Go module proxy (first time only)"
+	cd test/chart && go build -trimpath -ldflags '-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' \
+		-o $@ helm.sh/helm/v3/cmd/helm
+
+# Lints with the default values and with every optional part switched on or off.
+helm-lint: $(HELM)
+	$(HELM) lint --strict charts/gitpeer
+	$(HELM) lint --strict charts/gitpeer --set installLiqoCRDs=false,installTenantRole=false,leaderElection.enabled=false \
+		--set data.persistence.enabled=true,webhook.ingress.enabled=true,metrics.serviceMonitor.enabled=true
+
+# The chart tests (test/chart, its own module): generated templates up to date, defaults equal to
+# config/default, values, and a Helm SDK install and upgrade on a real control plane.
+chart-test: tools helm-lint
+	cd test/chart && go test $(GO_TEST_FLAGS) ./...
+
+test: chart-test
