@@ -17,16 +17,17 @@ RUN go mod download
 COPY . .
 RUN GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
       -o /rootfs/gitpeer ./cmd/gitpeer \
- && mkdir -p /rootfs/etc/ssl/certs /rootfs/data /rootfs/tmp \
+ && mkdir -p /rootfs/etc/ssl/certs /rootfs/tmp /data \
  && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
  && cp test/image/rootfs/etc/passwd test/image/rootfs/etc/group /rootfs/etc/ \
- && chown 65532:65532 /rootfs/data && chmod 1777 /rootfs/tmp
+ && chmod 1777 /rootfs/tmp
 
 FROM scratch
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG CREATED=1970-01-01T00:00:00Z
 COPY --from=build /rootfs/ /
+COPY --from=build --chown=65532:65532 /data /data
 LABEL org.opencontainers.image.title="gitpeer" \
       org.opencontainers.image.description="Liqo peering through a shared Git repository" \
       org.opencontainers.image.source="https://github.com/gitpeer/gitpeer" \
