@@ -38,7 +38,8 @@ GO_TEST_FLAGS ?= -timeout 60m
 # The image test (test/image, its own module) checks what `make image` built.
 test: tools deps image
 	go test $(GO_TEST_FLAGS) ./...
-	cd test/image && GITPEER_IMAGE_DIR=$(IMAGE_DIR) GITPEER_IMAGE_VERSION=$(VERSION) go test $(GO_TEST_FLAGS) ./...
+	cd test/image && GITPEER_IMAGE_DIR=$(IMAGE_DIR) GITPEER_IMAGE_VERSION=$(VERSION) \
+		GITPEER_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" go test $(GO_TEST_FLAGS) ./...
 
 # Programs the tests drive besides Go: git (the Git server and the reviewer), ssh-keygen (git's SSH
 # commit signing), and the CA bundle `make image` copies into the image. Installed from Debian when
