@@ -134,6 +134,9 @@ func build(o options) error {
 	if err := os.RemoveAll(filepath.Join(o.out, layoutDir)); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
 	var index v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, b := range o.binaries {
 		p := b.platform
