@@ -152,7 +152,8 @@ func checkConfig(t *testing.T, img v1.Image, p v1.Platform, version string) {
 }
 
 // checkDockerfile checks that the Dockerfile's final stage declares the same entrypoint, command,
-// user, volume and label names as the image `make image` built, so the two never drift apart.
+// user, volume and labels (names, and fixed values) as the image `make image` built, so the two
+// never drift apart.
 func checkDockerfile(t *testing.T, c v1.Config) {
 	t.Helper()
 	final := dockerfileFinalStage(t)
@@ -170,8 +171,12 @@ func checkDockerfile(t *testing.T, c v1.Config) {
 	}
 	var labels []string
 	for _, l := range final["LABEL"] {
-		key, _, _ := strings.Cut(l, "=")
+		key, value, _ := strings.Cut(l, "=")
 		labels = append(labels, key)
+		// Fixed values must be equal; ${ARG} values come from the build (checked above).
+		if value = strings.Trim(value, `"`); !strings.Contains(value, "${") && c.Labels[key] != value {
+			t.Errorf("Dockerfile label %s=%q, the built image has %q", key, value, c.Labels[key])
+		}
 	}
 	if got, want := strings.Join(labels, " "), strings.Join(slices.Sorted(maps.Keys(c.Labels)), " "); got != want {
 		t.Errorf("Dockerfile labels %s, the built image has %s", got, want)
