@@ -98,8 +98,9 @@ func TestImage(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkConfig(t, img, *d.Platform, version)
-			files := extract(t, img, t.TempDir())
+			files, headers := extract(t, img, t.TempDir())
 			checkFiles(t, files, *d.Platform)
+			checkOwners(t, headers)
 			if d.Platform.OS == runtime.GOOS && d.Platform.Architecture == runtime.GOARCH {
 				checkVersion(t, files[binaryPath], version)
 			}
@@ -227,24 +228,24 @@ func dockerfileFinalStage(t *testing.T) map[string][]string {
 }
 
 // extract unpacks the image's flattened filesystem into dir and returns the files by absolute
-// path in the image, mapped to where they are on disk.
-func extract(t *testing.T, img v1.Image, dir string) map[string]string {
+// path in the image, mapped to where they are on disk and to their tar headers.
+func extract(t *testing.T, img v1.Image, dir string) (files map[string]string, headers map[string]*tar.Header) {
 	t.Helper()
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	files := map[string]string{}
+	files, headers = map[string]string{}, map[string]*tar.Header{}
 	tr := tar.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return files
+			return files, headers
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		inImage := "/" + strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "/"), "/")
 		onDisk := filepath.Join(dir, filepath.FromSlash(inImage))
-		files[inImage] = onDisk
+		files[inImage], headers[inImage] = onDisk, hdr
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			err = os.MkdirAll(onDisk, 0o755)
@@ -303,6 +304,26 @@ func checkFiles(t *testing.T, files map[string]string, p v1.Platform) {
 	for _, prog := range bin.Progs {
 		if prog.Type == elf.PT_INTERP {
 			t.Errorf("%s is dynamically linked: the image has no libc (build with CGO_ENABLED=0)", binaryPath)
+		}
+	}
+}
+
+// checkOwners checks that user 65532 can write only /data (its volume) and /tmp, so the agent
+// cannot change the binary or the CA bundle even where the root filesystem is writable.
+func checkOwners(t *testing.T, headers map[string]*tar.Header) {
+	t.Helper()
+	for path, hdr := range headers {
+		switch {
+		case path == "/data":
+			if hdr.Typeflag != tar.TypeDir || hdr.Uid != nonrootID || hdr.Mode&0o700 != 0o700 {
+				t.Errorf("/data: want a directory owned and writable by 65532, got uid %d mode %o", hdr.Uid, hdr.Mode)
+			}
+		case path == "/tmp":
+			if hdr.Typeflag != tar.TypeDir || hdr.Mode&0o1777 != 0o1777 {
+				t.Errorf("/tmp: want a sticky world-writable directory, got mode %o", hdr.Mode)
+			}
+		case hdr.Uid != 0 || hdr.Gid != 0 || hdr.Mode&0o022 != 0:
+			t.Errorf("%s: owned by %d:%d with mode %o, want root-owned and not writable by others", path, hdr.Uid, hdr.Gid, hdr.Mode)
 		}
 	}
 }
