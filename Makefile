@@ -17,7 +17,9 @@ K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) 
 # tagged v$(RELEASE_VERSION) is stamped $(RELEASE_VERSION); any other build
 # $(RELEASE_VERSION)-<commit>[-dirty], e.g. 0.1.0-41e8d81-dirty. Override with `make VERSION=...`.
 RELEASE_VERSION := $(shell cat VERSION)
-VERSION ?= $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact-match --dirty 2>/dev/null)),$(RELEASE_VERSION),$(RELEASE_VERSION)-$(or $(shell git describe --always --dirty --exclude='*' 2>/dev/null),dev))
+ifeq ($(origin VERSION),undefined)
+VERSION := $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact-match --dirty 2>/dev/null)),$(RELEASE_VERSION),$(RELEASE_VERSION)-$(or $(shell git describe --always --dirty --exclude='*' 2>/dev/null),dev))
+endif
 
 .PHONY: tools test deps demo build image
 tools: $(TOOLS)
