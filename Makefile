@@ -13,7 +13,15 @@ K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) 
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
 
-.PHONY: tools test deps demo build
+# The release version is in VERSION (0.1.0; image tag v0.1.0). A build of exactly the clean commit
+# tagged v$(RELEASE_VERSION) is stamped $(RELEASE_VERSION); any other build
+# $(RELEASE_VERSION)-<commit>[-dirty], e.g. 0.1.0-41e8d81-dirty. Override with `make VERSION=...`.
+RELEASE_VERSION := $(shell cat VERSION)
+ifeq ($(origin VERSION),undefined)
+VERSION := $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact-match --dirty 2>/dev/null)),$(RELEASE_VERSION),$(RELEASE_VERSION)-$(or $(shell git describe --always --dirty --exclude='*' 2>/dev/null),dev))
+endif
+
+.PHONY: tools test deps demo build image
 tools: $(TOOLS)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager:
@@ -29,15 +37,20 @@ $(TOOLS_BIN)/etcd:
 # Every test in the repository: unit tests and the ginkgo suites, which start real
 # control planes (from `make tools`) and real Git servers.
 GO_TEST_FLAGS ?= -timeout 60m
-test: tools deps
+# The image test (test/image, its own module) checks what `make image` built.
+test: tools deps image
 	go test $(GO_TEST_FLAGS) ./...
+	cd test/image && GITPEER_IMAGE_DIR=$(IMAGE_DIR) GITPEER_IMAGE_VERSION=$(VERSION) \
+		GITPEER_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" go test $(GO_TEST_FLAGS) ./...
 
 # Programs the tests drive besides Go: git (the Git server and the reviewer), ssh-keygen (git's SSH
-# commit signing). Installed from Debian when missing. (The config/ test uses kubectl when present.)
+# commit signing), and the CA bundle `make image` copies into the image. Installed from Debian when
+# missing. (The config/ test uses kubectl when present.)
 deps:
 	@missing=""; \
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v ssh-keygen >/dev/null || missing="$$missing openssh-client"; \
+	test -s $(CA_BUNDLE) || missing="$$missing ca-certificates"; \
 	if [ -n "$$missing" ]; then echo ">> installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 # Regenerates the deepcopy functions in apis/ and the CRDs in config/crd/bases with controller-gen,
@@ -56,7 +69,27 @@ $(CONTROLLER_GEN):
 
 # The gitpeer binary; go's build cache makes a rebuild with no change instant.
 build:
-	go build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/gitpeer ./cmd/gitpeer
+	go build -ldflags "-X main.version=$(VERSION)" -o bin/gitpeer ./cmd/gitpeer
+
+# The container image the Dockerfile describes, built without a daemon (test/image, with
+# go-containerregistry): static binaries for IMAGE_PLATFORMS, over scratch with Debian's CA bundle
+# and the nonroot user. Writes .cache/image/oci (an OCI image layout: one index, tagged
+# v$(VERSION)) and .cache/image/gitpeer-v$(VERSION)-<os>-<arch>.tar (`docker load`, `kind load
+# image-archive`). Created at the last commit's time, so a rebuild of a commit gives the same digests.
+IMAGE_DIR := $(CURDIR)/.cache/image
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
+image: deps
+	@rm -rf $(IMAGE_DIR)
+	@for p in $(IMAGE_PLATFORMS); do \
+		echo ">> building gitpeer $(VERSION) for $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" \
+			-o $(IMAGE_DIR)/bin/$${p/\//-}/gitpeer ./cmd/gitpeer || exit 1; \
+	done
+	cd test/image && go run . -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null) \
+		-created $(SOURCE_DATE_EPOCH) -ca $(CA_BUNDLE) -out $(IMAGE_DIR) \
+		$(foreach p,$(IMAGE_PLATFORMS),$(p)=$(IMAGE_DIR)/bin/$(subst /,-,$(p))/gitpeer)
 
 # The whole handshake locally: two control planes, a Git server, two agents.
 demo: tools build
