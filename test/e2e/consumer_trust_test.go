@@ -119,7 +119,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 	})
 
 	It("ignores an identity.yaml committed before its Tenant is merged, pinning nothing", func(ctx SpecContext) {
-		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(2 * time.Minute).ShouldNot(BeEmpty())
 		// Without the provider's agent, nothing revokes the attacker's file.
 		provider.stopAgent()
 		path := dir + "identity.yaml"
