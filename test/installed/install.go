@@ -45,11 +45,16 @@ func Render(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	objs := make([]*unstructured.Unstructured, 0, resources.Size())
 	for _, r := range resources.Resources() {
-		m, err := r.Map()
+		// Through JSON: kyaml's maps hold ints, which unstructured objects cannot deep-copy.
+		data, err := r.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
+		objs = append(objs, o)
 	}
 	return objs, nil
 }

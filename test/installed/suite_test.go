@@ -1,7 +1,6 @@
 package installed_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -29,7 +28,6 @@ var _ = BeforeSuite(func() {
 	binary = filepath.Join(GinkgoT().TempDir(), "gitpeer")
 	build := exec.Command("go", "build", "-o", binary, "github.com/gitpeer/gitpeer/cmd/gitpeer")
 	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	Expect(build.Run()).To(Succeed(), "go build ./cmd/gitpeer")
 
 	gitSrv = gitserver.Start(GinkgoT())
