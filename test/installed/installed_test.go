@@ -16,6 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/installed"
 	"github.com/gitpeer/gitpeer/test/sandbox"
@@ -85,7 +87,11 @@ func installNode(ctx context.Context, id string, objs []*unstructured.Unstructur
 	Expect(args).To(ContainElements("agent", "--watch-namespace="+systemNamespace, "--enable-leader-election"))
 	n.agent, err = installed.StartAgent(binary, args, dir, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(n.agent.Stop(30 * time.Second)).To(Succeed()) })
+	nodes = append(nodes, n)
+	DeferCleanup(func() {
+		nodes = nil
+		Expect(n.agent.Stop(30 * time.Second)).To(Succeed())
+	})
 	return n
 }
 
@@ -93,12 +99,17 @@ func installNode(ctx context.Context, id string, objs []*unstructured.Unstructur
 func (n *node) kubeconfigFrom(ctx context.Context, provider string) []byte {
 	GinkgoHelper()
 	secret := &corev1.Secret{}
-	key := client.ObjectKey{
-		Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)),
-		Name:      authv1beta1.KubeconfigSecretName(authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(provider))),
-	}
-	Eventually(func() error { return n.admin.Get(ctx, key, secret) }).WithTimeout(2 * time.Minute).Should(Succeed())
+	until(2*time.Minute, func(g Gomega) { g.Expect(n.admin.Get(ctx, kubeconfigKey(provider), secret)).To(Succeed()) })
 	return secret.Data[authv1beta1.KubeconfigSecretField]
+}
+
+// kubeconfigKey names the Secret in which a consumer keeps its kubeconfig for provider.
+func kubeconfigKey(provider string) client.ObjectKey {
+	id := authv1beta1.ClusterID(provider)
+	return client.ObjectKey{
+		Namespace: authv1beta1.TenantNamespaceName(id),
+		Name:      authv1beta1.KubeconfigSecretName(authv1beta1.ControlPlaneIdentityName(id)),
+	}
 }
 
 // annotate sets an annotation on n's PeeringRepository, as an admin would.
@@ -164,20 +175,17 @@ var _ = Describe("Installed with config/default", Ordered, func() {
 
 	// Checked after every spec: the agents are still running and were never refused anything.
 	AfterEach(func() {
-		for _, n := range []*node{a, b} {
-			if n == nil {
-				continue
-			}
+		for _, n := range nodes {
 			done, err := n.agent.Exited()
 			Expect(done).To(BeFalse(), "the agent of %s exited: %v", n.id, err)
-			Expect(permissionError.FindAllString(n.agent.Logs(), -1)).To(BeEmpty(), "the agent of %s was refused a call:\n%s", n.id, refusals(n.agent.Logs()))
+			Expect(refusals(n.agent.Logs())).To(BeEmpty(), "the agent of %s was refused a call", n.id)
 		}
 	})
 
 	It("peers both ways: nonce, reviewed and direct Tenants, identities, working kubeconfigs", func(ctx SpecContext) {
 		// idA consumes from idB through review: the reviewer merges the proposed Tenant.
 		reviewRef := "gitpeer/" + idB + "/" + idA
-		Eventually(func() string { return show(reviewRef, idB+"/"+idA+"/tenant.yaml") }).WithTimeout(2 * time.Minute).ShouldNot(BeEmpty())
+		until(2*time.Minute, func(g Gomega) { g.Expect(show(reviewRef, idB+"/"+idA+"/tenant.yaml")).NotTo(BeEmpty()) })
 		w := clone()
 		gitCLI(w, "merge", "-q", "--no-ff", "origin/"+reviewRef, "-m", "Merge pull request #1 from "+reviewRef)
 		gitCLI(w, "push", "-q", "origin", "HEAD:main")
@@ -186,13 +194,19 @@ var _ = Describe("Installed with config/default", Ordered, func() {
 			provider, consumer *node
 		}{{a, b}, {b, a}} {
 			dir := p.provider.id + "/" + p.consumer.id + "/"
-			Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(2*time.Minute).ShouldNot(BeEmpty(), dir)
+			until(2*time.Minute, func(g Gomega) { g.Expect(show("main", dir+"identity.yaml")).NotTo(BeEmpty(), dir) })
 			user, err := whoAmI(ctx, p.consumer.kubeconfigFrom(ctx, p.provider.id))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(p.consumer.id))
 			tenantNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.consumer.id))
 			Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: p.consumer.id}, &authv1beta1.Tenant{})).To(Succeed())
 			Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{})).To(Succeed())
+			// The agent's events were recorded (the recorder only logs its failures).
+			until(30*time.Second, func(g Gomega) {
+				events := &eventsv1.EventList{}
+				g.Expect(p.provider.admin.List(ctx, events, client.InNamespace(systemNamespace))).To(Succeed())
+				g.Expect(events.Items).To(ContainElement(HaveField("Reason", reconciler.ReasonIssued)))
+			})
 		}
 	})
 
@@ -206,17 +220,13 @@ var _ = Describe("Installed with config/default", Ordered, func() {
 		gitCLI(w, "commit", "-q", "-m", "Revoke "+idB)
 		gitCLI(w, "push", "-q", "origin", "HEAD:main")
 
-		Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: idB}, &authv1beta1.Tenant{}))
-		}).WithTimeout(time.Minute).Should(BeTrue())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{}))
-		}).WithTimeout(time.Minute).Should(BeTrue())
-		Eventually(func() bool {
-			key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(idA), Name: authv1beta1.KubeconfigSecretName(authv1beta1.ControlPlaneIdentityName(idA))}
-			return apierrors.IsNotFound(b.admin.Get(ctx, key, &corev1.Secret{}))
-		}).WithTimeout(time.Minute).Should(BeTrue())
+		until(time.Minute, func(g Gomega) {
+			g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
+			g.Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: idB}, &authv1beta1.Tenant{})).To(Satisfy(apierrors.IsNotFound))
+			g.Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{})).
+				To(Satisfy(apierrors.IsNotFound))
+			g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+		})
 		records := &corev1.Secret{}
 		Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-issued-" + a.object.Name}, records)).To(Succeed())
 		Expect(records.Data).NotTo(BeEmpty())
@@ -235,12 +245,14 @@ var _ = Describe("Installed with config/default", Ordered, func() {
 	It("issues the revoked consumer a new certificate when both admins ask for it", func(ctx SpecContext) {
 		b.annotate(ctx, gitpeerv1alpha1.RequestAgainAnnotation, idA)
 		a.annotate(ctx, gitpeerv1alpha1.RevivalAnnotationPrefix+idB, gitpeerv1alpha1.AcceptRevivalValue)
-		Eventually(func() string { return show("main", idA+"/"+idB+"/identity.yaml") }).WithTimeout(2 * time.Minute).ShouldNot(BeEmpty())
+		until(2*time.Minute, func(g Gomega) { g.Expect(show("main", idA+"/"+idB+"/identity.yaml")).NotTo(BeEmpty()) })
 		var kubeconfig []byte
-		Eventually(func(g Gomega) {
-			kubeconfig = b.kubeconfigFrom(ctx, idA)
+		until(time.Minute, func(g Gomega) {
+			secret := &corev1.Secret{}
+			g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), secret)).To(Succeed())
+			kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
 			g.Expect(certSerial(kubeconfig)).NotTo(Equal(revokedSerial))
-		}).WithTimeout(time.Minute).Should(Succeed())
+		})
 		user, err := whoAmI(ctx, kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(user).To(Equal(idB))
@@ -325,6 +337,26 @@ type warningRecorder struct{ texts []string }
 
 func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
 	w.texts = append(w.texts, text)
+}
+
+// nodes are the installed control planes of the running spec.
+var nodes []*node
+
+// until polls check until it passes or timeout, like Eventually, and gives up at once when an agent
+// was refused a call or has exited.
+func until(timeout time.Duration, check func(g Gomega)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for _, n := range nodes {
+			if done, err := n.agent.Exited(); done {
+				StopTrying("the agent of " + n.id + " exited").Wrap(err).Now()
+			}
+			if r := refusals(n.agent.Logs()); r != "" {
+				StopTrying("the agent of " + n.id + " was refused a call:\n" + r).Now()
+			}
+		}
+		check(g)
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 // refusals returns the log lines with a permission error.
