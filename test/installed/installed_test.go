@@ -151,180 +151,189 @@ func certSerial(kubeconfig []byte) string {
 	return cert.SerialNumber.Text(16)
 }
 
-// The real gitpeer binary, installed with config/default on two control planes and confined by
-// nothing but the installed RBAC and admission policy, peers both ways, revokes and re-issues; any
-// call the installation does not permit shows up in its logs and fails the suite.
-var _ = Describe("Installed with config/default", Ordered, func() {
-	var a, b *node
-	var objs []*unstructured.Unstructured
-	var revokedSerial string // of idB's certificate on idA
-
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		objs, err = installed.Render("../../config/default")
-		Expect(err).NotTo(HaveOccurred())
-		a = installNode(ctx, idA, objs, func(n *node, s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: n.cp.URL}
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idB}}
-		})
-		b = installNode(ctx, idB, objs, func(n *node, s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: n.cp.URL}
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idA}, Direct: true}
-		})
-	})
-
-	// Checked after every spec: the agents are still running and were never refused anything.
-	AfterEach(func() {
-		for _, n := range nodes {
-			done, err := n.agent.Exited()
-			Expect(done).To(BeFalse(), "the agent of %s exited: %v", n.id, err)
-			Expect(refusals(n.agent.Logs())).To(BeEmpty(), "the agent of %s was refused a call", n.id)
-		}
-	})
-
-	It("peers both ways: nonce, reviewed and direct Tenants, identities, working kubeconfigs", func(ctx SpecContext) {
-		// idA consumes from idB through review: the reviewer merges the proposed Tenant.
-		reviewRef := "gitpeer/" + idB + "/" + idA
-		until(2*time.Minute, func(g Gomega) { g.Expect(show(reviewRef, idB+"/"+idA+"/tenant.yaml")).NotTo(BeEmpty()) })
-		w := clone()
-		gitCLI(w, "merge", "-q", "--no-ff", "origin/"+reviewRef, "-m", "Merge pull request #1 from "+reviewRef)
-		gitCLI(w, "push", "-q", "origin", "HEAD:main")
-
-		for _, p := range []struct {
-			provider, consumer *node
-		}{{a, b}, {b, a}} {
-			dir := p.provider.id + "/" + p.consumer.id + "/"
-			until(2*time.Minute, func(g Gomega) { g.Expect(show("main", dir+"identity.yaml")).NotTo(BeEmpty(), dir) })
-			user, err := whoAmI(ctx, p.consumer.kubeconfigFrom(ctx, p.provider.id))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(user).To(Equal(p.consumer.id))
-			tenantNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.consumer.id))
-			Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: p.consumer.id}, &authv1beta1.Tenant{})).To(Succeed())
-			Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{})).To(Succeed())
-			// The agent's events were recorded (the recorder only logs its failures).
-			until(30*time.Second, func(g Gomega) {
-				events := &eventsv1.EventList{}
-				g.Expect(p.provider.admin.List(ctx, events, client.InNamespace(systemNamespace))).To(Succeed())
-				g.Expect(events.Items).To(ContainElement(HaveField("Reason", reconciler.ReasonIssued)))
-			})
-		}
-	})
-
-	It("revokes when tenant.yaml is deleted: Tenant, RoleBinding, identity.yaml and the consumer's kubeconfig go", func(ctx SpecContext) {
-		dir := idA + "/" + idB + "/"
-		tenantNS := authv1beta1.TenantNamespaceName(idB)
-		kubeconfig := b.kubeconfigFrom(ctx, idA)
-		revokedSerial = certSerial(kubeconfig)
-		w := clone()
-		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
-		gitCLI(w, "commit", "-q", "-m", "Revoke "+idB)
-		gitCLI(w, "push", "-q", "origin", "HEAD:main")
-
-		until(time.Minute, func(g Gomega) {
-			g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
-			g.Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: idB}, &authv1beta1.Tenant{})).To(Satisfy(apierrors.IsNotFound))
-			g.Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{})).
-				To(Satisfy(apierrors.IsNotFound))
-			g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
-		})
-		records := &corev1.Secret{}
-		Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-issued-" + a.object.Name}, records)).To(Succeed())
-		Expect(records.Data).NotTo(BeEmpty())
-		Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
-		// The consumer's user lost the tenant role; its certificate still authenticates (it
-		// cannot be revoked), which is why the provider refuses to bind it again by default.
-		user, err := whoAmI(ctx, kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(user).To(Equal(idB))
-	})
-
-	// Renewal signs a new CSR for an issued Tenant, patches the Tenant's status, updates the records
-	// Secret and commits identity.yaml again. With the shortest TTL Kubernetes accepts (10m, renewed
-	// after 2/3) waiting for it would take minutes; re-issuing the revoked consumer makes the same
-	// calls on a records Secret and a tenant namespace that already exist.
-	It("issues the revoked consumer a new certificate when both admins ask for it", func(ctx SpecContext) {
-		b.annotate(ctx, gitpeerv1alpha1.RequestAgainAnnotation, idA)
-		a.annotate(ctx, gitpeerv1alpha1.RevivalAnnotationPrefix+idB, gitpeerv1alpha1.AcceptRevivalValue)
-		until(2*time.Minute, func(g Gomega) { g.Expect(show("main", idA+"/"+idB+"/identity.yaml")).NotTo(BeEmpty()) })
-		var kubeconfig []byte
-		until(time.Minute, func(g Gomega) {
-			secret := &corev1.Secret{}
-			g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), secret)).To(Succeed())
-			kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
-			g.Expect(certSerial(kubeconfig)).NotTo(Equal(revokedSerial))
-		})
-		user, err := whoAmI(ctx, kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(user).To(Equal(idB))
-	})
-
-	It("denies the ServiceAccount what the agent must not do", func(ctx SpecContext) {
-		agent := kubernetes.NewForConfigOrDie(a.agentConfig)
-		dryRun := []string{metav1.DryRunAll}
-		_, err := agent.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
-		expectForbidden(err, "list Secrets cluster-wide")
-		_, err = agent.CoreV1().Secrets(authv1beta1.TenantNamespaceName(idB)).List(ctx, metav1.ListOptions{})
-		expectForbidden(err, "list Secrets in a tenant namespace")
-
-		// CSRs the agent did not request, labelled as if it had: another signer's, and one of its
-		// own signer requested by another user (the admin).
-		labels := map[string]string{"app.kubernetes.io/managed-by": "gitpeer", "gitpeer.io/consumer": "x", "gitpeer.io/owner": string(a.object.UID)}
-		for _, signer := range []string{certificatesv1.KubeletServingSignerName, certificatesv1.KubeAPIServerClientSignerName} {
-			csr := &certificatesv1.CertificateSigningRequest{
-				ObjectMeta: metav1.ObjectMeta{GenerateName: "not-the-agents-", Labels: labels},
-				Spec: certificatesv1.CertificateSigningRequestSpec{
-					Request: newCSR("system:node:x"), SignerName: signer,
-					Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
-				},
-			}
-			if signer == certificatesv1.KubeAPIServerClientSignerName {
-				csr.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
-			}
-			Expect(a.admin.Create(ctx, csr)).To(Succeed())
-			csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test", Message: "approved by the agent",
-			})
-			_, err = agent.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{DryRun: dryRun})
-			expectForbidden(err, "approve "+signer+" CSR "+csr.Name+" requested by the admin")
-		}
-
-		_, err = agent.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "liqo-nonce"}}, metav1.CreateOptions{DryRun: dryRun})
-		expectForbidden(err, "create a Secret outside liqo-tenant-* namespaces")
-		_, err = agent.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: gitpeerv1alpha1.DefaultClusterRoleName},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "default"}},
-		}, metav1.CreateOptions{DryRun: dryRun})
-		expectForbidden(err, "create a RoleBinding outside liqo-tenant-* namespaces")
-	})
-
-	It("admits the Deployment's Pod under the restricted Pod Security level", func(ctx SpecContext) {
-		dep, err := installed.Deployment(objs, "gitpeer-agent")
-		Expect(err).NotTo(HaveOccurred())
-		const ns = "restricted"
-		Expect(a.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
-			"pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/warn-version": "latest",
-		}}})).To(Succeed())
-		Expect(a.admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dep.Spec.Template.Spec.ServiceAccountName}})).To(Succeed())
-		cfg := rest.CopyConfig(a.cp.Config)
-		warnings := &warningRecorder{}
-		cfg.WarningHandler = warnings
-		admin := kubernetes.NewForConfigOrDie(cfg)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
-			Spec:       dep.Spec.Template.Spec,
-		}
-		_, err = admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		Expect(err).NotTo(HaveOccurred(), "the agent's Pod is not admitted")
-		Expect(warnings.texts).To(BeEmpty())
-		// Control: the namespace enforces the level.
-		root := pod.DeepCopy()
-		root.Spec.SecurityContext, root.Spec.Containers[0].SecurityContext = nil, nil
-		_, err = admin.CoreV1().Pods(ns).Create(ctx, root, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		expectForbidden(err, "create a Pod without security context")
-	})
+var _ = describeInstalled("config/default", func() ([]*unstructured.Unstructured, error) {
+	return installed.Render("../../config/default")
 })
+
+// describeInstalled declares the specs for one way of installing gitpeer, whose objects render
+// returns: the real gitpeer binary, installed on two control planes and confined by nothing but the
+// installed RBAC and admission policy, peers both ways, revokes and re-issues; any call the
+// installation does not permit shows up in its logs and fails the spec. Another install method
+// (a Helm chart's rendered objects) is one more call.
+func describeInstalled(name string, render func() ([]*unstructured.Unstructured, error)) bool {
+	return Describe("Installed with "+name, Ordered, func() {
+		var a, b *node
+		var objs []*unstructured.Unstructured
+		var revokedSerial string // of idB's certificate on idA
+
+		BeforeAll(func(ctx SpecContext) {
+			newRepo()
+			var err error
+			objs, err = render()
+			Expect(err).NotTo(HaveOccurred())
+			a = installNode(ctx, idA, objs, func(n *node, s *gitpeerv1alpha1.PeeringRepositorySpec) {
+				s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: n.cp.URL}
+				s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idB}}
+			})
+			b = installNode(ctx, idB, objs, func(n *node, s *gitpeerv1alpha1.PeeringRepositorySpec) {
+				s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: n.cp.URL}
+				s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idA}, Direct: true}
+			})
+		})
+
+		// Checked after every spec: the agents are still running and were never refused anything.
+		AfterEach(func() {
+			for _, n := range nodes {
+				done, err := n.agent.Exited()
+				Expect(done).To(BeFalse(), "the agent of %s exited: %v", n.id, err)
+				Expect(refusals(n.agent.Logs())).To(BeEmpty(), "the agent of %s was refused a call", n.id)
+			}
+		})
+
+		It("peers both ways: nonce, reviewed and direct Tenants, identities, working kubeconfigs", func(ctx SpecContext) {
+			// idA consumes from idB through review: the reviewer merges the proposed Tenant.
+			reviewRef := "gitpeer/" + idB + "/" + idA
+			until(2*time.Minute, func(g Gomega) { g.Expect(show(reviewRef, idB+"/"+idA+"/tenant.yaml")).NotTo(BeEmpty()) })
+			w := clone()
+			gitCLI(w, "merge", "-q", "--no-ff", "origin/"+reviewRef, "-m", "Merge pull request #1 from "+reviewRef)
+			gitCLI(w, "push", "-q", "origin", "HEAD:main")
+
+			for _, p := range []struct {
+				provider, consumer *node
+			}{{a, b}, {b, a}} {
+				dir := p.provider.id + "/" + p.consumer.id + "/"
+				until(2*time.Minute, func(g Gomega) { g.Expect(show("main", dir+"identity.yaml")).NotTo(BeEmpty(), dir) })
+				user, err := whoAmI(ctx, p.consumer.kubeconfigFrom(ctx, p.provider.id))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(user).To(Equal(p.consumer.id))
+				tenantNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.consumer.id))
+				Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: p.consumer.id}, &authv1beta1.Tenant{})).To(Succeed())
+				Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{})).To(Succeed())
+				// The agent's events were recorded (the recorder only logs its failures).
+				until(30*time.Second, func(g Gomega) {
+					events := &eventsv1.EventList{}
+					g.Expect(p.provider.admin.List(ctx, events, client.InNamespace(systemNamespace))).To(Succeed())
+					g.Expect(events.Items).To(ContainElement(HaveField("Reason", reconciler.ReasonIssued)))
+				})
+			}
+		})
+
+		It("revokes when tenant.yaml is deleted: Tenant, RoleBinding, identity.yaml and the consumer's kubeconfig go", func(ctx SpecContext) {
+			dir := idA + "/" + idB + "/"
+			tenantNS := authv1beta1.TenantNamespaceName(idB)
+			kubeconfig := b.kubeconfigFrom(ctx, idA)
+			revokedSerial = certSerial(kubeconfig)
+			w := clone()
+			gitCLI(w, "rm", "-q", dir+"tenant.yaml")
+			gitCLI(w, "commit", "-q", "-m", "Revoke "+idB)
+			gitCLI(w, "push", "-q", "origin", "HEAD:main")
+
+			until(time.Minute, func(g Gomega) {
+				g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
+				g.Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: idB}, &authv1beta1.Tenant{})).To(Satisfy(apierrors.IsNotFound))
+				g.Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{})).
+					To(Satisfy(apierrors.IsNotFound))
+				g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
+			})
+			records := &corev1.Secret{}
+			Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-issued-" + a.object.Name}, records)).To(Succeed())
+			Expect(records.Data).NotTo(BeEmpty())
+			Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
+			// The consumer's user lost the tenant role; its certificate still authenticates (it
+			// cannot be revoked), which is why the provider refuses to bind it again by default.
+			user, err := whoAmI(ctx, kubeconfig)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(user).To(Equal(idB))
+		})
+
+		// Renewal signs a new CSR for an issued Tenant, patches the Tenant's status, updates the records
+		// Secret and commits identity.yaml again. With the shortest TTL Kubernetes accepts (10m, renewed
+		// after 2/3) waiting for it would take minutes; re-issuing the revoked consumer makes the same
+		// calls on a records Secret and a tenant namespace that already exist.
+		It("issues the revoked consumer a new certificate when both admins ask for it", func(ctx SpecContext) {
+			b.annotate(ctx, gitpeerv1alpha1.RequestAgainAnnotation, idA)
+			a.annotate(ctx, gitpeerv1alpha1.RevivalAnnotationPrefix+idB, gitpeerv1alpha1.AcceptRevivalValue)
+			until(2*time.Minute, func(g Gomega) { g.Expect(show("main", idA+"/"+idB+"/identity.yaml")).NotTo(BeEmpty()) })
+			var kubeconfig []byte
+			until(time.Minute, func(g Gomega) {
+				secret := &corev1.Secret{}
+				g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), secret)).To(Succeed())
+				kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
+				g.Expect(certSerial(kubeconfig)).NotTo(Equal(revokedSerial))
+			})
+			user, err := whoAmI(ctx, kubeconfig)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(user).To(Equal(idB))
+		})
+
+		It("denies the ServiceAccount what the agent must not do", func(ctx SpecContext) {
+			agent := kubernetes.NewForConfigOrDie(a.agentConfig)
+			dryRun := []string{metav1.DryRunAll}
+			_, err := agent.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+			expectForbidden(err, "list Secrets cluster-wide")
+			_, err = agent.CoreV1().Secrets(authv1beta1.TenantNamespaceName(idB)).List(ctx, metav1.ListOptions{})
+			expectForbidden(err, "list Secrets in a tenant namespace")
+
+			// CSRs the agent did not request, labelled as if it had: another signer's, and one of its
+			// own signer requested by another user (the admin).
+			labels := map[string]string{"app.kubernetes.io/managed-by": "gitpeer", "gitpeer.io/consumer": "x", "gitpeer.io/owner": string(a.object.UID)}
+			for _, signer := range []string{certificatesv1.KubeletServingSignerName, certificatesv1.KubeAPIServerClientSignerName} {
+				csr := &certificatesv1.CertificateSigningRequest{
+					ObjectMeta: metav1.ObjectMeta{GenerateName: "not-the-agents-", Labels: labels},
+					Spec: certificatesv1.CertificateSigningRequestSpec{
+						Request: newCSR("system:node:x"), SignerName: signer,
+						Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+					},
+				}
+				if signer == certificatesv1.KubeAPIServerClientSignerName {
+					csr.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+				}
+				Expect(a.admin.Create(ctx, csr)).To(Succeed())
+				csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+					Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test", Message: "approved by the agent",
+				})
+				_, err = agent.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{DryRun: dryRun})
+				expectForbidden(err, "approve "+signer+" CSR "+csr.Name+" requested by the admin")
+			}
+
+			_, err = agent.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "liqo-nonce"}}, metav1.CreateOptions{DryRun: dryRun})
+			expectForbidden(err, "create a Secret outside liqo-tenant-* namespaces")
+			_, err = agent.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: gitpeerv1alpha1.DefaultClusterRoleName},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "default"}},
+			}, metav1.CreateOptions{DryRun: dryRun})
+			expectForbidden(err, "create a RoleBinding outside liqo-tenant-* namespaces")
+		})
+
+		It("admits the Deployment's Pod under the restricted Pod Security level", func(ctx SpecContext) {
+			dep, err := installed.Deployment(objs, "gitpeer-agent")
+			Expect(err).NotTo(HaveOccurred())
+			const ns = "restricted"
+			Expect(a.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+				"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+				"pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/warn-version": "latest",
+			}}})).To(Succeed())
+			Expect(a.admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dep.Spec.Template.Spec.ServiceAccountName}})).To(Succeed())
+			cfg := rest.CopyConfig(a.cp.Config)
+			warnings := &warningRecorder{}
+			cfg.WarningHandler = warnings
+			admin := kubernetes.NewForConfigOrDie(cfg)
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
+				Spec:       dep.Spec.Template.Spec,
+			}
+			_, err = admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			Expect(err).NotTo(HaveOccurred(), "the agent's Pod is not admitted")
+			Expect(warnings.texts).To(BeEmpty())
+			// Control: the namespace enforces the level.
+			root := pod.DeepCopy()
+			root.Spec.SecurityContext, root.Spec.Containers[0].SecurityContext = nil, nil
+			_, err = admin.CoreV1().Pods(ns).Create(ctx, root, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			expectForbidden(err, "create a Pod without security context")
+		})
+	})
+}
 
 // expectForbidden fails unless err is the API server's Forbidden (RBAC or admission).
 func expectForbidden(err error, what string) {

@@ -1,6 +1,7 @@
 package installed_test
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -21,7 +22,9 @@ var (
 	// binary is the gitpeer binary built from ./cmd/gitpeer.
 	binary string
 	gitSrv *gitserver.Server
-	repo   gitserver.Repo
+	// repo is the current container's repository (newRepo), one of repos made so far.
+	repo  gitserver.Repo
+	repos int
 )
 
 var _ = BeforeSuite(func() {
@@ -31,14 +34,19 @@ var _ = BeforeSuite(func() {
 	Expect(build.Run()).To(Succeed(), "go build ./cmd/gitpeer")
 
 	gitSrv = gitserver.Start(GinkgoT())
+})
+
+// newRepo makes repo a new repository with an initial commit on main, for the current container.
+func newRepo() {
+	GinkgoHelper()
 	var err error
-	repo, err = gitSrv.NewRepo("peering")
+	repos++
+	repo, err = gitSrv.NewRepo(fmt.Sprintf("peering-%d", repos))
 	Expect(err).NotTo(HaveOccurred())
-	w := filepath.Join(GinkgoT().TempDir(), "w")
-	gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)
+	w := clone()
 	gitCLI(w, "commit", "-q", "--allow-empty", "-m", "Peering repository")
 	gitCLI(w, "push", "-q", "origin", "HEAD:main")
-})
+}
 
 // gitCLI runs git in dir as the reviewer would.
 func gitCLI(dir string, args ...string) {
