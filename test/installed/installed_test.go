@@ -139,16 +139,15 @@ func whoAmI(ctx context.Context, kubeconfig []byte) (string, error) {
 	return review.Status.UserInfo.Username, nil
 }
 
-// certSerial returns the serial (hex) of a kubeconfig's client certificate.
-func certSerial(kubeconfig []byte) string {
-	GinkgoHelper()
+// clientCert returns a kubeconfig's client certificate.
+func clientCert(g Gomega, kubeconfig []byte) *x509.Certificate {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	block, _ := pem.Decode(cfg.CertData)
-	Expect(block).NotTo(BeNil())
+	g.Expect(block).NotTo(BeNil())
 	cert, err := x509.ParseCertificate(block.Bytes)
-	Expect(err).NotTo(HaveOccurred())
-	return cert.SerialNumber.Text(16)
+	g.Expect(err).NotTo(HaveOccurred())
+	return cert
 }
 
 var _ = describeInstalled("config/default", func() ([]*unstructured.Unstructured, error) {
@@ -164,7 +163,8 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 	return Describe("Installed with "+name, Ordered, func() {
 		var a, b *node
 		var objs []*unstructured.Unstructured
-		var revokedSerial string // of idB's certificate on idA
+		var revokedSerial string       // of idB's certificate on idA
+		var firstOfA *x509.Certificate // idA's first certificate on idB
 
 		BeforeAll(func(ctx SpecContext) {
 			newRepo()
@@ -176,7 +176,10 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idB}}
 			})
 			b = installNode(ctx, idB, objs, func(n *node, s *gitpeerv1alpha1.PeeringRepositorySpec) {
-				s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: n.cp.URL}
+				// The shortest lifetime Kubernetes signs: with the signer's 5-minute backdating,
+				// renewal comes ~5 minutes after issuance.
+				s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: n.cp.URL,
+					CertificateTTL: &metav1.Duration{Duration: gitpeerv1alpha1.MinCertificateTTL}}
 				s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idA}, Direct: true}
 			})
 		})
@@ -216,13 +219,14 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 					g.Expect(events.Items).To(ContainElement(HaveField("Reason", reconciler.ReasonIssued)))
 				})
 			}
+			firstOfA = clientCert(Default, a.kubeconfigFrom(ctx, idB))
 		})
 
 		It("revokes when tenant.yaml is deleted: Tenant, RoleBinding, identity.yaml and the consumer's kubeconfig go", func(ctx SpecContext) {
 			dir := idA + "/" + idB + "/"
 			tenantNS := authv1beta1.TenantNamespaceName(idB)
 			kubeconfig := b.kubeconfigFrom(ctx, idA)
-			revokedSerial = certSerial(kubeconfig)
+			revokedSerial = clientCert(Default, kubeconfig).SerialNumber.Text(16)
 			w := clone()
 			gitCLI(w, "rm", "-q", dir+"tenant.yaml")
 			gitCLI(w, "commit", "-q", "-m", "Revoke "+idB)
@@ -259,7 +263,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				secret := &corev1.Secret{}
 				g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), secret)).To(Succeed())
 				kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
-				g.Expect(certSerial(kubeconfig)).NotTo(Equal(revokedSerial))
+				g.Expect(clientCert(g, kubeconfig).SerialNumber.Text(16)).NotTo(Equal(revokedSerial))
 			})
 			user, err := whoAmI(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
@@ -332,6 +336,26 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			_, err = admin.CoreV1().Pods(ns).Create(ctx, root, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			expectForbidden(err, "create a Pod without security context")
 		})
+
+		// Last, as it waits for the renewal time of idA's first certificate on idB (~5 minutes).
+		It("renews a certificate before it expires, without a new approval", func(ctx SpecContext) {
+			var kubeconfig []byte
+			until(time.Until(firstOfA.NotAfter), func(g Gomega) {
+				secret := &corev1.Secret{}
+				g.Expect(a.admin.Get(ctx, kubeconfigKey(idB), secret)).To(Succeed())
+				kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
+				g.Expect(clientCert(g, kubeconfig).SerialNumber).NotTo(Equal(firstOfA.SerialNumber))
+			})
+			Expect(time.Now()).To(BeTemporally("<", firstOfA.NotAfter))
+			user, err := whoAmI(ctx, kubeconfig)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(user).To(Equal(idA))
+			until(30*time.Second, func(g Gomega) {
+				events := &eventsv1.EventList{}
+				g.Expect(b.admin.List(ctx, events, client.InNamespace(systemNamespace))).To(Succeed())
+				g.Expect(events.Items).To(ContainElement(HaveField("Reason", reconciler.ReasonRenewed)))
+			})
+		})
 	})
 }
 
@@ -365,7 +389,7 @@ func until(timeout time.Duration, check func(g Gomega)) {
 			}
 		}
 		check(g)
-	}).WithTimeout(timeout).Should(Succeed())
+	}).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
 // refusals returns the log lines with a permission error.
