@@ -164,9 +164,8 @@ type Agent struct {
 	logs bytes.Buffer
 }
 
-// StartAgent runs binary with args (after "agent" when the Deployment's args start with it) with
-// HOME and TMPDIR in a directory of its own, as the Deployment sets them; its output goes to log
-// and is kept for Logs.
+// StartAgent runs binary with args (AgentArgs) with HOME and TMPDIR in home, as the Deployment
+// sets them, and no KUBECONFIG from the environment; its output goes to log and is kept for Logs.
 func StartAgent(binary string, args []string, home string, log io.Writer) (*Agent, error) {
 	a := &Agent{done: make(chan error, 1)}
 	a.cmd = exec.Command(binary, args...)
@@ -176,6 +175,8 @@ func StartAgent(binary string, args []string, home string, log io.Writer) (*Agen
 	}
 	out := io.MultiWriter(log, (*lockedWriter)(a))
 	a.cmd.Stdout, a.cmd.Stderr = out, out
+	// Killed by the kernel if the test binary dies, as the control plane's components are.
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := a.cmd.Start(); err != nil {
 		return nil, err
 	}
