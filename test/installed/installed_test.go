@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -139,6 +140,21 @@ func whoAmI(ctx context.Context, kubeconfig []byte) (string, error) {
 	return review.Status.UserInfo.Username, nil
 }
 
+// mayCreateResourceSlices asks, as the kubeconfig's user, whether it may create Liqo
+// ResourceSlices in namespace (what the tenant role grants).
+func mayCreateResourceSlices(ctx context.Context, kubeconfig []byte, namespace string) bool {
+	GinkgoHelper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	review, err := kubernetes.NewForConfigOrDie(cfg).AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: "create", Group: "authentication.liqo.io", Resource: "resourceslices", Namespace: namespace,
+		}},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return review.Status.Allowed
+}
+
 // clientCert returns a kubeconfig's client certificate.
 func clientCert(g Gomega, kubeconfig []byte) *x509.Certificate {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
@@ -206,10 +222,12 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			}{{a, b}, {b, a}} {
 				dir := p.provider.id + "/" + p.consumer.id + "/"
 				until(2*time.Minute, func(g Gomega) { g.Expect(show("main", dir+"identity.yaml")).NotTo(BeEmpty(), dir) })
-				user, err := whoAmI(ctx, p.consumer.kubeconfigFrom(ctx, p.provider.id))
+				kubeconfig := p.consumer.kubeconfigFrom(ctx, p.provider.id)
+				user, err := whoAmI(ctx, kubeconfig)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(user).To(Equal(p.consumer.id))
 				tenantNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.consumer.id))
+				Expect(mayCreateResourceSlices(ctx, kubeconfig, tenantNS)).To(BeTrue(), "the tenant role is bound")
 				Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: p.consumer.id}, &authv1beta1.Tenant{})).To(Succeed())
 				Expect(p.provider.admin.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: authv1beta1.RoleBindingName(gitpeerv1alpha1.DefaultClusterRoleName)}, &rbacv1.RoleBinding{})).To(Succeed())
 				// The agent's events were recorded (the recorder only logs its failures).
@@ -239,12 +257,15 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 					To(Satisfy(apierrors.IsNotFound))
 				g.Expect(b.admin.Get(ctx, kubeconfigKey(idA), &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound))
 			})
+			until(10*time.Second, func(g Gomega) { // the authorizer's informers follow the deletion
+				g.Expect(mayCreateResourceSlices(ctx, kubeconfig, tenantNS)).To(BeFalse(), "the tenant role is unbound")
+			})
 			records := &corev1.Secret{}
 			Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-issued-" + a.object.Name}, records)).To(Succeed())
 			Expect(records.Data).NotTo(BeEmpty())
 			Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
-			// The consumer's user lost the tenant role; its certificate still authenticates (it
-			// cannot be revoked), which is why the provider refuses to bind it again by default.
+			// The certificate still authenticates (it cannot be revoked), which is why the provider
+			// refuses to bind it again by default.
 			user, err := whoAmI(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(idB))
