@@ -69,16 +69,22 @@ func Prepare(ctx context.Context, id string, cp *controlplane.ControlPlane, git 
 	for _, obj := range []client.Object{
 		role,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AgentNamespace}},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: AgentNamespace, Name: "git"},
-			Data:       map[string][]byte{"identity": git.ClientKey, "known_hosts": git.KnownHosts},
-		},
+		GitCredentials(git),
 	} {
 		if err := c.Client.Create(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// GitCredentials is the Secret "git" in AgentNamespace with the SSH credentials for git, the one
+// SecretRef of the PeeringRepositories Apply creates.
+func GitCredentials(git *gitserver.Server) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: AgentNamespace, Name: "git"},
+		Data:       map[string][]byte{"identity": git.ClientKey, "known_hosts": git.KnownHosts},
+	}
 }
 
 // Apply creates the cluster's PeeringRepository "peering" for repoURL, polling
