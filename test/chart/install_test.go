@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -84,7 +85,12 @@ func TestInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "not-the-agents"}}
-		if err := c.Create(ctx, secret, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "gitpeer-agent-writes") {
+		// The API server enforces a new policy once its admission plugin has seen it: a moment after the install.
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			err = c.Create(ctx, secret, client.DryRunAll)
+			return apierrors.IsForbidden(err), nil
+		})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "gitpeer-agent-writes") {
 			t.Errorf("the agent created Secret default/not-the-agents: %v", err)
 		}
 		secret.Namespace, secret.Name = systemNamespace, "authentication-keys"
