@@ -101,6 +101,7 @@ demo: tools build
 # tools module test/chart, so gitpeer itself never depends on Helm.
 HELM_VERSION := $(shell awk '$$1=="helm.sh/helm/v3" {print $$2; exit}' test/chart/go.mod)
 HELM := $(CURDIR)/.cache/helm/helm-$(HELM_VERSION)
+export GITPEER_HELM := $(HELM)
 .PHONY: chart helm-lint chart-test
 chart:
 	cd test/chart && go run ./cmd/chartgen ../../config ../../charts/gitpeer

@@ -8,6 +8,7 @@ package installed
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -36,6 +38,36 @@ import (
 
 // FieldManager is the server-side apply field manager of the install.
 const FieldManager = "gitpeer-install"
+
+// RenderChart renders the Helm chart at chart with the helm binary at helm, as `helm install
+// gitpeer chart --namespace namespace --create-namespace` installs it on a cluster of kubeVersion:
+// its CRDs, its templates with default values, and the release namespace Helm creates.
+func RenderChart(helm, chart, namespace, kubeVersion string) ([]*unstructured.Unstructured, error) {
+	cmd := exec.Command(helm, "template", "gitpeer", chart, "--namespace", namespace, "--include-crds", "--kube-version", kubeVersion)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm template %s: %w: %s", chart, err, stderr.String())
+	}
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(namespace)
+	objs := []*unstructured.Unstructured{ns}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		o := &unstructured.Unstructured{}
+		if err := dec.Decode(&o.Object); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("helm template %s: %w", chart, err)
+		}
+		if len(o.Object) > 0 {
+			objs = append(objs, o)
+		}
+	}
+}
 
 // Render builds the kustomization in dir, as `kubectl apply -k dir` would.
 func Render(dir string) ([]*unstructured.Unstructured, error) {

@@ -7,6 +7,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -168,6 +170,27 @@ func clientCert(g Gomega, kubeconfig []byte) *x509.Certificate {
 
 var _ = describeInstalled("config/default", func() ([]*unstructured.Unstructured, error) {
 	return installed.Render("../../config/default")
+})
+
+var _ = describeInstalled("the Helm chart", func() ([]*unstructured.Unstructured, error) {
+	helm := os.Getenv("GITPEER_HELM")
+	if helm == "" {
+		found, _ := filepath.Glob("../../.cache/helm/helm-*")
+		if len(found) != 1 {
+			return nil, errors.New("no helm binary: set GITPEER_HELM, or run `make helm-lint` (make test does)")
+		}
+		helm = found[0]
+	}
+	// The control planes run the Kubernetes version the tools module pins.
+	gomod, err := os.ReadFile("../tools/go.mod")
+	if err != nil {
+		return nil, err
+	}
+	kube := regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v\S+)`).FindSubmatch(gomod)
+	if kube == nil {
+		return nil, errors.New("no k8s.io/kubernetes version in test/tools/go.mod")
+	}
+	return installed.RenderChart(helm, "../../charts/gitpeer", systemNamespace, string(kube[1]))
 })
 
 // describeInstalled declares the specs for one way of installing gitpeer, whose objects render
