@@ -26,7 +26,7 @@ import (
 // directory by something the agents refuse to read. The directory is then
 // present but unreadable: it is reported, and nothing is revoked.
 var _ = Describe("Hostile trees", Ordered, func() {
-	const tProviderID, tConsumerID = "provider-t", "consumer-t"
+	const tProviderID, tConsumerID = "provider-tree", "consumer-tree"
 	dir := tProviderID + "/" + tConsumerID
 	tenantNS := authv1beta1.TenantNamespaceName(tConsumerID)
 	var provider, consumer *cluster
