@@ -236,9 +236,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			// idA consumes from idB through review: the reviewer merges the proposed Tenant.
 			reviewRef := "gitpeer/" + idB + "/" + idA
 			until(2*time.Minute, func(g Gomega) { g.Expect(show(reviewRef, idB+"/"+idA+"/tenant.yaml")).NotTo(BeEmpty()) })
-			w := clone()
-			gitCLI(w, "merge", "-q", "--no-ff", "origin/"+reviewRef, "-m", "Merge pull request #1 from "+reviewRef)
-			gitCLI(w, "push", "-q", "origin", "HEAD:main")
+			commitAsReviewer([]string{"merge", "-q", "--no-ff", "origin/" + reviewRef, "-m", "Merge pull request #1 from " + reviewRef})
 
 			for _, p := range []struct {
 				provider, consumer *node
@@ -268,10 +266,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			tenantNS := authv1beta1.TenantNamespaceName(idB)
 			kubeconfig := b.kubeconfigFrom(ctx, idA)
 			revokedSerial = clientCert(Default, kubeconfig).SerialNumber.Text(16)
-			w := clone()
-			gitCLI(w, "rm", "-q", dir+"tenant.yaml")
-			gitCLI(w, "commit", "-q", "-m", "Revoke "+idB)
-			gitCLI(w, "push", "-q", "origin", "HEAD:main")
+			commitAsReviewer([]string{"rm", "-q", dir + "tenant.yaml"}, []string{"commit", "-q", "-m", "Revoke " + idB})
 
 			until(time.Minute, func(g Gomega) {
 				g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())

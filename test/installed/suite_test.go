@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -53,6 +54,21 @@ func gitCLI(dir string, args ...string) {
 	GinkgoHelper()
 	_, err := sandbox.Git(dir, args...)
 	Expect(err).NotTo(HaveOccurred())
+}
+
+// commitAsReviewer applies change (git commands) to a fresh clone of main and pushes it, again on
+// a fresh clone when an agent's commit reached the branch first, as a reviewer would.
+func commitAsReviewer(change ...[]string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		w := clone()
+		for _, args := range append(change, []string{"push", "-q", "origin", "HEAD:main"}) {
+			if out, err := sandbox.Git(w, args...); err != nil {
+				return fmt.Errorf("git %v: %w: %s", args, err, out)
+			}
+		}
+		return nil
+	}).WithTimeout(time.Minute).Should(Succeed())
 }
 
 // clone returns a fresh clone of the suite's repository.
