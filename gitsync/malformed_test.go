@@ -20,10 +20,6 @@ type rawRepo struct{ *rawgit.Must }
 
 func newRawRepo(t *testing.T) *rawRepo { return &rawRepo{rawgit.New(t)} }
 
-func (r *rawRepo) blob(data []byte) plumbing.Hash { return r.Blob(data) }
-
-func (r *rawRepo) tree(entries ...object.TreeEntry) plumbing.Hash { return r.Tree(entries...) }
-
 var file, dir = rawgit.File, rawgit.Dir
 
 // commit stores a commit of root and opens the repository with limits.
@@ -55,15 +51,15 @@ func TestMalformedTrees(t *testing.T) {
 			return []object.TreeEntry{file("tenant.yaml", a), file("nonce.yaml", b)}
 		}},
 		{name: "file and directory of one name", detail: `two entries named "tenant.yaml"`, entries: func(r *rawRepo, a, b plumbing.Hash) []object.TreeEntry {
-			return []object.TreeEntry{file("tenant.yaml", a), file("tenant.yaml.bak", b), dir("tenant.yaml", r.tree(file("x", b)))}
+			return []object.TreeEntry{file("tenant.yaml", a), file("tenant.yaml.bak", b), dir("tenant.yaml", r.Tree(file("x", b)))}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRawRepo(t)
-			a, b := r.blob([]byte("first")), r.blob([]byte("second"))
-			good := r.tree(file("tenant.yaml", a))
-			bad := r.tree(tc.entries(r, a, b)...)
-			repo, head := r.commit(r.tree(dir("p", r.tree(dir("bad", bad), dir("good", good)))), gitsync.Limits{})
+			a, b := r.Blob([]byte("first")), r.Blob([]byte("second"))
+			good := r.Tree(file("tenant.yaml", a))
+			bad := r.Tree(tc.entries(r, a, b)...)
+			repo, head := r.commit(r.Tree(dir("p", r.Tree(dir("bad", bad), dir("good", good)))), gitsync.Limits{})
 			l, err := repo.List(head)
 			if err != nil {
 				t.Fatal(err)
@@ -88,16 +84,16 @@ func TestMalformedTrees(t *testing.T) {
 // past its byte budget before reading it.
 func TestLimits(t *testing.T) {
 	r := newRawRepo(t)
-	blob := r.blob(bytes.Repeat([]byte("x"), 1000))
+	blob := r.Blob(bytes.Repeat([]byte("x"), 1000))
 	var many []object.TreeEntry
 	for i := range 6 {
 		many = append(many, file(fmt.Sprintf("f%d.yaml", i), blob))
 	}
 	var dirs []object.TreeEntry
 	for i := range 4 {
-		dirs = append(dirs, dir(fmt.Sprintf("d%d", i), r.tree(file("a.yaml", blob), file("b.yaml", blob))))
+		dirs = append(dirs, dir(fmt.Sprintf("d%d", i), r.Tree(file("a.yaml", blob), file("b.yaml", blob))))
 	}
-	root := r.tree(append(dirs, dir("many", r.tree(many...)))...)
+	root := r.Tree(append(dirs, dir("many", r.Tree(many...)))...)
 	repo, head := r.commit(root, gitsync.Limits{MaxTreeEntries: 5, MaxDirectories: 3, MaxRoundBytes: 2500})
 	l, err := repo.List(head)
 	if err != nil {
@@ -138,10 +134,10 @@ func TestLimits(t *testing.T) {
 // unsigned commit was skipped) while the listing read the second.
 func TestSignatureCheckAgreesWithReader(t *testing.T) {
 	r := newRawRepo(t)
-	signed := r.tree(file("tenant.yaml", r.blob([]byte("signed"))))
-	forged := r.tree(file("tenant.yaml", r.blob([]byte("forged"))))
-	first := r.Commit(r.tree(dir("p", r.tree(dir("c", signed)))))
-	second := r.Commit(r.tree(dir("p", r.tree(dir("c", signed), dir("c", forged)))), first)
+	signed := r.Tree(file("tenant.yaml", r.Blob([]byte("signed"))))
+	forged := r.Tree(file("tenant.yaml", r.Blob([]byte("forged"))))
+	first := r.Commit(r.Tree(dir("p", r.Tree(dir("c", signed)))))
+	second := r.Commit(r.Tree(dir("p", r.Tree(dir("c", signed), dir("c", forged)))), first)
 	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -167,12 +163,12 @@ func TestSignatureCheckAgreesWithReader(t *testing.T) {
 func TestListWithin(t *testing.T) {
 	r := newRawRepo(t)
 	limits := gitsync.Limits{MaxTreeEntries: 4, MaxDirectories: 4}
-	leaf := r.tree(file("tenant.yaml", r.blob([]byte("junk"))))
-	mid := r.tree(dir("x0", leaf), dir("x1", leaf))
-	junk := r.tree(dir("y0", mid), dir("y1", mid), dir("y2", mid)) // 1+3+6 directories
-	tenant := r.blob([]byte("mine"))
+	leaf := r.Tree(file("tenant.yaml", r.Blob([]byte("junk"))))
+	mid := r.Tree(dir("x0", leaf), dir("x1", leaf))
+	junk := r.Tree(dir("y0", mid), dir("y1", mid), dir("y2", mid)) // 1+3+6 directories
+	tenant := r.Blob([]byte("mine"))
 	missing := plumbing.NewHash(strings.Repeat("ab", 20)) // loading it would fail
-	root := r.tree(dir("aaa", junk), dir("bbb", missing), dir("provider-a", r.tree(dir("consumer-1", r.tree(file("tenant.yaml", tenant))))))
+	root := r.Tree(dir("aaa", junk), dir("bbb", missing), dir("provider-a", r.Tree(dir("consumer-1", r.Tree(file("tenant.yaml", tenant))))))
 	repo, head := r.commit(root, limits)
 	var asked []string
 	l, err := repo.ListWithin(head, func(d string) bool {

@@ -28,17 +28,13 @@ type hostileRepo struct{ *rawgit.Must }
 
 func newHostileRepo(t *testing.T) *hostileRepo { return &hostileRepo{rawgit.New(t)} }
 
-func (r *hostileRepo) blob(data []byte) plumbing.Hash { return r.Blob(data) }
-
-func (r *hostileRepo) tree(entries ...object.TreeEntry) plumbing.Hash { return r.Tree(entries...) }
-
 // providerTree returns the tree of provider-a holding the given consumer directories.
 func (r *hostileRepo) providerTree(consumers map[string]plumbing.Hash) plumbing.Hash {
 	var entries []object.TreeEntry
 	for _, c := range slices.Sorted(mapsKeys(consumers)) {
 		entries = append(entries, rawgit.Dir(c, consumers[c]))
 	}
-	return r.tree(entries...)
+	return r.Tree(entries...)
 }
 
 func mapsKeys(m map[string]plumbing.Hash) func(func(string) bool) {
@@ -71,9 +67,9 @@ func (r *hostileRepo) benign() plumbing.Hash {
 			}
 		}
 	}) {
-		entries = append(entries, rawgit.File(name, r.blob(p.Files[name])))
+		entries = append(entries, rawgit.File(name, r.Blob(p.Files[name])))
 	}
-	return r.tree(entries...)
+	return r.Tree(entries...)
 }
 
 // commit makes a commit whose root holds provider-a with consumers, and
@@ -83,7 +79,7 @@ func (r *hostileRepo) commit(consumers map[string]plumbing.Hash, others ...objec
 	consumers["consumer-1"] = r.benign()
 	root := append([]object.TreeEntry{rawgit.Dir("provider-a", r.providerTree(consumers))}, others...)
 	slices.SortFunc(root, func(a, b object.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
-	head := r.Commit(r.tree(root...))
+	head := r.Commit(r.Tree(root...))
 	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
 	if err != nil {
 		r.T.Fatal(err)
@@ -140,24 +136,24 @@ func TestLoadPeakHeap(t *testing.T) {
 		for i := range n {
 			es = append(es, rawgit.File(fmt.Sprintf("f%05d.yaml", i), blob))
 		}
-		return r.tree(es...)
+		return r.Tree(es...)
 	}
 	kustomized := func(n int) func(r *hostileRepo) map[string]plumbing.Hash {
 		return func(r *hostileRepo) map[string]plumbing.Hash {
-			k := rawgit.File("a-kustomization.yaml", r.blob([]byte("resources: []\n")))
-			tree := entries(r, n, k, r.blob(full))
+			k := rawgit.File("a-kustomization.yaml", r.Blob([]byte("resources: []\n")))
+			tree := entries(r, n, k, r.Blob(full))
 			// kustomization.yaml sorts after f*.yaml: rebuild with it last.
 			raw, err := object.GetTree(r.Repo.Storer, tree)
 			if err != nil {
 				r.T.Fatal(err)
 			}
 			es := append(raw.Entries[1:], rawgit.File("kustomization.yaml", raw.Entries[0].Hash))
-			return map[string]plumbing.Hash{"consumer-2": r.tree(es...)}
+			return map[string]plumbing.Hash{"consumer-2": r.Tree(es...)}
 		}
 	}
 	dirs := func(n int, blob []byte) func(r *hostileRepo) map[string]plumbing.Hash {
 		return func(r *hostileRepo) map[string]plumbing.Hash {
-			tenant := r.tree(rawgit.File("tenant.yaml", r.blob(blob)))
+			tenant := r.Tree(rawgit.File("tenant.yaml", r.Blob(blob)))
 			m := map[string]plumbing.Hash{}
 			for i := range n {
 				m[fmt.Sprintf("consumer-x%05d", i)] = tenant
@@ -167,7 +163,7 @@ func TestLoadPeakHeap(t *testing.T) {
 	}
 	// consumer directories each holding a directory: 1+2n directories in scope.
 	manyDirs := func(r *hostileRepo) map[string]plumbing.Hash {
-		sub := r.tree(rawgit.Dir("sub", r.tree(rawgit.File("tenant.yaml", r.blob([]byte("kind: Tenant\n"))))))
+		sub := r.Tree(rawgit.Dir("sub", r.Tree(rawgit.File("tenant.yaml", r.Blob([]byte("kind: Tenant\n"))))))
 		m := map[string]plumbing.Hash{}
 		for i := range layout.MaxDirectoriesPerRound/2 + 1 {
 			m[fmt.Sprintf("consumer-x%05d", i)] = sub
@@ -185,7 +181,7 @@ func TestLoadPeakHeap(t *testing.T) {
 		{name: "3000 entries to one 64 KiB blob in a kustomized folder", build: kustomized(3000), want: gitsync.ErrLimitExceeded},
 		{name: "1000 entries to one 64 KiB blob in a kustomized folder", build: kustomized(1000), want: layout.ErrInvalid},
 		{name: "a tree of MaxTreeEntries+1 entries", want: gitsync.ErrLimitExceeded, build: func(r *hostileRepo) map[string]plumbing.Hash {
-			return map[string]plumbing.Hash{"consumer-2": entries(r, layout.MaxTreeEntries, rawgit.File("a.yaml", r.blob(full)), r.blob(full))}
+			return map[string]plumbing.Hash{"consumer-2": entries(r, layout.MaxTreeEntries, rawgit.File("a.yaml", r.Blob(full)), r.Blob(full))}
 		}},
 		{name: "MaxTreeEntries+1 consumer directories", build: dirs(layout.MaxTreeEntries+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
 		{name: "MaxDirectoriesPerRound+3 directories", build: manyDirs, want: gitsync.ErrLimitExceeded},

@@ -19,12 +19,12 @@ import (
 // tenant.yaml of MaxFileSize bytes: with itself more directories than
 // MaxDirectoriesPerRound, more bytes than MaxBytesPerRound.
 func (r *hostileRepo) junk() plumbing.Hash {
-	leaf := r.tree(rawgit.File("tenant.yaml", r.blob(bytes.Repeat([]byte("#"), layout.MaxFileSize))))
+	leaf := r.Tree(rawgit.File("tenant.yaml", r.Blob(bytes.Repeat([]byte("#"), layout.MaxFileSize))))
 	var es []object.TreeEntry
 	for i := range layout.MaxTreeEntries {
 		es = append(es, rawgit.Dir(fmt.Sprintf("consumer-%05d", i), leaf))
 	}
-	return r.tree(es...)
+	return r.Tree(es...)
 }
 
 // TestLoadCapsCountOnlyScope checks that the caps of one reading count only
