@@ -37,10 +37,12 @@ import (
 )
 
 func main() {
-	keep := flag.Bool("keep", false, "leave everything running until interrupted and print where to explore")
-	gitpeer := flag.String("gitpeer", "bin/gitpeer", "the gitpeer binary (make build) whose audit command reads the repository's history")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), `Usage: go run ./test/demo [--keep] [--gitpeer PATH]
+	// A flag set of its own: controller-runtime registers --kubeconfig on the default one.
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	keep := fs.Bool("keep", false, "leave everything running until interrupted and print where to explore")
+	gitpeer := fs.String("gitpeer", "bin/gitpeer", "the gitpeer binary (make build) whose audit command reads the repository's history")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: go run ./test/demo [--keep] [--gitpeer PATH]
 
 The demo starts a provider and a consumer control plane (kube-apiserver, kube-controller-manager
 and etcd built by 'make tools') and a local Git server, runs one gitpeer agent per cluster, and
@@ -49,9 +51,9 @@ Identity, a working least-privilege kubeconfig, the audit trail, and revocation.
 checkout of gitpeer ('make demo'); the agents run in this process, wired as 'gitpeer agent' is.
 
 `)
-		flag.PrintDefaults()
+		fs.PrintDefaults()
 	}
-	flag.Parse()
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := runDemo(ctx, os.Stdout, *gitpeer, *keep); err != nil {
