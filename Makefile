@@ -93,7 +93,7 @@ image: deps
 
 # The whole handshake locally: two control planes, a Git server, two agents.
 demo: tools build
-	./bin/gitpeer demo
+	go run ./test/demo --gitpeer bin/gitpeer $(DEMO_FLAGS)
 
 # The Helm chart charts/gitpeer. Its CRDs, RBAC, admission policy and tenant role are generated
 # from config/ (`make chart`, test/chart/chartgen); its Deployment and Services are templates whose

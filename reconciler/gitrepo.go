@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
@@ -54,16 +55,20 @@ func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv
 	}
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s", obj.UID, cfg.URL, cfg.Branch, cfg.Path, cfg.AuthorName, cfg.AuthorEmail, secretVersion)
 
+	name := client.ObjectKeyFromObject(obj)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if o := r.repos[client.ObjectKeyFromObject(obj)]; o != nil && o.key == key {
-		return o.repo, nil
+	if o := r.repos[name]; o != nil {
+		if o.key == key {
+			return o.repo, nil
+		}
+		r.drop(name)
 	}
 	repo, err := gitsync.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.repos[client.ObjectKeyFromObject(obj)] = &openRepo{repo: repo, key: key}
+	r.repos[name] = &openRepo{repo: repo, key: key}
 	return repo, nil
 }
 
@@ -71,7 +76,21 @@ func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv
 func (r *PeeringRepositoryReconciler) forget(name types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.drop(name)
+}
+
+// drop closes the clone handle of name, releasing its pack files, and
+// removes it. The caller holds r.mu; reconciles of one object never overlap,
+// so no round is still using the handle.
+func (r *PeeringRepositoryReconciler) drop(name types.NamespacedName) {
+	o := r.repos[name]
+	if o == nil {
+		return
+	}
 	delete(r.repos, name)
+	if err := o.repo.Close(); err != nil {
+		ctrllog.Log.Error(err, "closing the clone failed", "peeringRepository", name)
+	}
 }
 
 func (r *PeeringRepositoryReconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {

@@ -11,20 +11,13 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
-	"github.com/fluxcd/pkg/runtime/probes"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/webhook"
+	"github.com/gitpeer/gitpeer/agent"
 )
 
 // agentOptions are the flags of `gitpeer agent`.
@@ -81,7 +74,7 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	return cmd
 }
 
-// run starts the manager and blocks until ctx is done.
+// run starts the agent and blocks until ctx is done.
 func (o *agentOptions) run(ctx context.Context) error {
 	log := logger.NewLogger(o.log)
 	logger.SetLogger(log)
@@ -92,46 +85,35 @@ func (o *agentOptions) run(ctx context.Context) error {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, o.managerOptions())
+	opts, err := o.agentOptions(log)
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return err
 	}
-	probes.SetupChecks(mgr, log)
-	r := &reconciler.PeeringRepositoryReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg,
-		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: o.dataDir,
-	}
-	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{MaxConcurrentReconciles: o.concurrent}); err != nil {
-		return fmt.Errorf("setting up the controller: %w", err)
-	}
-	if o.webhookAddr != "" && o.webhookAddr != "0" {
-		if err := o.addWebhook(mgr, log.WithName("webhook")); err != nil {
-			return err
-		}
+	mgr, err := agent.New(cfg, opts)
+	if err != nil {
+		return err
 	}
 	log.Info("starting gitpeer agent", "version", version, "watchNamespace", o.watchNamespace, "dataDir", o.dataDir)
 	return mgr.Start(ctx)
 }
 
-// addWebhook adds the push webhook receiver and the controller feeding its Hooks to mgr.
-func (o *agentOptions) addWebhook(mgr ctrl.Manager, log logr.Logger) error {
+// agentOptions turns the flags into the agent's options.
+func (o *agentOptions) agentOptions(log logr.Logger) (agent.Options, error) {
 	proxies := make([]netip.Prefix, 0, len(o.trustedProxies))
 	for _, s := range o.trustedProxies {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return fmt.Errorf("--webhook-trusted-proxies: %w", err)
+			return agent.Options{}, fmt.Errorf("--webhook-trusted-proxies: %w", err)
 		}
 		proxies = append(proxies, p)
 	}
-	hooks := &webhook.Hooks{}
-	feed := &webhook.HookReconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Hooks: hooks}
-	if err := feed.SetupWithManager(mgr, controller.Options{}); err != nil {
-		return fmt.Errorf("setting up the webhook controller: %w", err)
-	}
-	return mgr.Add(&webhook.Server{Addr: o.webhookAddr, TLSCertFile: o.webhookTLSCert, TLSKeyFile: o.webhookTLSKey,
-		Receiver: &webhook.Receiver{
-			Client: mgr.GetClient(), Hooks: hooks, Namespace: o.watchNamespace, TrustedProxies: proxies, Log: log,
-		}})
+	return agent.Options{
+		DataDir: o.dataDir, Concurrent: o.concurrent, WatchNamespace: o.watchNamespace,
+		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, LeaderElection: o.leaderElection, Logger: log,
+		Webhook: agent.WebhookOptions{
+			Addr: o.webhookAddr, TLSCertFile: o.webhookTLSCert, TLSKeyFile: o.webhookTLSKey, TrustedProxies: proxies,
+		},
+	}, nil
 }
 
 // restConfig loads the client configuration and applies --kube-api-qps/--kube-api-burst.
@@ -149,29 +131,4 @@ func (o *agentOptions) restConfig() (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "gitpeer/" + version
 	return cfg, nil
-}
-
-func (o *agentOptions) managerOptions() ctrl.Options {
-	le := o.leaderElection
-	opts := ctrl.Options{
-		Scheme:                        reconciler.NewScheme(),
-		Client:                        reconciler.ClientOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:        o.healthAddr,
-		LeaderElection:                le.Enable,
-		LeaderElectionID:              leaderelection.GenerateID("gitpeer-agent", o.watchNamespace),
-		LeaderElectionNamespace:       o.watchNamespace,
-		LeaderElectionReleaseOnCancel: le.ReleaseOnCancel,
-		LeaseDuration:                 &le.LeaseDuration,
-		RenewDeadline:                 &le.RenewDeadline,
-		RetryPeriod:                   &le.RetryPeriod,
-	}
-	if o.watchNamespace != "" {
-		// Only PeeringRepositories are restricted: the agent also reads the
-		// tenant namespaces, Secrets and CSRs it manages elsewhere.
-		opts.Cache.ByObject = map[client.Object]cache.ByObject{
-			&gitpeerv1alpha1.PeeringRepository{}: {Namespaces: map[string]cache.Config{o.watchNamespace: {}}},
-		}
-	}
-	return opts
 }

@@ -1,6 +1,6 @@
 // Command gitpeer runs Liqo's inter-cluster authentication handshake through a
-// shared Git repository: the agent (a Kubernetes controller manager), a local
-// demo, and offline tools for the repository's CI and its reviewers.
+// shared Git repository: the agent (a Kubernetes controller manager) and
+// offline tools for the repository's CI and its reviewers.
 package main
 
 import (
@@ -33,7 +33,6 @@ func newRootCmd() *cobra.Command {
 		newRequestCmd(),
 		newRevokeCmd(),
 		newAgentCmd(),
-		newDemoCmd(),
 	)
 	return root
 }

@@ -19,23 +19,18 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/webhook"
 )
 
 // webhookToken is the shared secret of the Git host's webhooks in this file.
 const webhookToken = "e2e-webhook-token"
 
-// The handshake is measured twice, from the agents' start to the consumer's
-// kubeconfig Secret, with the reviewer merging as soon as the Tenant is
+// The handshake is measured twice, from resuming the two PeeringRepositories
+// (their agents already running) to the consumer's kubeconfig Secret, with the reviewer merging as soon as the Tenant is
 // proposed: once with a ten-minute poll interval and push webhooks (every step
 // can only come from a webhook), once polling every pollInterval without them.
 const (
@@ -72,7 +67,7 @@ var _ = Describe("Push webhooks", Ordered, func() {
 	})
 })
 
-// step is a handshake milestone and when it was seen, after the agents started.
+// step is a handshake milestone and when it was seen, after the PeeringRepositories were resumed.
 type step struct {
 	name string
 	at   time.Duration
@@ -83,14 +78,18 @@ type step struct {
 // that host notifies of every push.
 func measureHandshake(ctx context.Context, pid, cid authv1beta1.ClusterID, interval time.Duration, host *gitHost) []step {
 	provider, consumer := newCluster(string(pid)), newCluster(string(cid))
+	// Both start suspended, so that the agents and their webhook receivers are
+	// up before the first step; resuming them starts the clock.
 	provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-		s.Interval = &metav1.Duration{Duration: interval}
+		s.Suspend, s.Interval = true, &metav1.Duration{Duration: interval}
 		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 	})
 	consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-		s.Interval = &metav1.Duration{Duration: interval}
+		s.Suspend, s.Interval = true, &metav1.Duration{Duration: interval}
 		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{pid}}
 	})
+	provider.startAgent()
+	consumer.startAgent()
 	if host != nil {
 		provider.receiveWebhooks(ctx, host)
 		consumer.receiveWebhooks(ctx, host)
@@ -105,8 +104,8 @@ func measureHandshake(ctx context.Context, pid, cid authv1beta1.ClusterID, inter
 		Eventually(cond).WithTimeout(2*time.Minute).WithPolling(20*time.Millisecond).Should(BeTrue(), name)
 		steps = append(steps, step{name, time.Since(began)})
 	}
-	provider.startAgent()
-	consumer.startAgent()
+	provider.resume(ctx)
+	consumer.resume(ctx)
 	seen("request.yaml on main", func() bool { return show("main", dir+"request.yaml") != "" })
 	seen("nonce.yaml on main", func() bool { return show("main", dir+"nonce.yaml") != "" })
 	seen("tenant.yaml proposed", func() bool { return show(review, dir+"tenant.yaml") != "" })
@@ -126,9 +125,8 @@ func measureHandshake(ctx context.Context, pid, cid authv1beta1.ClusterID, inter
 }
 
 // receiveWebhooks opts the cluster's PeeringRepository in to GitHub push
-// webhooks, serves a receiver for it (fed by its own HookReconciler, as in the
-// agent) and, once it accepts the Git host's signature, registers it with the
-// Git host.
+// webhooks and, once its agent's receiver accepts the Git host's signature,
+// registers the receiver with the Git host.
 func (c *cluster) receiveWebhooks(ctx context.Context, host *gitHost) {
 	GinkgoHelper()
 	Expect(c.k8s.Create(ctx, &corev1.Secret{
@@ -138,23 +136,19 @@ func (c *cluster) receiveWebhooks(ctx context.Context, host *gitHost) {
 	patch := client.MergeFrom(c.object.DeepCopy())
 	c.object.SetAnnotations(map[string]string{webhook.SecretAnnotation: "webhook", webhook.TypeAnnotation: string(webhook.GitHub)})
 	Expect(c.k8s.Patch(ctx, c.object, patch)).To(Succeed())
-	mgr, err := ctrl.NewManager(c.cp.Config, ctrl.Options{Scheme: scheme, Client: reconciler.ClientOptions(), Logger: GinkgoLogr,
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	Expect(err).NotTo(HaveOccurred())
-	hooks := &webhook.Hooks{}
-	Expect((&webhook.HookReconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Hooks: hooks}).
-		SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
-	mgrCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	DeferCleanup(func() { stop(); Expect(<-done).To(Succeed()) })
-	srv := httptest.NewServer((&webhook.Receiver{Client: c.k8s, Hooks: hooks, Log: GinkgoLogr}).Handler())
-	DeferCleanup(srv.Close)
-	url := srv.URL + webhook.PathPrefix + agentNamespace + "/" + c.object.Name
+	url := c.sb.WebhookURL(c.object.Name)
 	// A signed ping is authenticated and ignored (200) once the receiver knows the token.
 	Eventually(func() int { return host.deliver(url, "ping", []byte(`{"zen":"ready"}`)) }).
 		WithPolling(200 * time.Millisecond).Should(Equal(http.StatusOK))
 	DeferCleanup(host.register(url))
+}
+
+// resume lifts spec.suspend of the cluster's PeeringRepository.
+func (c *cluster) resume(ctx context.Context) {
+	GinkgoHelper()
+	patch := client.MergeFrom(c.object.DeepCopy())
+	c.object.Spec.Suspend = false
+	Expect(c.k8s.Patch(ctx, c.object, patch)).To(Succeed())
 }
 
 // gitHost plays a Git host's webhook deliveries: a post-receive hook in the

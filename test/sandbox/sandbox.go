@@ -1,12 +1,13 @@
 // Package sandbox assembles local gitpeer environments from real parts: a
 // control plane per cluster (test/controlplane) with gitpeer's CRDs and the
 // tenant ClusterRole installed, Git credentials for a test/gitserver, and an
-// in-process agent. The end-to-end suite and `gitpeer demo` share it.
+// in-process agent. The end-to-end suite and the demo (test/demo) share it.
 package sandbox
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -16,14 +17,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gitpeer/gitpeer/agent"
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	tenantrole "github.com/gitpeer/gitpeer/config/tenant-role"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/webhook"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/gitserver"
@@ -46,9 +47,10 @@ type Cluster struct {
 	CP     *controlplane.ControlPlane
 	Client client.Client
 
-	dataDir string
-	stop    context.CancelFunc
-	done    chan error
+	dataDir     string
+	webhookAddr string
+	stop        context.CancelFunc
+	done        chan error
 }
 
 // Prepare installs the CRDs, the tenant ClusterRole, the agent namespace and
@@ -102,30 +104,41 @@ func (c *Cluster) Apply(ctx context.Context, repoURL string, interval time.Durat
 	return obj, c.Client.Create(ctx, obj)
 }
 
-// StartAgent runs the cluster's agent (a controller manager) in this process
-// until StopAgent; log receives its logs.
+// StartAgent runs the cluster's agent in this process until StopAgent, wired
+// as `gitpeer agent` wires it (package agent), with its push webhook receiver
+// on a loopback port (WebhookURL); log receives its logs.
 func (c *Cluster) StartAgent(log logr.Logger) error {
-	mgr, err := ctrl.NewManager(c.CP.Config, ctrl.Options{
-		Scheme:                 Scheme,
-		Client:                 reconciler.ClientOptions(),
-		Logger:                 log,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	mgr, err := agent.New(c.CP.Config, agent.Options{
+		DataDir: c.dataDir, MetricsAddr: "0", HealthAddr: "0", Logger: log,
+		Webhook: agent.WebhookOptions{Addr: addr}, SkipNameValidation: true,
 	})
 	if err != nil {
 		return err
 	}
-	r := &reconciler.PeeringRepositoryReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: c.CP.Config,
-		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: c.dataDir,
-	}
-	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{SkipNameValidation: true}); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c.stop, c.done = cancel, make(chan error, 1)
+	c.webhookAddr, c.stop, c.done = addr, cancel, make(chan error, 1)
 	go func() { c.done <- mgr.Start(ctx) }()
 	return nil
+}
+
+// WebhookURL is where the running agent receives push webhooks for the
+// PeeringRepository name in AgentNamespace.
+func (c *Cluster) WebhookURL(name string) string {
+	return "http://" + c.webhookAddr + webhook.PathPrefix + AgentNamespace + "/" + name
+}
+
+// freeLoopbackAddr returns a loopback address with a port free right now.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // StopAgent stops the agent and waits for it; it is safe to call when stopped.

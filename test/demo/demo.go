@@ -1,19 +1,23 @@
+// Command demo runs gitpeer's whole handshake locally, with real parts: two
+// control planes, a Git server and two agents (make demo). It lives outside
+// the gitpeer binary, which links no test harness.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,30 +31,36 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/audit"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
-func newDemoCmd() *cobra.Command {
-	var keep bool
-	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Run the whole handshake locally: two control planes, a Git server, two agents",
-		Long: `demo starts a provider and a consumer control plane (kube-apiserver, kube-controller-manager
+func main() {
+	// A flag set of its own: controller-runtime registers --kubeconfig on the default one.
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	keep := fs.Bool("keep", false, "leave everything running until interrupted and print where to explore")
+	gitpeer := fs.String("gitpeer", "bin/gitpeer", "the gitpeer binary (make build) whose audit command reads the repository's history")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: go run ./test/demo [--keep] [--gitpeer PATH]
+
+The demo starts a provider and a consumer control plane (kube-apiserver, kube-controller-manager
 and etcd built by 'make tools') and a local Git server, runs one gitpeer agent per cluster, and
 shows every step of the handshake: request, nonce, Tenant for review, the reviewer's merge,
-Identity, a working least-privilege kubeconfig, the audit trail, and revocation.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runDemo(ctx, cmd.OutOrStdout(), keep)
-		},
+Identity, a working least-privilege kubeconfig, the audit trail, and revocation. It runs in a
+checkout of gitpeer ('make demo'); the agents run in this process, wired as 'gitpeer agent' is.
+
+`)
+		fs.PrintDefaults()
 	}
-	cmd.Flags().BoolVar(&keep, "keep", false, "leave everything running until interrupted and print where to explore")
-	return cmd
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runDemo(ctx, os.Stdout, *gitpeer, *keep); err != nil {
+		stop()
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
 }
 
 // The demo's clusters.
@@ -62,14 +72,20 @@ const (
 // demo is one run of the demo; every step prints a line with its timing.
 type demo struct {
 	out     io.Writer
+	gitpeer string
 	dir     string
 	began   time.Time
 	repo    gitserver.Repo
 	cleanup []func()
 }
 
-func runDemo(ctx context.Context, out io.Writer, keep bool) (err error) {
-	d := &demo{out: out, began: time.Now()}
+// runDemo runs the demo, printing to out; gitpeer is the binary whose audit
+// command it runs; with keep, everything stays up until ctx is done.
+func runDemo(ctx context.Context, out io.Writer, gitpeer string, keep bool) (err error) {
+	if _, err := exec.LookPath(gitpeer); err != nil {
+		return fmt.Errorf("the gitpeer binary (make build): %w", err)
+	}
+	d := &demo{out: out, gitpeer: gitpeer, began: time.Now()}
 	if d.dir, err = os.MkdirTemp("", "gitpeer-demo-"); err != nil {
 		return err
 	}
@@ -93,7 +109,7 @@ func runDemo(ctx context.Context, out io.Writer, keep bool) (err error) {
 	if err := d.prove(ctx, kubeconfig); err != nil {
 		return err
 	}
-	if err := d.audit(); err != nil {
+	if err := d.audit(ctx); err != nil {
 		return err
 	}
 	if err := d.revoke(ctx, consumer, kubeconfig); err != nil {
@@ -251,17 +267,18 @@ func (d *demo) prove(ctx context.Context, kubeconfig []byte) error {
 }
 
 // audit prints the timeline `gitpeer audit` reads from the repository's history.
-func (d *demo) audit() error {
+func (d *demo) audit(ctx context.Context) error {
 	work := filepath.Join(d.dir, "reviewer")
 	if _, err := sandbox.Git(work, "pull", "-q", "--ff-only", "origin", "main"); err != nil {
 		return err
 	}
-	events, err := audit.Read(work, audit.Options{Branch: "main"})
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(d.out, "\nAudit trail (gitpeer audit of the reviewer's checkout):\n")
-	return audit.Print(d.out, events, "")
+	cmd := exec.CommandContext(ctx, d.gitpeer, "audit", work)
+	cmd.Stdout, cmd.Stderr = d.out, d.out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s audit: %w", d.gitpeer, err)
+	}
+	return nil
 }
 
 // revoke deletes tenant.yaml as a person would and waits for access to end.

@@ -4,20 +4,26 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
 
 // TestDemo runs the demo's whole code path: real control planes, a real Git
-// server, two agents, the merge, the proof, the audit trail and the revocation.
+// server, two agents, the merge, the proof, the audit trail (by the gitpeer
+// binary) and the revocation.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two control planes")
 	}
+	gitpeer := filepath.Join(t.TempDir(), "gitpeer")
+	if out, err := exec.Command("go", "build", "-o", gitpeer, "github.com/gitpeer/gitpeer/cmd/gitpeer").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/gitpeer: %v\n%s", err, out)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	if err := runDemo(ctx, &out, false); err != nil {
+	if err := runDemo(ctx, &out, gitpeer, false); err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
 	}
 	t.Log(out.String())
