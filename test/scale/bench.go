@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -98,6 +99,8 @@ type bench struct {
 // merged, and the agent issues every identity. It returns the figures reached even when the
 // run did not complete, with the reason in Outcome.
 func run(ctx context.Context, o options) (*result, error) {
+	// The Git server (gitkit) logs every SSH connection with the standard logger.
+	log.SetOutput(io.Discard)
 	res := &result{Consumers: o.Consumers, CPUs: runtime.NumCPU(), AgentFlags: o.agentFlags(), Interval: o.Interval.String(), Commits: o.Commits}
 	work, err := os.MkdirTemp("", "gitpeer-scale-")
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"os/exec"
 	"strconv"
@@ -74,8 +73,6 @@ func parseFlags(args []string) (o options, jsonPath, logPath string, err error) 
 // consumer got a valid identity.
 func benchmark(o options, jsonPath, logPath string) error {
 	o.Progress, o.AgentLog = os.Stdout, io.Discard
-	// The Git server (gitkit) logs every SSH connection with the standard logger.
-	log.SetOutput(io.Discard)
 	if logPath != "" {
 		f, err := os.Create(logPath)
 		if err != nil {
