@@ -81,6 +81,9 @@ type result struct {
 	// ConsumerRetries: refused pushes of the request and Tenant merges.
 	ConsumerRetries int    `json:"consumerMergeRetries"`
 	AgentReady      string `json:"agentReady"`
+	// LoadAverage is the machine's mean 1-minute load average during the run: on a shared
+	// machine the times depend on it.
+	LoadAverage float64 `json:"loadAverage"`
 }
 
 // bench is one run in progress.
@@ -93,6 +96,9 @@ type bench struct {
 	// consumers merges the requests and Tenants; reviewer is the concurrent reviewer.
 	consumers, reviewer *mergeStats
 	lastLine            time.Time
+	// load sums the 1-minute load average samples; loads counts them.
+	load  float64
+	loads int
 }
 
 // run runs the benchmark: N consumers request, get nonces, sign them and have their Tenants
@@ -251,6 +257,9 @@ func (b *bench) sample(ctx context.Context, p progress, phase string, force bool
 	if size, err := b.e.objectSize(ctx); err == nil {
 		b.res.ObjectBytes, b.res.ObjectBytesMax = size, max(b.res.ObjectBytesMax, size)
 	}
+	if l, err := loadAverage(); err == nil {
+		b.load, b.loads = b.load+l, b.loads+1
+	}
 	if !force && time.Since(b.lastLine) < b.o.ProgressEvery {
 		return
 	}
@@ -284,6 +293,9 @@ func (b *bench) finish(err error) {
 	r.ReviewerMerges, r.ReviewerRetries, r.ReviewerMaxRetries = b.reviewer.get()
 	_, r.ConsumerRetries, _ = b.consumers.get()
 	r.AgentReady = b.e.readyMessage(ctx)
+	if b.loads > 0 {
+		r.LoadAverage = b.load / float64(b.loads)
+	}
 	switch {
 	case err != nil:
 		r.Outcome = err.Error()
@@ -293,6 +305,17 @@ func (b *bench) finish(err error) {
 		r.Completed, r.Outcome = true, "every consumer has a valid identity"
 	}
 	r.Outcome = strings.TrimSpace(r.Outcome)
+}
+
+// loadAverage returns the machine's 1-minute load average.
+func loadAverage() (float64, error) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	var l float64
+	_, err = fmt.Sscan(string(data), &l)
+	return l, err
 }
 
 func since(t time.Time) float64 { return time.Since(t).Seconds() }
