@@ -22,6 +22,8 @@ import (
 type consumer struct {
 	id  string
 	key gocrypto.Signer
+	// dir is the tree of its peering directory when last checked.
+	dir plumbing.Hash
 	// nonce is the provider's nonce from the first valid nonce.yaml seen, the one its Tenant signs.
 	nonce string
 	// checked is the identity.yaml blob last verified; err why it was refused.
@@ -128,9 +130,10 @@ func (o *observer) observe(now time.Time) (progress, error) {
 	}
 	for _, e := range dir.Entries {
 		c := o.consumers[e.Name]
-		if c == nil || !c.validAt.IsZero() {
+		if c == nil || !c.validAt.IsZero() || e.Hash == c.dir {
 			continue
 		}
+		c.dir = e.Hash
 		sub, err := repo.TreeObject(e.Hash)
 		if err != nil {
 			return p, err
