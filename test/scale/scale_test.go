@@ -6,6 +6,9 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // TestSmoke runs the benchmark with five consumers, as `make test` does to keep it working
@@ -35,5 +38,45 @@ func TestSmoke(t *testing.T) {
 	}
 	if res.IdentitiesSeconds <= 0 || res.IdentitiesSeconds > (3*time.Minute).Seconds() {
 		t.Errorf("identities phase = %.1f s", res.IdentitiesSeconds)
+	}
+}
+
+// BenchmarkConsumers10000 measures what the benchmark itself does for 10,000 consumers, so that
+// it never slows a large run: keys, requests and signed Tenants generated, and each set merged
+// in five pull requests into a local bare repository.
+//
+//	go test ./test/scale -run '^$' -bench Consumers -benchtime 1x
+func BenchmarkConsumers10000(b *testing.B) {
+	const n, commits = 10000, 5
+	for b.Loop() {
+		dir := b.TempDir()
+		origin := dir + "/origin.git"
+		if _, err := sandbox.Git(dir, "init", "-q", "--bare", origin); err != nil {
+			b.Fatal(err)
+		}
+		if err := initialCommit(dir+"/init", origin); err != nil {
+			b.Fatal(err)
+		}
+		r, err := newReviewer(dir+"/reviewer", origin, &mergeStats{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs, err := newConsumers(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mergeInBatches(r, "Requests", cs, commits, func(batch []*consumer) (map[string][]byte, error) {
+			return requestFiles(providerID, batch)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range cs {
+			c.nonce = crypto.GenerateNonce()
+		}
+		if err := mergeInBatches(r, "Tenants", cs, commits, func(batch []*consumer) (map[string][]byte, error) {
+			return tenantFiles(providerID, batch)
+		}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
