@@ -2,6 +2,7 @@ package main
 
 import (
 	gocrypto "crypto"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -123,7 +124,7 @@ func (o *observer) observe(now time.Time) (progress, error) {
 		return p, err
 	}
 	dir, err := root.Tree(o.provider)
-	if err == object.ErrDirectoryNotFound {
+	if errors.Is(err, object.ErrDirectoryNotFound) {
 		return p, nil
 	} else if err != nil {
 		return p, err
