@@ -82,11 +82,12 @@ func benchmark(o options, jsonPath, logPath string) error {
 		o.AgentLog = f
 	}
 	fmt.Printf("bench-scale: %d consumers, agent flags %s, interval %s\n", o.Consumers, strings.Join(o.agentFlags(), " "), o.Interval)
+	commit := sourceCommit()
 	res, err := run(context.Background(), o)
 	if err != nil {
 		return err
 	}
-	res.Commit = sourceCommit()
+	res.Commit = commit
 	printTable(os.Stdout, res)
 	if jsonPath != "" {
 		data, err := json.MarshalIndent(res, "", "  ")
@@ -124,15 +125,15 @@ func printTable(w io.Writer, r *result) {
 	row("outcome", "%s", r.Outcome)
 	row("agent flags", "%s (spec.interval %s)", strings.Join(r.AgentFlags, " "), r.Interval)
 	row("machine", "%d CPUs, mean load average %.1f", r.CPUs, r.LoadAverage)
-	row("key generation", "%.1f s", r.KeygenSeconds)
-	row("requests merged", "%.1f s (%d pull requests)", r.RequestsSeconds, r.Commits)
-	row("requests → every nonce", "%.1f s (%d/%d nonces)", r.NoncesSeconds, r.Nonces, r.Consumers)
-	row("Tenants signed and merged", "%.1f s (%d pull requests)", r.TenantsSeconds, r.Commits)
-	row("Tenants merged → every identity valid", "%.1f s (%d/%d valid, %d invalid)", r.IdentitiesSeconds, r.ValidIdentities, r.Consumers, r.InvalidIdentities)
+	row("key generation", "%s", seconds(r.KeygenSeconds))
+	row("requests merged", "%s (%d pull requests)", seconds(r.RequestsSeconds), r.Commits)
+	row("requests → every nonce", "%s (%d/%d nonces)", seconds(r.NoncesSeconds), r.Nonces, r.Consumers)
+	row("Tenants signed and merged", "%s (%d pull requests)", seconds(r.TenantsSeconds), r.Commits)
+	row("Tenants merged → every identity valid", "%s (%d/%d valid, %d invalid)", seconds(r.IdentitiesSeconds), r.ValidIdentities, r.Consumers, r.InvalidIdentities)
 	if r.FirstInvalid != "" {
 		row("first invalid", "%s", r.FirstInvalid)
 	}
-	row("total (agent start → end)", "%.1f s", r.TotalSeconds)
+	row("total (agent start → end)", "%s", seconds(r.TotalSeconds))
 	row("commits pushed by the agent", "%d (%d in the nonce phase)", r.AgentCommits, r.AgentCommitsNonces)
 	row("agent peak RSS (VmHWM)", "%.1f MiB", r.AgentPeakRSSMiB)
 	row("PeeringRepository JSON", "%d bytes (max %d)", r.ObjectBytes, r.ObjectBytesMax)
@@ -140,4 +141,12 @@ func printTable(w io.Writer, r *result) {
 	row("consumers' merges", "%d refused pushes retried", r.ConsumerRetries)
 	row("agent Ready", "%s", r.AgentReady)
 	t.Flush()
+}
+
+// seconds formats the duration of a phase; a phase not reached took 0 s.
+func seconds(s float64) string {
+	if s == 0 {
+		return "not reached"
+	}
+	return fmt.Sprintf("%.1f s", s)
 }
