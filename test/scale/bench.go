@@ -79,8 +79,9 @@ type result struct {
 	ReviewerRetries    int `json:"reviewerRetries"`
 	ReviewerMaxRetries int `json:"reviewerMaxRetriesPerMerge"`
 	// ConsumerRetries: refused pushes of the request and Tenant merges.
-	ConsumerRetries int    `json:"consumerMergeRetries"`
-	AgentReady      string `json:"agentReady"`
+	ConsumerRetries    int    `json:"consumerMergeRetries"`
+	ConsumerMaxRetries int    `json:"consumerMaxRetriesPerMerge"`
+	AgentReady         string `json:"agentReady"`
 	// LoadAverage is the machine's mean 1-minute load average during the run: on a shared
 	// machine the times depend on it.
 	LoadAverage float64 `json:"loadAverage"`
@@ -291,7 +292,7 @@ func (b *bench) finish(err error) {
 		r.AgentPeakRSSMiB = mib(peak)
 	}
 	r.ReviewerMerges, r.ReviewerRetries, r.ReviewerMaxRetries = b.reviewer.get()
-	_, r.ConsumerRetries, _ = b.consumers.get()
+	_, r.ConsumerRetries, r.ConsumerMaxRetries = b.consumers.get()
 	r.AgentReady = b.e.readyMessage(ctx)
 	if b.loads > 0 {
 		r.LoadAverage = b.load / float64(b.loads)

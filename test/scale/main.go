@@ -138,7 +138,7 @@ func printTable(w io.Writer, r *result) {
 	row("agent peak RSS (VmHWM)", "%.1f MiB", r.AgentPeakRSSMiB)
 	row("PeeringRepository JSON", "%d bytes (max %d)", r.ObjectBytes, r.ObjectBytesMax)
 	row("concurrent reviewer", "%d merges, %d refused pushes retried, at most %d for one merge", r.ReviewerMerges, r.ReviewerRetries, r.ReviewerMaxRetries)
-	row("consumers' merges", "%d refused pushes retried", r.ConsumerRetries)
+	row("consumers' merges", "%d refused pushes retried, at most %d for one merge", r.ConsumerRetries, r.ConsumerMaxRetries)
 	row("agent Ready", "%s", r.AgentReady)
 	t.Flush()
 }
