@@ -91,6 +91,29 @@ image: deps
 		-created $(SOURCE_DATE_EPOCH) -ca $(CA_BUNDLE) -out $(IMAGE_DIR) \
 		$(foreach p,$(IMAGE_PLATFORMS),$(p)=$(IMAGE_DIR)/bin/$(subst /,-,$(p))/gitpeer)
 
+# The scale benchmark (test/scale, README "Scale"): the agent binary as provider for N consumers
+# simulated in the benchmark, on a real control plane and Git server. Not part of `make test`
+# (which runs it with 5 consumers). Prints a table; writes the figures to .cache/bench/scale-N.json
+# and the agent's log beside it. More options: BENCH_SCALE_FLAGS (go run ./test/scale -h).
+N ?= 100
+BENCH_DIR := $(CURDIR)/.cache/bench
+.PHONY: bench bench-scale bench-gitsync bench-controlplane
+bench-scale: tools build
+	@mkdir -p $(BENCH_DIR)
+	go run ./test/scale -n $(N) -agent bin/gitpeer -json $(BENCH_DIR)/scale-$(N).json \
+		-agent-log $(BENCH_DIR)/scale-$(N)-agent.log $(BENCH_SCALE_FLAGS)
+
+# gitsync against the git command line (gitsync/BENCHMARKS.md).
+bench-gitsync:
+	go test ./gitsync/ -run '^$$' -bench . -benchtime 10x -benchmem
+
+# How long one test control plane takes to become ready.
+bench-controlplane: tools
+	go test ./test/controlplane/ -run '^$$' -bench Start -benchtime 3x
+
+# Every benchmark.
+bench: bench-gitsync bench-controlplane bench-scale
+
 # The whole handshake locally: two control planes, a Git server, two agents.
 demo: tools build
 	go run ./test/demo --gitpeer bin/gitpeer $(DEMO_FLAGS)

@@ -232,6 +232,9 @@ func (a *Agent) Logs() string {
 	return a.logs.String()
 }
 
+// PID returns the process ID of the agent.
+func (a *Agent) PID() int { return a.cmd.Process.Pid }
+
 // Exited reports whether the agent has stopped, and how.
 func (a *Agent) Exited() (bool, error) {
 	select {

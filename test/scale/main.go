@@ -1,0 +1,152 @@
+// Command scale is gitpeer's scale benchmark (`make bench-scale N=1000`): it runs the real
+// `gitpeer agent` binary as a provider against a real control plane (test/controlplane) and a
+// real Git server (test/gitserver), with N consumers simulated here: Ed25519 keys, requests,
+// Tenants signing the provider's nonces, merged as pull requests in a handful of commits, while
+// another reviewer keeps merging unrelated pull requests. It prints progress and a table, and
+// writes the figures as JSON:
+//
+//   - the time from the Tenants' merge until every consumer has a valid identity.yaml (a
+//     certificate for its key and CN, signed by the cluster CA), and the other phases;
+//   - the commits the agent pushed, its peak RSS (VmHWM) and its PeeringRepository's size;
+//   - how often the concurrent reviewer's push was refused because main had moved.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	o, jsonPath, logPath, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := benchmark(o, jsonPath, logPath); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads the options; N defaults to $N, then 100.
+func parseFlags(args []string) (o options, jsonPath, logPath string, err error) {
+	fs := flag.NewFlagSet("bench-scale", flag.ContinueOnError)
+	n := 100
+	if v := os.Getenv("N"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil {
+			return o, "", "", fmt.Errorf("N=%q: %w", v, err)
+		}
+	}
+	var extra string
+	fs.IntVar(&o.Consumers, "n", n, "number of simulated consumers (default $N, then 100)")
+	fs.StringVar(&o.Agent, "agent", "", "the gitpeer binary (default: built from this module)")
+	fs.Float64Var(&o.QPS, "kube-api-qps", 500, "the agent's --kube-api-qps")
+	fs.IntVar(&o.Burst, "kube-api-burst", 1000, "the agent's --kube-api-burst")
+	fs.StringVar(&extra, "agent-flags", "", "more agent flags, space-separated (e.g. --concurrent=8)")
+	fs.DurationVar(&o.Interval, "interval", time.Second, "the PeeringRepository's spec.interval")
+	fs.IntVar(&o.Commits, "commits", 5, "pull requests (merge commits) carrying the requests, and again the Tenants")
+	fs.DurationVar(&o.ReviewEvery, "review-every", 2*time.Second, "how often the concurrent reviewer merges a pull request")
+	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "stop waiting after this long and report what was reached")
+	fs.DurationVar(&o.ProgressEvery, "progress-every", 2*time.Second, "how often to print a progress line")
+	fs.StringVar(&jsonPath, "json", "", "write the figures to this JSON file")
+	fs.StringVar(&logPath, "agent-log", "", "write the agent's output to this file (default: discarded)")
+	if err = fs.Parse(args); err != nil {
+		return o, "", "", err
+	}
+	if o.Consumers < 1 || o.Commits < 1 {
+		return o, "", "", fmt.Errorf("-n and -commits must be at least 1")
+	}
+	o.ExtraFlags = strings.Fields(extra)
+	return o, jsonPath, logPath, nil
+}
+
+// benchmark runs the benchmark, prints the table and writes the JSON; it fails when not every
+// consumer got a valid identity.
+func benchmark(o options, jsonPath, logPath string) error {
+	o.Progress, o.AgentLog = os.Stdout, io.Discard
+	if logPath != "" {
+		f, err := os.Create(logPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		o.AgentLog = f
+	}
+	fmt.Printf("bench-scale: %d consumers, agent flags %s, interval %s\n", o.Consumers, strings.Join(o.agentFlags(), " "), o.Interval)
+	commit := sourceCommit()
+	res, err := run(context.Background(), o)
+	if err != nil {
+		return err
+	}
+	res.Commit = commit
+	printTable(os.Stdout, res)
+	if jsonPath != "" {
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(jsonPath, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if !res.Completed {
+		return fmt.Errorf("not completed: %s", res.Outcome)
+	}
+	return nil
+}
+
+// sourceCommit names the checked-out commit, with -dirty when the work tree has changes.
+func sourceCommit() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty", "--exclude=*").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// printTable prints the figures.
+func printTable(w io.Writer, r *result) {
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name, format string, args ...any) {
+		fmt.Fprintf(t, "%s\t"+format+"\n", append([]any{name}, args...)...)
+	}
+	fmt.Fprintln(t)
+	row("commit", "%s", r.Commit)
+	row("consumers", "%d", r.Consumers)
+	row("outcome", "%s", r.Outcome)
+	row("agent flags", "%s (spec.interval %s)", strings.Join(r.AgentFlags, " "), r.Interval)
+	row("machine", "%d CPUs, mean load average %.1f", r.CPUs, r.LoadAverage)
+	row("key generation", "%s", seconds(r.KeygenSeconds))
+	row("requests merged", "%s (%d pull requests)", seconds(r.RequestsSeconds), r.Commits)
+	row("requests → every nonce", "%s (%d/%d nonces)", seconds(r.NoncesSeconds), r.Nonces, r.Consumers)
+	row("Tenants signed and merged", "%s (%d pull requests)", seconds(r.TenantsSeconds), r.Commits)
+	row("Tenants merged → every identity valid", "%s (%d/%d valid, %d invalid)", seconds(r.IdentitiesSeconds), r.ValidIdentities, r.Consumers, r.InvalidIdentities)
+	if r.FirstInvalid != "" {
+		row("first invalid", "%s", r.FirstInvalid)
+	}
+	row("total (agent start → end)", "%s", seconds(r.TotalSeconds))
+	row("commits pushed by the agent", "%d (%d in the nonce phase)", r.AgentCommits, r.AgentCommitsNonces)
+	row("agent peak RSS (VmHWM)", "%.1f MiB", r.AgentPeakRSSMiB)
+	row("PeeringRepository JSON", "%d bytes (max %d)", r.ObjectBytes, r.ObjectBytesMax)
+	row("concurrent reviewer", "%d merges, %d refused pushes retried, at most %d for one merge", r.ReviewerMerges, r.ReviewerRetries, r.ReviewerMaxRetries)
+	row("consumers' merges", "%d refused pushes retried, at most %d for one merge", r.ConsumerRetries, r.ConsumerMaxRetries)
+	row("agent Ready", "%s", r.AgentReady)
+	t.Flush()
+}
+
+// seconds formats the duration of a phase; a phase not reached took 0 s.
+func seconds(s float64) string {
+	if s == 0 {
+		return "not reached"
+	}
+	return fmt.Sprintf("%.1f s", s)
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/test/sandbox"
+)
+
+// TestSmoke runs the benchmark with five consumers, as `make test` does to keep it working
+// (seconds); `make bench-scale` runs it at scale.
+func TestSmoke(t *testing.T) {
+	var progress bytes.Buffer
+	o, _, _, err := parseFlags([]string{"-n", "5", "-review-every", "500ms", "-timeout", "3m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Progress, o.AgentLog = &progress, io.Discard
+	res, err := run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("progress:\n%s", progress.String())
+	if !res.Completed || res.ValidIdentities != 5 || res.InvalidIdentities != 0 {
+		t.Fatalf("not every consumer got a valid identity: %+v", res)
+	}
+	// Each consumer gets a nonce and an identity: at least one commit, and no more than two
+	// per consumer.
+	if res.AgentCommits < 1 || res.AgentCommits > 10 {
+		t.Errorf("agent commits = %d, want 1 … 10", res.AgentCommits)
+	}
+	if res.AgentPeakRSSMiB <= 0 || res.ObjectBytes <= 0 || res.ReviewerMerges < 1 {
+		t.Errorf("missing figures: RSS %.1f MiB, object %d bytes, reviewer merges %d", res.AgentPeakRSSMiB, res.ObjectBytes, res.ReviewerMerges)
+	}
+	if res.IdentitiesSeconds <= 0 || res.IdentitiesSeconds > (3*time.Minute).Seconds() {
+		t.Errorf("identities phase = %.1f s", res.IdentitiesSeconds)
+	}
+}
+
+// BenchmarkConsumers10000 measures what the benchmark itself does for 10,000 consumers, so that
+// it never slows a large run: keys, requests and signed Tenants generated, and each set merged
+// in five pull requests into a local bare repository.
+//
+//	go test ./test/scale -run '^$' -bench Consumers -benchtime 1x
+func BenchmarkConsumers10000(b *testing.B) {
+	const n, commits = 10000, 5
+	for b.Loop() {
+		dir := b.TempDir()
+		origin := dir + "/origin.git"
+		if _, err := sandbox.Git(dir, "init", "-q", "--bare", origin); err != nil {
+			b.Fatal(err)
+		}
+		if err := initialCommit(dir+"/init", origin); err != nil {
+			b.Fatal(err)
+		}
+		r, err := newReviewer(dir+"/reviewer", origin, &mergeStats{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs, err := newConsumers(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mergeInBatches(r, "Requests", cs, commits, func(batch []*consumer) (map[string][]byte, error) {
+			return requestFiles(providerID, batch)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range cs {
+			c.nonce = crypto.GenerateNonce()
+		}
+		if err := mergeInBatches(r, "Tenants", cs, commits, func(batch []*consumer) (map[string][]byte, error) {
+			return tenantFiles(providerID, batch)
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
