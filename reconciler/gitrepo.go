@@ -72,6 +72,7 @@ func (r *PeeringRepositoryReconciler) forget(name types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.repos, name)
+	r.phases.forget(name)
 }
 
 func (r *PeeringRepositoryReconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
