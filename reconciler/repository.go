@@ -207,6 +207,9 @@ type session struct {
 	deferred int  // requests left unanswered in this round (maxPendingRequests)
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
+	// shards caches the records Secrets read or written this round (issued.go).
+	shards          map[string]*corev1.Secret
+	recordsMigrated bool // gitpeer 0.1.0's single records Secret is gone (issued.go)
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
