@@ -111,16 +111,20 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
 	ready(s, 0, 200)
 	s.publishStatus()
+	// p-150 fails, p-151 to p-159 go back to AwaitingApproval, the others stay Ready.
+	changed := func() {
+		s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+		ready(s, 0, 150)
+		ready(s, 160, 200)
+		s.record(context.Background(), "p-150", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseFailed, message: "bad"})
+		for i := 151; i < 160; i++ {
+			s.record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval})
+		}
+		s.publishStatus()
+	}
 
 	now = now.Add(time.Minute)
-	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
-	ready(s, 0, 150)
-	ready(s, 160, 200)
-	s.record(context.Background(), "p-150", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseFailed, message: "bad"})
-	for i := 151; i < 160; i++ {
-		s.record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval})
-	}
-	s.publishStatus()
+	changed()
 	first := obj.Status.DeepCopy()
 
 	var listed []string
@@ -144,14 +148,7 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	// A later round without change lists the same, with the same "since",
 	// including for peerings that were not listed before.
 	now = now.Add(time.Minute)
-	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
-	ready(s, 0, 150)
-	ready(s, 160, 200)
-	s.record(context.Background(), "p-150", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseFailed, message: "bad"})
-	for i := 151; i < 160; i++ {
-		s.record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval})
-	}
-	s.publishStatus()
+	changed()
 	if !equalJSON(t, first, &obj.Status) {
 		t.Errorf("a round without change changed the status")
 	}

@@ -115,23 +115,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp := controlplane.Start(t)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{apiextensionsv1.AddToScheme, corev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := crdinstall.Apply(ctx, c, previousCRD(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitpeer-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	c := previousInstall(ctx, t)
 	manifests := oldManifests(t)
 	for _, m := range manifests {
 		if err := createEventually(ctx, c, m.DeepCopy()); err != nil {
@@ -171,6 +155,30 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	if policy, _, _ := unstructured.NestedString(upgraded, "spec", "provider", "deletionPolicy"); policy != "Revoke" {
 		t.Errorf("deletionPolicy of a stored object = %q, want the default Revoke", policy)
 	}
+}
+
+// previousInstall starts a control plane with the previous release's CRD and
+// the namespace gitpeer-system, and returns a client of it.
+func previousInstall(ctx context.Context, t *testing.T) client.Client {
+	t.Helper()
+	cp := controlplane.Start(t)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{apiextensionsv1.AddToScheme, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crdinstall.Apply(ctx, c, previousCRD(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitpeer-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // oldManifests are the PeeringRepositories of the previous release's samples
@@ -260,23 +268,7 @@ func TestUpgradeBoundsAnOldStatus(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp := controlplane.Start(t)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{apiextensionsv1.AddToScheme, corev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := crdinstall.Apply(ctx, c, previousCRD(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitpeer-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	c := previousInstall(ctx, t)
 	obj := oldManifests(t)[0]
 	if err := createEventually(ctx, c, obj); err != nil {
 		t.Fatal(err)
