@@ -17,6 +17,8 @@ const conditionMessageLimit = 1024
 
 // phaseSince is a peering's phase and since when it is in it.
 type phaseSince struct {
+	role  gitpeerv1alpha1.PeeringRole
+	peer  string
 	phase gitpeerv1alpha1.PeeringPhase
 	since metav1.Time
 }
@@ -31,8 +33,9 @@ type phaseMemory struct {
 
 // since sets Since on every peering of current (keyed by peeringKey): kept
 // from memory, else from prev (the previous status.peerings), when the phase
-// did not change; now otherwise. It then remembers exactly current.
-func (p *phaseMemory) since(repo types.NamespacedName, prev []gitpeerv1alpha1.PeeringStatus, current map[string]gitpeerv1alpha1.PeeringStatus, now metav1.Time) {
+// did not change; now otherwise. It then remembers exactly current, and
+// returns the peerings it remembered that current no longer has.
+func (p *phaseMemory) since(repo types.NamespacedName, prev []gitpeerv1alpha1.PeeringStatus, current map[string]gitpeerv1alpha1.PeeringStatus, now metav1.Time) (gone []phaseSince) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	known := p.m[repo]
@@ -42,7 +45,7 @@ func (p *phaseMemory) since(repo types.NamespacedName, prev []gitpeerv1alpha1.Pe
 	for _, st := range prev {
 		k := peeringKey(st.Role, string(st.PeerID))
 		if _, ok := known[k]; !ok {
-			known[k] = phaseSince{phase: st.Phase, since: st.Since}
+			known[k] = phaseSince{role: st.Role, peer: string(st.PeerID), phase: st.Phase, since: st.Since}
 		}
 	}
 	next := make(map[string]phaseSince, len(current))
@@ -52,12 +55,18 @@ func (p *phaseMemory) since(repo types.NamespacedName, prev []gitpeerv1alpha1.Pe
 			st.Since = was.since
 		}
 		current[k] = st
-		next[k] = phaseSince{phase: st.Phase, since: st.Since}
+		next[k] = phaseSince{role: st.Role, peer: string(st.PeerID), phase: st.Phase, since: st.Since}
+	}
+	for k, was := range known {
+		if _, ok := next[k]; !ok {
+			gone = append(gone, was)
+		}
 	}
 	if p.m == nil {
 		p.m = map[types.NamespacedName]map[string]phaseSince{}
 	}
 	p.m[repo] = next
+	return gone
 }
 
 // forget drops what is remembered of repo.

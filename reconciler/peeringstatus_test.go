@@ -155,6 +155,20 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	if got := conditions.GetReason(obj, ConditionPeeringsHealth); got != ReasonRejected {
 		t.Errorf("PeeringsHealthy reason %q", got)
 	}
+
+	// A peering gone (no longer recorded) is no longer counted, and its metric is deleted.
+	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	ready(s, 1, 200)
+	s.publishStatus()
+	if total := totalPeerings(obj); total != 199 {
+		t.Errorf("%d peerings counted, want 199", total)
+	}
+	if peeringPhase.DeleteLabelValues(obj.Namespace, obj.Name, string(gitpeerv1alpha1.ConsumerRole), "p-000") {
+		t.Error("the metric of the peering gone is still there")
+	}
+	if !peeringPhase.DeleteLabelValues(obj.Namespace, obj.Name, string(gitpeerv1alpha1.ConsumerRole), "p-001") {
+		t.Error("the metric of a peering still there is missing")
+	}
 }
 
 func equalJSON(t *testing.T, a, b any) bool {

@@ -389,9 +389,12 @@ func (s *session) record(ctx context.Context, peer string, role gitpeerv1alpha1.
 // publishStatus reports the peerings of this round, bounded at any number of
 // them: counts by role and phase, and status.peerings listing those that need
 // attention, then the most recently changed (see summarizePeerings); "since"
-// is kept for unchanged phases.
+// is kept for unchanged phases. The metric of a peering gone is deleted.
 func (s *session) publishStatus() {
-	s.r.phases.since(client.ObjectKeyFromObject(s.obj), s.obj.Status.Peerings, s.status, metav1.NewTime(s.r.Now()))
+	gone := s.r.phases.since(client.ObjectKeyFromObject(s.obj), s.obj.Status.Peerings, s.status, metav1.NewTime(s.r.Now()))
+	for _, p := range gone {
+		peeringPhase.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(p.role), p.peer)
+	}
 	all := make([]gitpeerv1alpha1.PeeringStatus, 0, len(s.status))
 	for _, st := range s.status {
 		all = append(all, st)
