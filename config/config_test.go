@@ -224,7 +224,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"list", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, ""},
 		{"delete", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, "x"},
 		{"update", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, "x"},
-		{"update", "", "secrets", "", systemNamespace, "gitpeer-issued-p"},
+		{"update", "", "secrets", "", systemNamespace, "gitpeer-records-p-3f"},
 		{"create", "events.k8s.io", "events", "", systemNamespace, ""},
 		{"update", "coordination.k8s.io", "leases", "", systemNamespace, "x"},
 	}
@@ -345,9 +345,17 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "authentication-keys"}, Immutable: ptr.To(true)}))
 	expectDenied(t, "create authentication-keys elsewhere", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "authentication-keys"}}, client.DryRunAll))
-	issued := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-issued-peering"}}
-	expectAllowed(t, "create the serial records gitpeer-issued-peering", agent.Create(ctx, issued))
-	expectAllowed(t, "update the serial records", agent.Update(ctx, issued))
+	records := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-records-peering-3f"}}
+	expectAllowed(t, "create the serial records gitpeer-records-peering-3f", agent.Create(ctx, records))
+	expectAllowed(t, "update the serial records", agent.Update(ctx, records))
+	expectDenied(t, "create gitpeer-records-* outside the agent's namespace", agent.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gitpeer-records-peering-3f"}}, client.DryRunAll))
+	// gitpeer 0.1.0's single records Secret, which the agent moves to gitpeer-records-* and deletes.
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-issued-peering"}}
+	if err := admin.Create(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	expectAllowed(t, "delete gitpeer 0.1.0's records Secret", agent.Delete(ctx, legacy))
 	expectDenied(t, "create gitpeer-issued-* outside the agent's namespace", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gitpeer-issued-peering"}}, client.DryRunAll))
 	now := metav1.NowMicro()

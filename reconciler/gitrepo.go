@@ -77,6 +77,7 @@ func (r *PeeringRepositoryReconciler) forget(name types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drop(name)
+	r.phases.forget(name)
 }
 
 // drop closes the clone handle of name, releasing its pack files, and

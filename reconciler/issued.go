@@ -1,27 +1,53 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	gocrypto "crypto"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 )
 
+// RecordsSecretPrefix, followed by the PeeringRepository's name, "-" and a
+// shard (two hex digits, see RecordsSecretName), names the Secrets in the
+// agent's namespace where a provider records every certificate it issued, per
+// consumer, with its expiry and revocation time, and the consumer's key pin.
+// They are sharded so that each stays small at any number of consumers.
+const RecordsSecretPrefix = "gitpeer-records-"
+
+// ReasonRecordsMigrated: gitpeer 0.1.0's single records Secret was moved to the sharded Secrets.
+const ReasonRecordsMigrated = "RecordsMigrated"
+
+// RecordsShards is the number of records Secrets a PeeringRepository's
+// consumers are spread over: at 10,000 consumers each holds about 160.
+const RecordsShards = 64
+
 // IssuedSecretPrefix, followed by the PeeringRepository's name, names the
-// Secret in the agent's namespace where a provider records every certificate
-// it issued, per consumer, with its expiry and revocation time.
+// single records Secret of gitpeer 0.1.0 (and of `gitpeer records` of that
+// version). The agent moves its records to the sharded Secrets, once, before
+// it reads any record, and deletes it.
 const IssuedSecretPrefix = "gitpeer-issued-"
+
+// RecordsSecretName names the records Secret of consumer of the
+// PeeringRepository repository: shard = first byte of SHA-256(consumer ID)
+// modulo RecordsShards. Fixed forever: records are looked up by this name.
+func RecordsSecretName(repository, consumer string) string {
+	sum := sha256.Sum256([]byte(consumer))
+	return fmt.Sprintf("%s%s-%02x", RecordsSecretPrefix, repository, int(sum[0])%RecordsShards)
+}
 
 // IssuedRecord is one certificate issued to a consumer: its serial (hex, as
 // in the Gitpeer-Serial trailer), expiry and revocation time.
@@ -33,7 +59,8 @@ type IssuedRecord struct {
 
 // ConsumerRecords is what the provider remembers of one consumer: the key
 // pinned at first issuance (see KeyPin) and the certificates issued since. It
-// is stored as JSON under the consumer's ID in the records Secret.
+// is stored as JSON under the consumer's ID in its records Secret
+// (RecordsSecretName).
 type ConsumerRecords struct {
 	PinnedKey    string         `json:"pinnedKey,omitempty"`
 	Certificates []IssuedRecord `json:"certificates,omitempty"`
@@ -84,20 +111,42 @@ func WithRevoked(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool) {
 	return out, changed
 }
 
-func (s *session) issuedSecretKey() client.ObjectKey {
-	return client.ObjectKey{Namespace: s.obj.Namespace, Name: IssuedSecretPrefix + s.obj.Name}
-}
-
 // records returns what the provider remembers of consumer.
 func (s *session) records(ctx context.Context, consumer string) (ConsumerRecords, error) {
-	secret := &corev1.Secret{}
-	if err := s.r.Get(ctx, s.issuedSecretKey(), secret); err != nil {
-		return ConsumerRecords{}, client.IgnoreNotFound(err)
+	secret, err := s.recordsSecret(ctx, consumer)
+	if err != nil {
+		return ConsumerRecords{}, err
 	}
 	return DecodeRecords(secret, consumer)
 }
 
-// DecodeRecords reads the records of consumer from the records Secret (none
+// recordsSecret returns the records Secret of consumer, read once per round
+// (kept up to date by this round's writes), after moving the records of
+// gitpeer 0.1.0's single Secret, if any. A Secret not found is returned empty,
+// without resourceVersion.
+func (s *session) recordsSecret(ctx context.Context, consumer string) (*corev1.Secret, error) {
+	if err := s.migrateLegacyRecords(ctx); err != nil {
+		return nil, err
+	}
+	return s.readShard(ctx, RecordsSecretName(s.obj.Name, consumer))
+}
+
+func (s *session) readShard(ctx context.Context, name string) (*corev1.Secret, error) {
+	if secret, ok := s.shards[name]; ok {
+		return secret, nil
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.obj.Namespace, Name: name}}
+	if err := s.r.Get(ctx, client.ObjectKeyFromObject(secret), secret); client.IgnoreNotFound(err) != nil {
+		return nil, err
+	}
+	if s.shards == nil {
+		s.shards = map[string]*corev1.Secret{}
+	}
+	s.shards[name] = secret
+	return secret, nil
+}
+
+// DecodeRecords reads the records of consumer from a records Secret (none
 // if it has no key for consumer), as the provider does before binding it.
 // The Secret's labels are not checked: a Secret rebuilt by `gitpeer records`
 // without the owner label is read alike, and gains it at the next write.
@@ -111,7 +160,7 @@ func DecodeRecords(secret *corev1.Secret, consumer string) (ConsumerRecords, err
 	return out, nil
 }
 
-// SetRecords stores the records of consumer in the records Secret, with the
+// SetRecords stores the records of consumer in a records Secret, with the
 // agent's labels; the owner label (the PeeringRepository's UID) only when
 // owner is not empty.
 func SetRecords(secret *corev1.Secret, owner types.UID, consumer string, records ConsumerRecords) error {
@@ -130,22 +179,138 @@ func SetRecords(secret *corev1.Secret, owner types.UID, consumer string, records
 	return nil
 }
 
-// updateRecords changes what the provider remembers of consumer; update
-// reports whether it changed anything.
+// WithoutExpired drops the certificates expired at now: they grant nothing and
+// block nothing (see RevivalBlocker), and renewals would grow the records
+// without end. It reports a change.
+func WithoutExpired(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool) {
+	out := slices.DeleteFunc(slices.Clone(records), func(r IssuedRecord) bool { return !r.NotAfter.After(now) })
+	return out, len(out) != len(records)
+}
+
+// MergeRecords returns the union of what a and b remember of one consumer:
+// every certificate, revoked if either says so (at the earlier time); the pin
+// of a, or else of b.
+func MergeRecords(a, b ConsumerRecords) ConsumerRecords {
+	out := ConsumerRecords{PinnedKey: cmp.Or(a.PinnedKey, b.PinnedKey), Certificates: slices.Clone(a.Certificates)}
+	for _, r := range b.Certificates {
+		i := slices.IndexFunc(out.Certificates, func(o IssuedRecord) bool { return o.Serial == r.Serial })
+		if i < 0 {
+			out.Certificates = append(out.Certificates, r)
+			continue
+		}
+		if o := &out.Certificates[i]; r.RevokedAt != nil && (o.RevokedAt == nil || r.RevokedAt.Before(*o.RevokedAt)) {
+			o.RevokedAt = r.RevokedAt
+		}
+	}
+	return out
+}
+
+// updateRecords changes what the provider remembers of consumer and writes
+// it at once; update reports whether it changed anything.
 func (s *session) updateRecords(ctx context.Context, consumer string, update func(*ConsumerRecords) bool) error {
-	current, err := s.records(ctx, consumer)
+	secret, err := s.recordsSecret(ctx, consumer)
+	if err != nil {
+		return err
+	}
+	current, err := DecodeRecords(secret, consumer)
 	if err != nil {
 		return err
 	}
 	if !update(&current) {
 		return nil
 	}
-	key := s.issuedSecretKey()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	_, err = controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
-		return SetRecords(secret, s.obj.UID, consumer, current)
-	})
-	return err
+	next := secret.DeepCopy()
+	if err := s.setRecords(next, consumer, current); err != nil {
+		return err
+	}
+	return s.writeShard(ctx, next)
+}
+
+// setRecords stores the records of consumer in secret, without the expired certificates.
+func (s *session) setRecords(secret *corev1.Secret, consumer string, records ConsumerRecords) error {
+	records.Certificates, _ = WithoutExpired(records.Certificates, s.r.Now())
+	return SetRecords(secret, s.obj.UID, consumer, records)
+}
+
+// writeShard creates or updates a records Secret read by readShard: an
+// update is refused if it changed since (the round fails and retries).
+func (s *session) writeShard(ctx context.Context, secret *corev1.Secret) error {
+	var err error
+	if secret.ResourceVersion == "" {
+		err = s.r.Create(ctx, secret)
+	} else {
+		err = s.r.Update(ctx, secret)
+	}
+	if err != nil {
+		delete(s.shards, secret.Name)
+		return err
+	}
+	s.shards[secret.Name] = secret
+	return nil
+}
+
+// migrateLegacyRecords moves, once per round at most, the records of gitpeer
+// 0.1.0's single Secret (IssuedSecretPrefix) to the sharded Secrets, merged
+// with what they hold, then deletes it (only if unchanged meanwhile). Until it
+// succeeds no record is read: nothing is bound on partial records.
+func (s *session) migrateLegacyRecords(ctx context.Context) error {
+	if s.recordsMigrated {
+		return nil
+	}
+	legacy := &corev1.Secret{}
+	err := s.r.Get(ctx, client.ObjectKey{Namespace: s.obj.Namespace, Name: IssuedSecretPrefix + s.obj.Name}, legacy)
+	if apierrors.IsNotFound(err) {
+		s.recordsMigrated = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.moveRecords(ctx, legacy); err != nil {
+		return fmt.Errorf("moving the records of Secret %s to %s%s-*: %w", legacy.Name, RecordsSecretPrefix, s.obj.Name, err)
+	}
+	if err := s.r.Delete(ctx, legacy, client.Preconditions{UID: &legacy.UID, ResourceVersion: &legacy.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	s.recordsMigrated = true
+	s.r.event(s.obj, corev1.EventTypeNormal, ReasonRecordsMigrated, "moved the records of %d consumer(s) from Secret %s to the Secrets %s%s-*, and deleted it",
+		len(legacy.Data), legacy.Name, RecordsSecretPrefix, s.obj.Name)
+	return nil
+}
+
+// moveRecords merges every consumer's records of legacy into its records
+// Secret, writing each changed Secret once.
+func (s *session) moveRecords(ctx context.Context, legacy *corev1.Secret) error {
+	changed := map[string]*corev1.Secret{}
+	for _, consumer := range slices.Sorted(maps.Keys(legacy.Data)) {
+		old, err := DecodeRecords(legacy, consumer)
+		if err != nil {
+			return err
+		}
+		name := RecordsSecretName(s.obj.Name, consumer)
+		secret := changed[name]
+		if secret == nil {
+			read, err := s.readShard(ctx, name)
+			if err != nil {
+				return err
+			}
+			secret = read.DeepCopy()
+		}
+		current, err := DecodeRecords(secret, consumer)
+		if err != nil {
+			return err
+		}
+		if err := s.setRecords(secret, consumer, MergeRecords(current, old)); err != nil {
+			return err
+		}
+		changed[name] = secret
+	}
+	for _, name := range slices.Sorted(maps.Keys(changed)) {
+		if err := s.writeShard(ctx, changed[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recordIssued remembers a certificate issued to consumer.

@@ -413,7 +413,7 @@ func (s *session) admitRequest(ctx context.Context, pe *layout.Peering, ns strin
 	}
 	if max := spec.GetMaxPendingRequests(); s.pending >= max {
 		s.deferred++
-		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: ReasonDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true
 	}
 	s.pending++
 	return outcome{}, false

@@ -76,9 +76,10 @@ type PeeringRepositoryReconciler struct {
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
 
-	mu    sync.Mutex
-	repos map[types.NamespacedName]*openRepo
-	user  string // the agent's own user name, learned once (agentUser)
+	mu     sync.Mutex
+	repos  map[types.NamespacedName]*openRepo
+	user   string // the agent's own user name, learned once (agentUser)
+	phases phaseMemory
 }
 
 type openRepo struct {
@@ -179,8 +180,9 @@ func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepo
 		conditions.MarkFalse(obj, meta.ReadyCondition, conditions.GetReason(obj, ConditionPeeringsHealth), "%s", conditions.GetMessage(obj, ConditionPeeringsHealth))
 	default:
 		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), len(obj.Status.Peerings))
+		conditions.MarkTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
 	}
+	boundConditionMessages(obj)
 	if err == nil {
 		obj.Status.ObservedGeneration = obj.Generation
 	}
@@ -205,6 +207,9 @@ type session struct {
 	deferred int  // requests left unanswered in this round (maxPendingRequests)
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
+	// shards caches the records Secrets read or written this round (issued.go).
+	shards          map[string]*corev1.Secret
+	recordsMigrated bool // gitpeer 0.1.0's single records Secret is gone (issued.go)
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -365,7 +370,9 @@ func (s *session) run(ctx context.Context) {
 type outcome struct {
 	phase   gitpeerv1alpha1.PeeringPhase
 	message string
-	err     error
+	// reason, when set, says why the peering needs attention (status.peerings[].reason).
+	reason string
+	err    error
 }
 
 func (s *session) record(ctx context.Context, peer string, role gitpeerv1alpha1.PeeringRole, o outcome) {
@@ -374,34 +381,30 @@ func (s *session) record(ctx context.Context, peer string, role gitpeerv1alpha1.
 		o.phase, o.message = gitpeerv1alpha1.PhaseFailed, o.err.Error()
 	}
 	peeringPhase.WithLabelValues(s.obj.Namespace, s.obj.Name, string(role), peer).Set(phaseValue(o.phase))
-	s.status[string(role)+"/"+peer] = gitpeerv1alpha1.PeeringStatus{
-		PeerID: authv1beta1.ClusterID(peer), Role: role, Phase: o.phase, Message: o.message,
+	s.status[peeringKey(role, peer)] = gitpeerv1alpha1.PeeringStatus{
+		PeerID: authv1beta1.ClusterID(peer), Role: role, Phase: o.phase, Reason: o.reason, Message: o.message,
 	}
 }
 
-// publishStatus replaces status.peerings, keeping "since" for unchanged phases.
+// publishStatus reports the peerings of this round, bounded at any number of
+// them: counts by role and phase, and status.peerings listing those that need
+// attention, then the most recently changed (see summarizePeerings); "since"
+// is kept for unchanged phases. The metric of a peering gone is deleted.
 func (s *session) publishStatus() {
-	prev := map[string]gitpeerv1alpha1.PeeringStatus{}
-	for _, p := range s.obj.Status.Peerings {
-		prev[string(p.Role)+"/"+string(p.PeerID)] = p
+	gone := s.r.phases.since(client.ObjectKeyFromObject(s.obj), s.obj.Status.Peerings, s.status, metav1.NewTime(s.r.Now()))
+	for _, p := range gone {
+		peeringPhase.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(p.role), p.peer)
 	}
-	now := metav1.NewTime(s.r.Now())
-	var out []gitpeerv1alpha1.PeeringStatus
-	var failed []string
-	for _, k := range sortedKeys(s.status) {
-		st := s.status[k]
-		st.Since = now
-		if p, ok := prev[k]; ok && p.Phase == st.Phase {
-			st.Since = p.Since
-		}
-		if st.Phase == gitpeerv1alpha1.PhaseFailed {
-			failed = append(failed, fmt.Sprintf("%s %s: %s", st.Role, st.PeerID, st.Message))
-		}
-		out = append(out, st)
+	all := make([]gitpeerv1alpha1.PeeringStatus, 0, len(s.status))
+	for _, st := range s.status {
+		all = append(all, st)
 	}
-	s.obj.Status.Peerings = out
-	if len(failed) > 0 {
-		conditions.MarkFalse(s.obj, ConditionPeeringsHealth, ReasonRejected, "%s", failed[0])
+	sum := summarizePeerings(all)
+	s.obj.Status.Peerings, s.obj.Status.PeeringCounts = sum.listed, sum.counts
+	s.obj.Status.PeeringsOmitted, s.obj.Status.PeeringsNeedingAttention = int32(sum.omitted), int32(sum.attention)
+	if len(sum.failed) > 0 {
+		first := sum.failed[0]
+		conditions.MarkFalse(s.obj, ConditionPeeringsHealth, ReasonRejected, "%d peering(s) failed; %s %s: %s", len(sum.failed), first.Role, first.PeerID, first.Message)
 	} else {
 		conditions.MarkTrue(s.obj, ConditionPeeringsHealth, ReasonSucceeded, "no peering failed")
 	}

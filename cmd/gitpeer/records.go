@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,14 +19,15 @@ func newRecordsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "records PATH --provider CLUSTER_ID --name PEERINGREPOSITORY --namespace NS",
 		Short: "Rebuild a provider's records of issued and revoked certificates from the history of a full checkout",
-		Long: `records prints the Secret gitpeer-issued-<PeeringRepository> as the provider's agent writes it, rebuilt
-from the history of the branch (default main) of the full checkout at PATH (the agent's own clone is
-shallow): for each consumer, every certificate of the agent's issue-identity and renew-identity commits
-(serial, expiry), revoked at the time of each later revocation (tenant.yaml removed from the branch, or
-the agent's revoke commit), and the key pin of the Tenant at its last issue-identity commit. Apply it
-with kubectl after losing the provider's cluster state, before the agent runs again; without the
-Secret the agent forgets revocations and key pins. Revocations the agent made without a commit
-(deletionPolicy Revoke) are not in Git. Commits it cannot read are reported on stderr and skipped.`,
+		Long: `records prints the Secrets gitpeer-records-<PeeringRepository>-<shard> (a List) as the provider's
+agent writes them, rebuilt from the history of the branch (default main) of the full checkout at PATH
+(the agent's own clone is shallow): for each consumer, every certificate of the agent's issue-identity
+and renew-identity commits (serial, expiry) not yet expired, revoked at the time of each later
+revocation (tenant.yaml removed from the branch, or the agent's revoke commit), and the key pin of the
+Tenant at its last issue-identity commit. Apply it with kubectl after losing the provider's cluster
+state, before the agent runs again; without these Secrets the agent forgets revocations and key pins.
+Revocations the agent made without a commit (deletionPolicy Revoke) are not in Git. Commits it cannot
+read are reported on stderr and skipped.`,
 		Example: `  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system \
     --owner-uid "$(kubectl -n gitpeer-system get peeringrepository peering -o jsonpath='{.metadata.uid}')" | kubectl apply -f -`,
 		Args: cobra.ExactArgs(1),
@@ -46,11 +48,11 @@ Secret the agent forgets revocations and key pins. Revocations the agent made wi
 			if len(res.Records) == 0 {
 				return fmt.Errorf("no identity of provider %s on branch %s (path %q): nothing to record", opts.Provider, opts.Branch, opts.Path)
 			}
-			secret, err := records.Secret(namespace, name, types.UID(owner), res.Records)
+			secrets, err := records.Secrets(namespace, name, types.UID(owner), res.Records, time.Now())
 			if err != nil {
 				return err
 			}
-			return printer.WriteStructured(cmd.OutOrStdout(), output, secret)
+			return printer.WriteStructured(cmd.OutOrStdout(), output, records.NewList(secrets))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Provider, "provider", "", "the provider's cluster ID (PeeringRepository spec.clusterID)")

@@ -17,9 +17,13 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the peerings of the cluster of the current kubeconfig",
-		Long: `status lists every peering reported by the PeeringRepositories of the cluster (all namespaces
-unless -n is given) with its Tenant (provider role) or Identity (consumer role), the Tenant's
-condition and the certificate's expiry, and any Tenant or Identity no PeeringRepository reports.`,
+		Long: `status lists the peerings the PeeringRepositories of the cluster (all namespaces unless -n is
+given) report in their status (at most 50 each: those that need attention, then the most recently
+changed) with its Tenant (provider role) or Identity (consumer role), the Tenant's condition and the
+certificate's expiry; then the Tenants and Identities a PeeringRepository owns but does not list,
+and any Tenant or Identity no PeeringRepository accounts for; then, per PeeringRepository, the
+number of peerings by role and phase. The gitpeer_peering_phase metric has the phase of every
+peering.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
@@ -35,11 +39,11 @@ condition and the certificate's expiry, and any Tenant or Identity no PeeringRep
 			if err != nil {
 				return err
 			}
-			peerings, err := status.Collect(cmd.Context(), c, namespace)
+			report, err := status.Collect(cmd.Context(), c, namespace)
 			if err != nil {
 				return err
 			}
-			return status.Print(cmd.OutOrStdout(), peerings, output)
+			return status.Print(cmd.OutOrStdout(), report, output)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "path to the kubeconfig (default: $KUBECONFIG or ~/.kube/config)")

@@ -6,6 +6,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/config/crd"
 )
 
@@ -224,11 +225,20 @@ func TestPeeringRepositorySchema(t *testing.T) {
 	if got := prop(t, &spec, "clusterID").Pattern; got != `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$` {
 		t.Errorf("clusterID pattern %q", got)
 	}
-	if got := sorted(keys(prop(t, s, "status").Properties)); !reflect.DeepEqual(got, []string{"conditions", "lastHandledReconcileAt", "lastProcessedCommit", "observedGeneration", "ownershipVersion", "peerings"}) {
+	if got := sorted(keys(prop(t, s, "status").Properties)); !reflect.DeepEqual(got, []string{"conditions", "lastHandledReconcileAt", "lastProcessedCommit", "observedGeneration", "ownershipVersion", "peeringCounts", "peerings", "peeringsNeedingAttention", "peeringsOmitted"}) {
 		t.Errorf("status fields %v", got)
 	}
-	peering := *prop(t, s, "status", "peerings").Items.Schema
-	if got := sorted(keys(peering.Properties)); !reflect.DeepEqual(got, []string{"message", "peerID", "phase", "role", "since"}) {
+	peerings := prop(t, s, "status", "peerings")
+	peering := *peerings.Items.Schema
+	if got := sorted(keys(peering.Properties)); !reflect.DeepEqual(got, []string{"message", "peerID", "phase", "reason", "role", "since"}) {
 		t.Errorf("peering fields %v", got)
+	}
+	// The status is bounded: a capped list of capped messages, and counts.
+	if peerings.MaxItems == nil || *peerings.MaxItems != gitpeerv1alpha1.MaxListedPeerings ||
+		peering.Properties["message"].MaxLength == nil || *peering.Properties["message"].MaxLength != gitpeerv1alpha1.MaxPeeringMessageLength {
+		t.Errorf("status.peerings not bounded as the agent bounds it: maxItems %v, message maxLength %v", peerings.MaxItems, peering.Properties["message"].MaxLength)
+	}
+	if counts := prop(t, s, "status", "peeringCounts"); counts.MaxItems == nil || *counts.MaxItems != int64(2*len(prop(t, &peering, "phase").Enum)) {
+		t.Errorf("status.peeringCounts maxItems %v", counts.MaxItems)
 	}
 }

@@ -115,23 +115,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp := controlplane.Start(t)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{apiextensionsv1.AddToScheme, corev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := crdinstall.Apply(ctx, c, previousCRD(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitpeer-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	c := previousInstall(ctx, t)
 	manifests := oldManifests(t)
 	for _, m := range manifests {
 		if err := createEventually(ctx, c, m.DeepCopy()); err != nil {
@@ -171,6 +155,30 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	if policy, _, _ := unstructured.NestedString(upgraded, "spec", "provider", "deletionPolicy"); policy != "Revoke" {
 		t.Errorf("deletionPolicy of a stored object = %q, want the default Revoke", policy)
 	}
+}
+
+// previousInstall starts a control plane with the previous release's CRD and
+// the namespace gitpeer-system, and returns a client of it.
+func previousInstall(ctx context.Context, t *testing.T) client.Client {
+	t.Helper()
+	cp := controlplane.Start(t)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{apiextensionsv1.AddToScheme, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crdinstall.Apply(ctx, c, previousCRD(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitpeer-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // oldManifests are the PeeringRepositories of the previous release's samples
@@ -246,4 +254,66 @@ func notIn(was, is any) string {
 		}
 	}
 	return ""
+}
+
+// TestUpgradeBoundsAnOldStatus stores, under the previous release's CRD, a
+// PeeringRepository whose status lists 150 peerings with long messages (as the
+// previous agent wrote them, one entry per peering), applies this version's
+// CRD, and checks that the object stays writable: its spec and metadata can be
+// updated (the old status is ratcheted, not revalidated), and the agent's
+// first status update replaces the list with the bounded one.
+func TestUpgradeBoundsAnOldStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := previousInstall(ctx, t)
+	obj := oldManifests(t)[0]
+	if err := createEventually(ctx, c, obj); err != nil {
+		t.Fatal(err)
+	}
+	var peerings []any
+	for i := range 150 {
+		peerings = append(peerings, map[string]any{"peerID": fmt.Sprintf("consumer-%03d", i), "role": "Provider", "phase": "Failed",
+			"since": "2026-01-01T00:00:00Z", "message": strings.Repeat("rejected ", 100)})
+	}
+	if err := unstructured.SetNestedSlice(obj.Object, peerings, "status", "peerings"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Update(ctx, obj); err != nil {
+		t.Fatalf("previous CRD refuses its own status: %v", err)
+	}
+
+	if err := crdinstall.Apply(ctx, c, currentCRD(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := get(ctx, t, c, obj)
+	if old, _, _ := unstructured.NestedSlice(got.Object, "status", "peerings"); len(old) != 150 {
+		t.Fatalf("stored status lists %d peerings, want the previous 150", len(old))
+	}
+	got.SetAnnotations(map[string]string{"example.com/touched": "true"})
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatalf("an object with the previous status can no longer be updated: %v", err)
+	}
+	long := map[string]any{"peerID": "consumer-000", "role": "Provider", "phase": "Failed", "since": "2026-01-01T00:00:00Z", "message": strings.Repeat("changed ", 100)}
+	if err := unstructured.SetNestedSlice(got.Object, []any{long}, "status", "peerings"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Update(ctx, got); err == nil || !strings.Contains(err.Error(), "message") {
+		t.Fatalf("a new status with an unbounded message: %v, want refused", err)
+	}
+	bounded := map[string]any{"peerID": "consumer-000", "role": "Provider", "phase": "Failed", "reason": "", "since": "2026-01-01T00:00:00Z", "message": "rejected"}
+	if err := unstructured.SetNestedSlice(got.Object, []any{bounded}, "status", "peerings"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(got.Object, int64(149), "status", "peeringsOmitted"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Update(ctx, got); err != nil {
+		t.Fatalf("the bounded status is refused: %v", err)
+	}
+	if now, _, _ := unstructured.NestedSlice(get(ctx, t, c, obj).Object, "status", "peerings"); len(now) != 1 {
+		t.Errorf("status lists %d peerings after the update", len(now))
+	}
 }

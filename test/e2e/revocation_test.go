@@ -328,7 +328,7 @@ func annotateRepository(ctx context.Context, c *cluster, key, value string) {
 func issuedRecords(ctx context.Context, c *cluster, consumer string) string {
 	GinkgoHelper()
 	secret := &corev1.Secret{}
-	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.IssuedSecretPrefix + "peering"}, secret)).To(Succeed())
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName("peering", consumer)}, secret)).To(Succeed())
 	Expect(json.Valid(secret.Data[consumer])).To(BeTrue())
 	return string(secret.Data[consumer])
 }

@@ -8,9 +8,11 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -41,6 +43,8 @@ import (
 const (
 	upProviderID = "upgrade-p"
 	upConsumerID = "upgrade-c"
+	// upRevokedID was revoked under gitpeer 0.1.0, which kept its records in one Secret.
+	upRevokedID = "upgrade-r"
 )
 
 // An install of the previous release (commit 518c136: no owner labels, a CA-only
@@ -53,7 +57,9 @@ const (
 var _ = Describe("Upgrade", Ordered, func() {
 	var provider, consumer *cluster
 	var bindingUID types.UID
-	var oldSerial, keyPin, legacyCSR string
+	var oldSerial, keyPin, legacyCSR, revokedSerial string
+	var revokedUntil time.Time
+	revokedKey := newClusterKey()
 	dir := upProviderID + "/" + upConsumerID + "/"
 	tenantNS := authv1beta1.TenantNamespaceName(upConsumerID)
 	consumerNS := authv1beta1.TenantNamespaceName(upProviderID)
@@ -97,8 +103,24 @@ var _ = Describe("Upgrade", Ordered, func() {
 		})
 		for _, c := range []*cluster{provider, consumer} {
 			c.object.Status.LastProcessedCommit = head
+			// The previous agent listed every peering it ever saw, with its full message.
+			for i := range 60 {
+				c.object.Status.Peerings = append(c.object.Status.Peerings, gitpeerv1alpha1.PeeringStatus{
+					PeerID: authv1beta1.ClusterID(fmt.Sprintf("gone-%02d", i)), Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseFailed,
+					Since: metav1.NewTime(now.Add(-time.Hour)), Message: strings.Repeat("rejected ", 200)})
+			}
 			Expect(c.k8s.Status().Update(ctx, c.object)).To(Succeed())
 		}
+
+		// gitpeer 0.1.0's single records Secret, with a revoked certificate of upRevokedID still valid.
+		revokedSerial, revokedUntil = "5eed", now.Add(time.Hour).Truncate(time.Second).UTC()
+		revokedAt := now.Add(-time.Minute).UTC()
+		records := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: reconciler.IssuedSecretPrefix + provider.object.Name}}
+		Expect(reconciler.SetRecords(records, provider.object.UID, upRevokedID, reconciler.ConsumerRecords{
+			PinnedKey:    must(reconciler.KeyPin(revokedKey.Public())),
+			Certificates: []reconciler.IssuedRecord{{Serial: revokedSerial, NotAfter: revokedUntil, RevokedAt: &revokedAt}},
+		})).To(Succeed())
+		Expect(provider.k8s.Create(ctx, records)).To(Succeed())
 
 		// Provider side, as the previous agent left it.
 		keyPin = must(reconciler.KeyPin(key.Public()))
@@ -210,6 +232,35 @@ var _ = Describe("Upgrade", Ordered, func() {
 		Expect(records).To(ContainSubstring(oldSerial), "the records are seeded with the previous release's certificate")
 		Expect(records).To(ContainSubstring(renewed.SerialNumber.Text(16)))
 		Expect(records).To(ContainSubstring(keyPin), "the key pin of the namespace is recorded")
+	})
+
+	It("replaces the previous release's unbounded status with the bounded one", func(ctx SpecContext) {
+		for _, c := range []*cluster{provider, consumer} {
+			Eventually(func(g Gomega) {
+				obj := peeringRepository(ctx, g, c)
+				g.Expect(obj.Status.PeeringCounts).To(HaveLen(1))
+				g.Expect(obj.Status.Peerings).To(HaveLen(1), "the previous release's entries are gone")
+				g.Expect(obj.Status.PeeringsOmitted).To(BeZero())
+			}).WithTimeout(time.Minute).Should(Succeed())
+		}
+	})
+
+	It("moves gitpeer 0.1.0's records Secret to the sharded Secrets, and still refuses to bind a revoked consumer", func(ctx SpecContext) {
+		legacy := client.ObjectKey{Namespace: agentNamespace, Name: reconciler.IssuedSecretPrefix + provider.object.Name}
+		Eventually(func() bool { return apierrors.IsNotFound(provider.k8s.Get(ctx, legacy, &corev1.Secret{})) }).
+			WithTimeout(time.Minute).Should(BeTrue(), "the single Secret is deleted once moved")
+		Expect(normalEvents(ctx, provider, reconciler.ReasonRecordsMigrated)).To(ContainElement(ContainSubstring(legacy.Name)))
+		Expect(issuedRecords(ctx, provider, upRevokedID)).To(And(ContainSubstring(revokedSerial), ContainSubstring(`"revokedAt"`)))
+
+		rdir := upProviderID + "/" + upRevokedID + "/"
+		commit("Request "+upRevokedID+" again", map[string][]byte{rdir + "request.yaml": requestFor(upProviderID, upRevokedID, revokedKey)})
+		nonce := waitNonceAt(rdir, "")
+		commit("Approve "+upRevokedID, map[string][]byte{rdir + "tenant.yaml": tenantDoc(signedTenant(revokedKey, upRevokedID, nonce))})
+		expectReported(ctx, provider, rdir+"tenant.yaml", "revoked certificate "+revokedSerial, "valid until "+revokedUntil.Format(time.RFC3339))
+		Consistently(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(provider.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(upRevokedID), Name: upRevokedID}, &authv1beta1.Tenant{}))).To(BeTrue())
+			g.Expect(show("main", rdir+"identity.yaml")).To(BeEmpty())
+		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
 	It("keeps the consumer's kubeconfig working, adopted, with the pin migrated", func(ctx SpecContext) {

@@ -279,7 +279,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				g.Expect(mayCreateResourceSlices(ctx, kubeconfig, tenantNS)).To(BeFalse(), "the tenant role is unbound")
 			})
 			records := &corev1.Secret{}
-			Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-issued-" + a.object.Name}, records)).To(Succeed())
+			Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: reconciler.RecordsSecretName(a.object.Name, idB)}, records)).To(Succeed())
 			Expect(records.Data).NotTo(BeEmpty())
 			Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
 			// The certificate still authenticates (it cannot be revoked), which is why the provider

@@ -403,6 +403,15 @@ const (
 	PhaseFailed PeeringPhase = "Failed"
 )
 
+// Bounds of PeeringRepositoryStatus: it stays far below the API server's object size limit at any
+// number of peerings.
+const (
+	// MaxListedPeerings is the most peerings status.peerings lists.
+	MaxListedPeerings = 50
+	// MaxPeeringMessageLength is the longest status.peerings[].message, in bytes.
+	MaxPeeringMessageLength = 512
+)
+
 // PeeringStatus is the state of one peering of the local cluster.
 type PeeringStatus struct {
 	// PeerID is the ID of the peer cluster.
@@ -422,10 +431,38 @@ type PeeringStatus struct {
 	// +required
 	Since metav1.Time `json:"since"`
 
-	// Message is a human-readable detail of Phase, for example the path and reason of a rejected file.
-	// +kubebuilder:validation:MaxLength=32768
+	// Reason says why the peering needs attention (for example RequestsDeferred); empty when it
+	// does not, except in phase Failed, which always does.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message is a human-readable detail of Phase, for example the path and reason of a rejected
+	// file, cut to MaxPeeringMessageLength bytes.
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// PeeringCount is the number of peerings of the local cluster in one role and phase.
+type PeeringCount struct {
+	// Role is the role of the local cluster in these peerings.
+	// +required
+	Role PeeringRole `json:"role"`
+
+	// Phase is the phase of these peerings.
+	// +required
+	Phase PeeringPhase `json:"phase"`
+
+	// Count is the number of peerings in Role and Phase.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	Count int32 `json:"count"`
+}
+
+// NeedsAttention reports whether the peering needs a person: it failed, or its Reason says why.
+func (in *PeeringStatus) NeedsAttention() bool {
+	return in.Phase == PhaseFailed || in.Reason != ""
 }
 
 // PeeringRepositoryStatus is the observed state of a PeeringRepository.
@@ -452,12 +489,35 @@ type PeeringRepositoryStatus struct {
 	// +optional
 	OwnershipVersion int32 `json:"ownershipVersion,omitempty"`
 
-	// Peerings has one entry per peering of the local cluster, in either role.
+	// Peerings lists at most MaxListedPeerings peerings of the local cluster, sorted by role and
+	// peer: first those that need attention (failed, deferred...; the most recent first), then the
+	// most recently changed. PeeringCounts counts them all and PeeringsOmitted those not listed;
+	// the gitpeer_peering_phase metric and the events have every peering.
 	// +listType=map
 	// +listMapKey=peerID
 	// +listMapKey=role
+	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	Peerings []PeeringStatus `json:"peerings,omitempty"`
+
+	// PeeringCounts counts every peering of the local cluster by role and phase, sorted by role and
+	// phase.
+	// +listType=map
+	// +listMapKey=role
+	// +listMapKey=phase
+	// +kubebuilder:validation:MaxItems=18
+	// +optional
+	PeeringCounts []PeeringCount `json:"peeringCounts,omitempty"`
+
+	// PeeringsOmitted is the number of peerings not listed in Peerings.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PeeringsOmitted int32 `json:"peeringsOmitted,omitempty"`
+
+	// PeeringsNeedingAttention is the number of peerings that need attention, listed or not.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PeeringsNeedingAttention int32 `json:"peeringsNeedingAttention,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
 }

@@ -1,9 +1,9 @@
 // Package records rebuilds, offline from a full checkout of a peering
-// repository, the Secret in which a provider records the certificates it
-// issued to each consumer (reconciler.IssuedSecretPrefix), for an admin who
+// repository, the Secrets in which a provider records the certificates it
+// issued to each consumer (reconciler.RecordsSecretName), for an admin who
 // lost the provider's cluster state: the agent's own clone is shallow. It
 // reads the branch's history with the audit package and each peering's
-// Tenant with layout.Load, and writes the Secret with the agent's own code.
+// Tenant with layout.Load, and writes the Secrets with the agent's own code.
 package records
 
 import (
@@ -175,21 +175,45 @@ func topLevel(dir string) (string, error) {
 	return wt.Filesystem.Root(), nil
 }
 
-// Secret returns the records Secret of the PeeringRepository name in
-// namespace as the agent writes it; owner, the PeeringRepository's UID, may
-// be empty: the agent reads the Secret by name and adds its owner label at
-// its next write.
-func Secret(namespace, name string, owner types.UID, records map[string]reconciler.ConsumerRecords) (*corev1.Secret, error) {
-	secret := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: reconciler.IssuedSecretPrefix + name},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{},
-	}
-	for consumer, rec := range records {
+// Secrets returns the records Secrets of the PeeringRepository name in
+// namespace as the agent writes them (one per shard that holds a consumer, see
+// reconciler.RecordsSecretName), without the certificates expired at now;
+// owner, the PeeringRepository's UID, may be empty: the agent reads the
+// Secrets by name and adds its owner label at its next write.
+func Secrets(namespace, name string, owner types.UID, records map[string]reconciler.ConsumerRecords, now time.Time) ([]*corev1.Secret, error) {
+	byName := map[string]*corev1.Secret{}
+	for _, consumer := range slices.Sorted(maps.Keys(records)) {
+		shard := reconciler.RecordsSecretName(name, consumer)
+		secret := byName[shard]
+		if secret == nil {
+			secret = &corev1.Secret{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: shard},
+				Type:       corev1.SecretTypeOpaque,
+				Data:       map[string][]byte{},
+			}
+			byName[shard] = secret
+		}
+		rec := records[consumer]
+		rec.Certificates, _ = reconciler.WithoutExpired(rec.Certificates, now)
 		if err := reconciler.SetRecords(secret, owner, consumer, rec); err != nil {
 			return nil, err
 		}
 	}
-	return secret, nil
+	out := make([]*corev1.Secret, 0, len(byName))
+	for _, shard := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[shard])
+	}
+	return out, nil
+}
+
+// List is a v1 List of Secrets, as `kubectl apply -f` takes it.
+type List struct {
+	metav1.TypeMeta `json:",inline"`
+	Items           []*corev1.Secret `json:"items"`
+}
+
+// NewList returns the List of secrets.
+func NewList(secrets []*corev1.Secret) *List {
+	return &List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: secrets}
 }

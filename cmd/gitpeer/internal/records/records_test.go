@@ -139,15 +139,28 @@ func TestRebuild(t *testing.T) {
 		t.Fatalf("warnings: %q", res.Warnings)
 	}
 
-	secret, err := Secret("gitpeer-system", "peering", "uid-1", res.Records)
+	secrets, err := Secrets("gitpeer-system", "peering", "uid-1", res.Records, start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied := roundTrip(t, secret)
-	if applied.Name != "gitpeer-issued-peering" || applied.Namespace != "gitpeer-system" || applied.Type != corev1.SecretTypeOpaque ||
-		applied.Labels[reconciler.OwnerLabel] != "uid-1" || applied.Labels[reconciler.ManagedByLabel] != "gitpeer" || len(applied.Data) != 2 {
-		t.Fatalf("secret: %+v", applied.ObjectMeta)
+	list := roundTrip(t, secrets)
+	if len(list) != 2 || list[0].Name == list[1].Name {
+		t.Fatalf("%d Secrets, want one per consumer here (two shards)", len(list))
 	}
+	shard := map[string]*corev1.Secret{}
+	for _, applied := range list {
+		if applied.Namespace != "gitpeer-system" || applied.Type != corev1.SecretTypeOpaque ||
+			applied.Labels[reconciler.OwnerLabel] != "uid-1" || applied.Labels[reconciler.ManagedByLabel] != "gitpeer" || len(applied.Data) != 1 {
+			t.Fatalf("secret: %+v", applied.ObjectMeta)
+		}
+		for consumer := range applied.Data {
+			if applied.Name != reconciler.RecordsSecretName("peering", consumer) {
+				t.Errorf("records of %s in %s", consumer, applied.Name)
+			}
+			shard[consumer] = applied
+		}
+	}
+	applied := shard["consumer-1"]
 	read, err := reconciler.DecodeRecords(applied, "consumer-1")
 	if err != nil || describe(read) != describe(c1) {
 		t.Fatalf("the agent reads %s (%v), want %s", describe(read), err, describe(c1))
@@ -165,18 +178,25 @@ func TestRebuild(t *testing.T) {
 			t.Errorf("at %s: revival blocked by %+v, want %q", stamp(tc.now), blocker, tc.want)
 		}
 	}
-	unowned, err := Secret("gitpeer-system", "peering", "", res.Records)
-	if err != nil || len(unowned.Labels) != 1 {
-		t.Fatalf("without an owner UID: %v, labels %v", err, unowned.Labels)
+	unowned, err := Secrets("gitpeer-system", "peering", "", res.Records, start)
+	if err != nil || len(unowned[0].Labels) != 1 {
+		t.Fatalf("without an owner UID: %v, labels %v", err, unowned[0].Labels)
 	}
 	// The agent reads a Secret without the owner label alike, and its next write adds the label.
-	unowned = roundTrip(t, unowned)
-	if read, err := reconciler.DecodeRecords(unowned, "consumer-1"); err != nil || describe(read) != describe(c1) {
+	if read, err := reconciler.DecodeRecords(unowned[0], "consumer-1"); err != nil || describe(read) != describe(c1) {
 		t.Fatalf("without an owner UID the agent reads %s (%v)", describe(read), err)
 	}
-	if err := reconciler.SetRecords(unowned, "uid-2", "consumer-3", reconciler.ConsumerRecords{}); err != nil ||
-		unowned.Labels[reconciler.OwnerLabel] != "uid-2" || len(unowned.Data) != 3 {
-		t.Fatalf("the agent's next write: %v, %+v", err, unowned.ObjectMeta)
+	if err := reconciler.SetRecords(unowned[0], "uid-2", "consumer-3", reconciler.ConsumerRecords{}); err != nil ||
+		unowned[0].Labels[reconciler.OwnerLabel] != "uid-2" || len(unowned[0].Data) != 2 {
+		t.Fatalf("the agent's next write: %v, %+v", err, unowned[0].ObjectMeta)
+	}
+	// Certificates expired when the records are rebuilt are left out, as the agent drops them.
+	later, err := Secrets("gitpeer-system", "peering", "", res.Records, start.Add(day+time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read, err := reconciler.DecodeRecords(later[0], "consumer-1"); err != nil || strings.Contains(describe(read), "a1") || !strings.Contains(describe(read), "b2") {
+		t.Fatalf("rebuilt later: %s (%v), want a1 dropped", describe(read), err)
 	}
 }
 
@@ -204,19 +224,19 @@ func TestRebuildRevokeCommitOnly(t *testing.T) {
 	}
 }
 
-// roundTrip prints secret as `gitpeer records` does and reads it back as
-// the API server stores it after `kubectl apply`.
-func roundTrip(t *testing.T, secret *corev1.Secret) *corev1.Secret {
+// roundTrip prints secrets as `gitpeer records` does (a List) and reads them
+// back as the API server stores them after `kubectl apply`.
+func roundTrip(t *testing.T, secrets []*corev1.Secret) []*corev1.Secret {
 	t.Helper()
-	out, err := yaml.Marshal(secret)
+	out, err := yaml.Marshal(NewList(secrets))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var applied corev1.Secret
-	if err := yaml.UnmarshalStrict(out, &applied); err != nil {
+	var applied List
+	if err := yaml.UnmarshalStrict(out, &applied); err != nil || applied.Kind != "List" || applied.APIVersion != "v1" {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	return &applied
+	return applied.Items
 }
 
 func describe(r reconciler.ConsumerRecords) string {

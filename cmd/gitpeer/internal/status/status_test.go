@@ -57,7 +57,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{"gitpeer-system", "liqo-tenant-consumer-1", "liqo-tenant-consumer-9", "liqo-tenant-provider-b"} {
+	for _, ns := range []string{"gitpeer-system", "liqo-tenant-consumer-1", "liqo-tenant-consumer-5", "liqo-tenant-consumer-9", "liqo-tenant-provider-b"} {
 		create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	tenant.Namespace = "liqo-tenant-consumer-1"
@@ -85,11 +85,24 @@ func TestStatusOnAControlPlane(t *testing.T) {
 			Consumer: &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"provider-b"}}},
 	}
 	create(ctx, t, c, repo)
+	// A peering the status does not list (it lists at most 50): its Tenant is shown as the repository's.
+	unlisted, err := layout.NewTenant("consumer-5", issued.Key, issued.SignedNonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlisted.Namespace, unlisted.Labels = "liqo-tenant-consumer-5", map[string]string{reconciler.OwnerLabel: string(repo.UID)}
+	create(ctx, t, c, unlisted)
 	repo.Status.Peerings = []gitpeerv1alpha1.PeeringStatus{
 		{PeerID: "consumer-1", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseIssued, Since: metav1.NewTime(now), Message: "certificate valid"},
-		{PeerID: "consumer-2", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseNonceIssued, Since: metav1.NewTime(now), Message: "waiting for a merged tenant.yaml"},
+		{PeerID: "consumer-2", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseRequested, Since: metav1.NewTime(now), Reason: reconciler.ReasonDeferred, Message: "deferred: 100 pending requests"},
 		{PeerID: "provider-b", Role: gitpeerv1alpha1.ConsumerRole, Phase: gitpeerv1alpha1.PhaseReady, Since: metav1.NewTime(now)},
 	}
+	repo.Status.PeeringCounts = []gitpeerv1alpha1.PeeringCount{
+		{Role: gitpeerv1alpha1.ConsumerRole, Phase: gitpeerv1alpha1.PhaseReady, Count: 1},
+		{Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseIssued, Count: 2},
+		{Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseRequested, Count: 1},
+	}
+	repo.Status.PeeringsOmitted, repo.Status.PeeringsNeedingAttention = 1, 1
 	if err := c.Status().Update(ctx, repo); err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +119,15 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
 	expires := now.Add(24 * time.Hour).UTC().Format(time.RFC3339)
 	for i, want := range [][]string{
-		{"NAMESPACE", "REPOSITORY", "ROLE", "PEER", "PHASE", "SINCE", "OBJECT", "CONDITION", "CERT EXPIRES", "MESSAGE"},
+		{"NAMESPACE", "REPOSITORY", "ROLE", "PEER", "PHASE", "SINCE", "OBJECT", "CONDITION", "CERT EXPIRES", "REASON", "MESSAGE"},
 		{"gitpeer-system", "peering", "Provider", "consumer-1", "Issued", "liqo-tenant-consumer-1/consumer-1", "Active", expires, "certificate valid"},
-		{"gitpeer-system", "peering", "Provider", "consumer-2", "NonceIssued", "waiting for a merged tenant.yaml"},
+		{"gitpeer-system", "peering", "Provider", "consumer-2", "Requested", "RequestsDeferred", "deferred: 100 pending requests"},
 		{"gitpeer-system", "peering", "Consumer", "provider-b", "Ready", "liqo-tenant-provider-b/controlplane-provider-b", expires},
+		{"gitpeer-system", "peering", "Provider", "consumer-5", "-", "liqo-tenant-consumer-5/consumer-5", "Active"},
 		{"-", "-", "Provider", "consumer-9", "liqo-tenant-consumer-9/consumer-9", "Active"},
+		{},
+		{"NAMESPACE", "REPOSITORY", "PEERINGS", "NEED ATTENTION", "UNLISTED", "BY ROLE AND PHASE"},
+		{"gitpeer-system", "peering", "4", "1", "1", "Consumer Ready: 1, Provider Issued: 2, Provider Requested: 1"},
 	} {
 		if i >= len(lines) {
 			t.Fatalf("missing line %d", i)
@@ -121,7 +138,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 			}
 		}
 	}
-	if len(lines) != 5 {
+	if len(lines) != 9 {
 		t.Fatalf("%d lines", len(lines))
 	}
 
@@ -133,11 +150,16 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err := Print(&js, scoped, "json"); err != nil {
 		t.Fatal(err)
 	}
-	var decoded []Peering
-	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded) != 3 || decoded[0].Expires == nil || decoded[1].Object != "" {
+	var decoded Report
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded.Peerings) != 4 || decoded.Peerings[0].Expires == nil || decoded.Peerings[1].Object != "" ||
+		len(decoded.Repositories) != 1 || decoded.Repositories[0].Unlisted != 1 || len(decoded.Repositories[0].Counts) != 3 {
 		t.Fatalf("json (%v):\n%s", err, js.String())
 	}
-	if empty, err := Collect(ctx, c, "elsewhere"); err != nil || len(empty) != 0 {
+	var yml bytes.Buffer
+	if err := Print(&yml, scoped, "yaml"); err != nil || !strings.Contains(yml.String(), "repositories:") {
+		t.Fatalf("yaml (%v):\n%s", err, yml.String())
+	}
+	if empty, err := Collect(ctx, c, "elsewhere"); err != nil || len(empty.Peerings) != 0 || len(empty.Repositories) != 0 {
 		t.Fatalf("other namespace: %v %+v", err, empty)
 	}
 }

@@ -1,0 +1,213 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+)
+
+// TestRecordsSecretName pins the shard of a consumer: records are looked up
+// by this name, so it must never change.
+func TestRecordsSecretName(t *testing.T) {
+	for consumer, want := range map[string]string{
+		"consumer-1": "gitpeer-records-peering-07", // sha256("consumer-1")[0] = 0x07
+		"edge-42":    "gitpeer-records-peering-0b", // sha256("edge-42")[0] = 0x4b, modulo 64
+	} {
+		if got := RecordsSecretName("peering", consumer); got != want {
+			t.Errorf("RecordsSecretName(peering, %s) = %s, want %s", consumer, got, want)
+		}
+	}
+	shards := map[string]bool{}
+	for i := range 10000 {
+		shards[RecordsSecretName("p", fmt.Sprintf("consumer-%d", i))] = true
+	}
+	if len(shards) != RecordsShards {
+		t.Errorf("10,000 consumers over %d Secrets, want %d", len(shards), RecordsShards)
+	}
+}
+
+func TestMergeRecords(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	early, late := now.Add(-time.Hour), now
+	a := ConsumerRecords{PinnedKey: "new", Certificates: []IssuedRecord{
+		{Serial: "1", NotAfter: now.Add(time.Hour)}, {Serial: "2", NotAfter: now.Add(time.Hour), RevokedAt: &late}}}
+	b := ConsumerRecords{PinnedKey: "old", Certificates: []IssuedRecord{
+		{Serial: "1", NotAfter: now.Add(time.Hour), RevokedAt: &early}, {Serial: "2", NotAfter: now.Add(time.Hour)}, {Serial: "3", NotAfter: now}}}
+	got := MergeRecords(a, b)
+	want := ConsumerRecords{PinnedKey: "new", Certificates: []IssuedRecord{
+		{Serial: "1", NotAfter: now.Add(time.Hour), RevokedAt: &early}, {Serial: "2", NotAfter: now.Add(time.Hour), RevokedAt: &late}, {Serial: "3", NotAfter: now}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("MergeRecords = %+v, want %+v", got, want)
+	}
+	if a.Certificates[0].RevokedAt != nil {
+		t.Error("MergeRecords changed its input")
+	}
+	if got := MergeRecords(ConsumerRecords{}, b).PinnedKey; got != "old" {
+		t.Errorf("pin %q, want the only one", got)
+	}
+	kept, changed := WithoutExpired(got.Certificates, now)
+	if !changed || len(kept) != 2 || len(got.Certificates) != 3 {
+		t.Errorf("WithoutExpired = %+v, %v", kept, changed)
+	}
+}
+
+// legacyRecords is gitpeer 0.1.0's single records Secret of n consumers: each
+// with a pin and a valid certificate, every 10th with a revoked unexpired
+// certificate, every 7th with an expired one.
+func legacyRecords(t *testing.T, n int, now time.Time) (*corev1.Secret, map[string]ConsumerRecords) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: IssuedSecretPrefix + "peering"}}
+	want := map[string]ConsumerRecords{}
+	for i := range n {
+		consumer := fmt.Sprintf("consumer-%05d", i)
+		rec := ConsumerRecords{PinnedKey: strings.Repeat(fmt.Sprintf("%x", i%16), 64), Certificates: []IssuedRecord{
+			{Serial: fmt.Sprintf("%032x", i), NotAfter: now.Add(20 * time.Hour)}}}
+		if i%10 == 0 {
+			revoked := now.Add(-time.Hour)
+			rec.Certificates = append(rec.Certificates, IssuedRecord{Serial: fmt.Sprintf("%032x", i+n), NotAfter: now.Add(4 * time.Hour), RevokedAt: &revoked})
+		}
+		want[consumer] = rec
+		if i%7 == 0 {
+			rec.Certificates = append(rec.Certificates, IssuedRecord{Serial: fmt.Sprintf("%032x", i+2*n), NotAfter: now.Add(-time.Hour)})
+		}
+		if err := SetRecords(secret, "uid-1", consumer, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return secret, want
+}
+
+// TestRecordsMigrateAndScale moves gitpeer 0.1.0's single records Secret of
+// 100, 1,000 and 10,000 consumers to the sharded Secrets, as the first read
+// of a round does: every consumer keeps its records (expired certificates
+// dropped), a revoked certificate still blocks revival, the old Secret is
+// deleted, and each Secret stays far below the API server's 1 MiB limit.
+func TestRecordsMigrateAndScale(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
+	for _, n := range []int{100, 1000, 10000} {
+		legacy, want := legacyRecords(t, n, now)
+		legacySize := size(t, legacy)
+		// A record already in the sharded Secrets (written by this version) is merged, not overwritten.
+		revokedAt := now.Add(-2 * time.Hour)
+		sharded := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: RecordsSecretName("peering", "consumer-00001")}}
+		newer := ConsumerRecords{PinnedKey: want["consumer-00001"].PinnedKey, Certificates: []IssuedRecord{
+			{Serial: want["consumer-00001"].Certificates[0].Serial, NotAfter: now.Add(20 * time.Hour), RevokedAt: &revokedAt}}}
+		if err := SetRecords(sharded, "uid-1", "consumer-00001", newer); err != nil {
+			t.Fatal(err)
+		}
+		want["consumer-00001"] = newer
+		c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(legacy, sharded).Build()
+		r := &PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}
+		obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
+
+		s := &session{r: r, obj: obj}
+		got, err := s.records(ctx, "consumer-00010")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blocker := RevivalBlocker(got.Certificates, now); blocker == nil {
+			t.Errorf("%d consumers: the moved revoked certificate no longer blocks revival: %+v", n, got)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(legacy), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%d consumers: the single Secret is still there (%v)", n, err)
+		}
+		var secrets corev1.SecretList
+		if err := c.List(ctx, &secrets); err != nil {
+			t.Fatal(err)
+		}
+		largest, moved := 0, 0
+		for i := range secrets.Items {
+			secret := &secrets.Items[i]
+			if !strings.HasPrefix(secret.Name, RecordsSecretPrefix+"peering-") || secret.Labels[OwnerLabel] != "uid-1" {
+				t.Errorf("unexpected Secret %s %v", secret.Name, secret.Labels)
+			}
+			largest = max(largest, size(t, secret))
+			moved += len(secret.Data)
+		}
+		t.Logf("%5d consumers: single Secret %8d bytes; %2d Secrets, the largest %6d bytes", n, legacySize, len(secrets.Items), largest)
+		if moved != n || largest > 256<<10 {
+			t.Errorf("%d consumers: %d moved, largest Secret %d bytes", n, moved, largest)
+		}
+
+		// A later round reads the same records from the sharded Secrets alone.
+		s = &session{r: r, obj: obj}
+		for consumer, rec := range want {
+			got, err := s.records(ctx, consumer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(describeRecords(got), describeRecords(rec)) {
+				t.Fatalf("%d consumers: %s has %s, want %s", n, consumer, describeRecords(got), describeRecords(rec))
+			}
+		}
+	}
+}
+
+// TestRecordsWrites: revoking and issuing write through the round's cached
+// Secret, dropping expired certificates, and a later round reads them.
+func TestRecordsWrites(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).Build()
+	r := &PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}
+	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
+	s := &session{r: r, obj: obj}
+	if err := s.recordKeyPin(ctx, "c1", "pin"); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []IssuedRecord{{Serial: "old", NotAfter: now.Add(time.Minute)}, {Serial: "new", NotAfter: now.Add(time.Hour)}} {
+		if err := s.updateRecords(ctx, "c1", func(r *ConsumerRecords) bool {
+			var changed bool
+			r.Certificates, changed = WithIssued(r.Certificates, rec.Serial, rec.NotAfter)
+			return changed
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	if err := s.recordRevoked(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&session{r: r, obj: obj}).records(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := describeRecords(got); d != "pin: new until 2026-11-23T19:00:00Z revoked 2026-11-23T18:02:00Z" {
+		t.Errorf("records %s", d)
+	}
+}
+
+func describeRecords(r ConsumerRecords) string {
+	var certs []string
+	for _, c := range r.Certificates {
+		s := c.Serial + " until " + c.NotAfter.UTC().Format(time.RFC3339)
+		if c.RevokedAt != nil {
+			s += " revoked " + c.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		certs = append(certs, s)
+	}
+	return r.PinnedKey + ": " + strings.Join(certs, ", ")
+}
+
+// size is the size of secret as the API server stores it (JSON).
+func size(t *testing.T, secret *corev1.Secret) int {
+	t.Helper()
+	data, err := json.Marshal(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(data)
+}

@@ -1,0 +1,154 @@
+package reconciler
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+)
+
+// conditionMessageLimit bounds the message of each condition the agent sets,
+// so that the status stays bounded whatever a file or a peer says.
+const conditionMessageLimit = 1024
+
+// phaseSince is a peering's phase and since when it is in it.
+type phaseSince struct {
+	role  gitpeerv1alpha1.PeeringRole
+	peer  string
+	phase gitpeerv1alpha1.PeeringPhase
+	since metav1.Time
+}
+
+// phaseMemory remembers, per PeeringRepository, since when each peering is in
+// its phase: status.peerings lists only some of them, and "since" must not
+// restart for the others at every round.
+type phaseMemory struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]map[string]phaseSince
+}
+
+// since sets Since on every peering of current (keyed by peeringKey): kept
+// from memory, else from prev (the previous status.peerings), when the phase
+// did not change; now otherwise. It then remembers exactly current, and
+// returns the peerings it remembered that current no longer has.
+func (p *phaseMemory) since(repo types.NamespacedName, prev []gitpeerv1alpha1.PeeringStatus, current map[string]gitpeerv1alpha1.PeeringStatus, now metav1.Time) (gone []phaseSince) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	known := p.m[repo]
+	if known == nil {
+		known = map[string]phaseSince{}
+	}
+	for _, st := range prev {
+		k := peeringKey(st.Role, string(st.PeerID))
+		if _, ok := known[k]; !ok {
+			known[k] = phaseSince{role: st.Role, peer: string(st.PeerID), phase: st.Phase, since: st.Since}
+		}
+	}
+	next := make(map[string]phaseSince, len(current))
+	for k, st := range current {
+		st.Since = now
+		if was, ok := known[k]; ok && was.phase == st.Phase {
+			st.Since = was.since
+		}
+		current[k] = st
+		next[k] = phaseSince{role: st.Role, peer: string(st.PeerID), phase: st.Phase, since: st.Since}
+	}
+	for k, was := range known {
+		if _, ok := next[k]; !ok {
+			gone = append(gone, was)
+		}
+	}
+	if p.m == nil {
+		p.m = map[types.NamespacedName]map[string]phaseSince{}
+	}
+	p.m[repo] = next
+	return gone
+}
+
+// forget drops what is remembered of repo.
+func (p *phaseMemory) forget(repo types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, repo)
+}
+
+func peeringKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
+	return string(role) + "/" + peer
+}
+
+// peeringSummary is the bounded report of every peering of a PeeringRepository.
+type peeringSummary struct {
+	listed    []gitpeerv1alpha1.PeeringStatus
+	counts    []gitpeerv1alpha1.PeeringCount
+	omitted   int
+	attention int
+	failed    []gitpeerv1alpha1.PeeringStatus // every failed peering, by role and peer
+}
+
+// summarizePeerings counts all (each with Since set) by role and phase and
+// lists at most MaxListedPeerings of them, their messages cut: first those
+// that need attention, then the most recently changed; the most recent first,
+// ties by role and peer. The list is sorted by role and peer.
+func summarizePeerings(all []gitpeerv1alpha1.PeeringStatus) peeringSummary {
+	var out peeringSummary
+	counts := map[gitpeerv1alpha1.PeeringCount]int32{}
+	for _, st := range all {
+		counts[gitpeerv1alpha1.PeeringCount{Role: st.Role, Phase: st.Phase}]++
+		if st.NeedsAttention() {
+			out.attention++
+		}
+		if st.Phase == gitpeerv1alpha1.PhaseFailed {
+			out.failed = append(out.failed, st)
+		}
+	}
+	for c, n := range counts {
+		c.Count = n
+		out.counts = append(out.counts, c)
+	}
+	slices.SortFunc(out.counts, func(a, b gitpeerv1alpha1.PeeringCount) int {
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Phase, b.Phase))
+	})
+	slices.SortFunc(out.failed, byRoleAndPeer)
+
+	ranked := slices.Clone(all)
+	slices.SortFunc(ranked, func(a, b gitpeerv1alpha1.PeeringStatus) int {
+		if a.NeedsAttention() != b.NeedsAttention() {
+			if a.NeedsAttention() {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(b.Since.Compare(a.Since.Time), byRoleAndPeer(a, b))
+	})
+	n := min(len(ranked), gitpeerv1alpha1.MaxListedPeerings)
+	out.listed, out.omitted = ranked[:n], len(ranked)-n
+	for i := range out.listed {
+		out.listed[i].Message = truncate(out.listed[i].Message, gitpeerv1alpha1.MaxPeeringMessageLength)
+	}
+	slices.SortFunc(out.listed, byRoleAndPeer)
+	return out
+}
+
+func byRoleAndPeer(a, b gitpeerv1alpha1.PeeringStatus) int {
+	return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.PeerID, b.PeerID))
+}
+
+// boundConditionMessages cuts every condition's message to conditionMessageLimit.
+func boundConditionMessages(obj *gitpeerv1alpha1.PeeringRepository) {
+	for i := range obj.Status.Conditions {
+		obj.Status.Conditions[i].Message = truncate(obj.Status.Conditions[i].Message, conditionMessageLimit)
+	}
+}
+
+// totalPeerings is the number of peerings PeeringCounts counts.
+func totalPeerings(obj *gitpeerv1alpha1.PeeringRepository) int {
+	total := 0
+	for _, c := range obj.Status.PeeringCounts {
+		total += int(c.Count)
+	}
+	return total
+}
