@@ -13,7 +13,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // gitRepo returns the persistent clone for obj, reusing the one opened by an
@@ -27,8 +27,8 @@ func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv
 		Dir:    gitsync.CloneDir(r.DataDir, string(obj.UID)+"-"+obj.Spec.URL),
 		Now:    r.Now,
 
-		MaxFileSize: layout.MaxFileSize,
-		Limits:      layout.Limits,
+		MaxFileSize: protocol.MaxFileSize,
+		Limits:      protocol.Limits,
 	}
 	cfg.AuthorName, cfg.AuthorEmail = obj.Spec.Commit.GetAuthor()
 	var secretVersion string

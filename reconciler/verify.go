@@ -98,7 +98,7 @@ func (s *session) unverified(ctx context.Context, spec *gitpeerv1alpha1.VerifySp
 
 // relevantDirs are the directories, relative to spec.path, holding the files
 // the agent acts upon: <clusterID> as a provider and <providerID>/<clusterID>
-// for each wanted provider as a consumer (layout.ParsePath's layout).
+// for each wanted provider as a consumer (protocol.ParsePath's layout).
 func relevantDirs(obj *gitpeerv1alpha1.PeeringRepository) []string {
 	me := string(obj.Spec.ClusterID)
 	var dirs []string

@@ -10,7 +10,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Stage is how far a peering directory got in the handshake.
@@ -55,15 +55,15 @@ func Build(provider, consumer string, stage Stage, o Options) (*Peering, error) 
 		return nil, err
 	}
 	p := &Peering{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
-	if p.Files[documents.RequestFile], err = layout.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
+	if p.Files[documents.RequestFile], err = protocol.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
 		return p, err
 	}
 	nonce := crypto.GenerateNonce()
-	if p.Files[documents.NonceFile], err = layout.NonceDocument(provider, consumer, nonce); err != nil || stage < TenantProposed {
+	if p.Files[documents.NonceFile], err = protocol.NonceDocument(provider, consumer, nonce); err != nil || stage < TenantProposed {
 		return p, err
 	}
 	p.SignedNonce = nonce
-	t, err := layout.NewTenant(consumer, key, nonce)
+	t, err := protocol.NewTenant(consumer, key, nonce)
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +74,10 @@ func Build(provider, consumer string, stage Stage, o Options) (*Peering, error) 
 	if err != nil {
 		return nil, err
 	}
-	if p.Files[documents.IdentityFile], err = layout.IdentityDocument(provider, consumer, authv1beta1.AuthParams{APIServer: o.APIServer, CA: o.CA.PEM, SignedCRT: cert}); err != nil {
+	if p.Files[documents.IdentityFile], err = protocol.IdentityDocument(provider, consumer, authv1beta1.AuthParams{APIServer: o.APIServer, CA: o.CA.PEM, SignedCRT: cert}); err != nil {
 		return nil, err
 	}
-	p.Files[documents.NonceFile], err = layout.NonceDocument(provider, consumer, crypto.GenerateNonce())
+	p.Files[documents.NonceFile], err = protocol.NonceDocument(provider, consumer, crypto.GenerateNonce())
 	return p, err
 }
 

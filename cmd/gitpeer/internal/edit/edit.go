@@ -20,7 +20,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Peering names one <root>/<provider>/<consumer> directory of a checkout.
@@ -30,14 +30,14 @@ type Peering struct {
 }
 
 // file returns the checkout-relative path of kind, after validating the IDs.
-func (p Peering) file(kind layout.Kind) (string, error) {
+func (p Peering) file(kind protocol.Kind) (string, error) {
 	for _, id := range []string{p.Provider, p.Consumer} {
 		if err := authv1beta1.ValidateClusterID(id); err != nil {
 			return "", err
 		}
 	}
-	rel := layout.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: kind}.String()
-	if _, _, err := layout.ParsePath(rel); err != nil {
+	rel := protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: kind}.String()
+	if _, _, err := protocol.ParsePath(rel); err != nil {
 		return "", err
 	}
 	return path.Join(filepath.ToSlash(p.Root), rel), nil
@@ -55,15 +55,15 @@ func Request(p Peering, keyPEM []byte) (string, error) {
 		}
 		key = priv.Public()
 	}
-	rel, err := p.file(layout.Request)
+	rel, err := p.file(protocol.Request)
 	if err != nil {
 		return "", err
 	}
-	doc, err := layout.RequestDocument(p.Provider, p.Consumer, key)
+	doc, err := protocol.RequestDocument(p.Provider, p.Consumer, key)
 	if err != nil {
 		return "", err
 	}
-	if err := (&layout.Peering{}).Decode(layout.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: layout.Request}, doc); err != nil {
+	if err := (&protocol.Peering{}).Decode(protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: protocol.Request}, doc); err != nil {
 		return "", err
 	}
 	file := filepath.Join(p.Checkout, filepath.FromSlash(rel))
@@ -81,7 +81,7 @@ func Request(p Peering, keyPEM []byte) (string, error) {
 // removes identity.yaml. A kustomization.yaml beside it no longer lists
 // tenant.yaml (see dropTenant), so the directory still builds.
 func Revoke(p Peering) (string, error) {
-	rel, err := p.file(layout.Tenant)
+	rel, err := p.file(protocol.Tenant)
 	if err != nil {
 		return "", err
 	}
@@ -136,7 +136,7 @@ func dropTenant(file string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	kept := slices.DeleteFunc(slices.Clone(resources.Content), func(n *yamlv3.Node) bool {
-		return path.Clean(n.Value) == string(layout.Tenant)
+		return path.Clean(n.Value) == string(protocol.Tenant)
 	})
 	if len(kept) == len(resources.Content) {
 		return nil, false, nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/verify"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
@@ -43,8 +43,8 @@ func TestRequestWritesAValidDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pe := &layout.Peering{}
-			if err := pe.Decode(layout.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: layout.Request}, data); err != nil {
+			pe := &protocol.Peering{}
+			if err := pe.Decode(protocol.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: protocol.Request}, data); err != nil {
 				t.Fatal(err)
 			}
 			if string(pe.Request.Spec.PublicKey) != string(pub) {

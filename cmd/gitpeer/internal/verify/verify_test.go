@@ -16,7 +16,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
@@ -77,7 +77,7 @@ func (c *checkout) writeYAML(t *testing.T, rel string, v any) {
 // tenant returns consumer-2's Tenant as its agent built it, for mutation.
 func (c *checkout) tenant(t *testing.T) *authv1beta1.Tenant {
 	t.Helper()
-	tt, err := layout.NewTenant("consumer-2", c.proposed.Key, c.proposed.SignedNonce)
+	tt, err := protocol.NewTenant("consumer-2", c.proposed.Key, c.proposed.SignedNonce)
 	if err != nil {
 		t.Fatal(err)
 	}

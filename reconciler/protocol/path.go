@@ -1,9 +1,4 @@
-// Package layout reads the files of a peering repository: it maps paths to
-// (provider, consumer, kind), decodes each file strictly, checks that the IDs in
-// its path are the IDs inside it, and verifies Tenants and Identities with the
-// crypto package. The agent and `gitpeer verify` share it, so a repository's CI
-// rejects exactly what the agent would.
-package layout
+package protocol
 
 import (
 	"fmt"
