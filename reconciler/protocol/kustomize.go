@@ -69,7 +69,7 @@ func (pe *Peering) Kustomize(files map[string][]byte) error {
 	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
 	built, err := buildDocuments(dir, files)
 	if err != nil {
-		err = fmt.Errorf("%s: %w", path.Join(dir, documents.KustomizationFile), err)
+		err = fmt.Errorf("%s: %w", path.Join(dir, KustomizationFile), err)
 		pe.RefuseBuild(func(k Kind) bool { return hasFile(files, k) }, err)
 		return err
 	}
@@ -81,7 +81,7 @@ func (pe *Peering) Kustomize(files map[string][]byte) error {
 		case !hasFile(files, k):
 		case ok:
 			if err := pe.Decode(p, data); err != nil {
-				err = fmt.Errorf("%w (as built by %s)", err, documents.KustomizationFile)
+				err = fmt.Errorf("%w (as built by %s)", err, KustomizationFile)
 				pe.MarkInvalid(k, err)
 				errs = append(errs, err)
 			}
@@ -145,7 +145,7 @@ func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, 
 		if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(name)) {
 			err = checkKustomization(data)
 		}
-		if err != nil && name != documents.KustomizationFile {
+		if err != nil && name != KustomizationFile {
 			err = fmt.Errorf("in %s: %w", name, err)
 		}
 		if err != nil {
@@ -158,8 +158,8 @@ func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, 
 			return nil, err
 		}
 	}
-	if _, ok := files[documents.KustomizationFile]; !ok {
-		return nil, fmt.Errorf("%w: no %s", ErrInvalid, documents.KustomizationFile)
+	if _, ok := files[KustomizationFile]; !ok {
+		return nil, fmt.Errorf("%w: no %s", ErrInvalid, KustomizationFile)
 	}
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsRootOnly

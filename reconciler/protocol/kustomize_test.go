@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
@@ -24,9 +23,9 @@ func kustomizedDir(t *testing.T, nonce, kustomization string, extra map[string]s
 		t.Fatal(err)
 	}
 	files := map[string][]byte{
-		string(Tenant):              marshal(t, signedTenant(t, k, consumer, nonce)),
-		string(Request):             request,
-		documents.KustomizationFile: []byte(kustomization),
+		string(Tenant):    marshal(t, signedTenant(t, k, consumer, nonce)),
+		string(Request):   request,
+		KustomizationFile: []byte(kustomization),
 	}
 	for name, data := range extra {
 		files[name] = []byte(data)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/gitsync"
 )
 
@@ -152,8 +151,8 @@ func (l *Loaded) skipped(sk *gitsync.FileError, scope Scope) {
 func kustomizedDirs(listing *gitsync.Listing) map[string]bool {
 	dirs := map[string]bool{}
 	for _, f := range listing.Files {
-		if dir, name := path.Split(f.Path); name == documents.KustomizationFile && strings.Count(f.Path, "/") == 2 {
-			dirs[strings.TrimSuffix(dir, "/")] = true
+		if dir, ok := KustomizedDir(f.Path); ok {
+			dirs[dir] = true
 		}
 	}
 	return dirs
@@ -171,7 +170,7 @@ func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, sco
 		return // invalid IDs are reported with the directory's documents
 	}
 	pe := l.Peering(p.Provider, p.Consumer)
-	kustomization := path.Join(dir, documents.KustomizationFile)
+	kustomization := path.Join(dir, KustomizationFile)
 	fail := func(err error) {
 		err = fmt.Errorf("%w; %s is not built", err, kustomization)
 		pe.RefuseBuild(func(k Kind) bool {

@@ -18,7 +18,6 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
@@ -93,7 +92,7 @@ func Revoke(p Peering) (string, error) {
 	} else if fi.IsDir() {
 		return "", fmt.Errorf("%s is a directory", rel)
 	}
-	kustRel := path.Join(path.Dir(rel), documents.KustomizationFile)
+	kustRel := path.Join(path.Dir(rel), protocol.KustomizationFile)
 	kustomization, changed, err := dropTenant(filepath.Join(p.Checkout, filepath.FromSlash(kustRel)))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", kustRel, err)

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
@@ -132,11 +131,12 @@ func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []R
 // cross-file checks of its directory give it one.
 func fileResult(rel string, loaded *protocol.Loaded) (Result, bool) {
 	_, ok, _ := protocol.ParsePath(rel)
-	dir, name := path.Split(rel)
+	kustomized, isKustomization := protocol.KustomizedDir(rel)
+	name := path.Base(rel)
 	switch {
 	case ok:
 		return Result{}, false
-	case name == documents.KustomizationFile && strings.Count(rel, "/") == 2 && loaded.Peerings[strings.TrimSuffix(dir, "/")] != nil:
+	case isKustomization && loaded.Peerings[kustomized] != nil:
 		return Result{Path: rel, Valid: true, Reason: "built with kustomize; the documents below are checked as built"}, true
 	case knownName(name):
 		return Result{Path: rel, Reason: name + " is at the wrong depth: documents live at <providerID>/<consumerID>/" + name}, true
