@@ -62,9 +62,9 @@ func (s *session) request(ctx context.Context, pe *protocol.Peering) outcome {
 	if err != nil {
 		return outcome{err: err}
 	}
-	if err := s.write(ctx, gitsync.Message{
+	if err := s.write(ctx, protocol.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
-		Action:  "request", Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  protocol.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
 	}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)); err != nil {
 		return outcome{err: err}
 	}
@@ -102,10 +102,10 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Peering, ns st
 	if err != nil {
 		return outcome{err: err}
 	}
-	msg := gitsync.Message{
+	msg := protocol.Message{
 		Subject: fmt.Sprintf("Propose Tenant of %s for %s", pe.Consumer, pe.Provider),
 		Body:    "Merging this change approves the peering: the provider's agent then verifies the Tenant and issues an identity.",
-		Action:  "propose-tenant", Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  protocol.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
 	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
 	if branch == "" {

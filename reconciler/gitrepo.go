@@ -115,7 +115,7 @@ func observeGit(op string, f func() (plumbing.Hash, error)) (plumbing.Hash, erro
 
 // write commits changes to the branch (a no-op when they are already there)
 // and records whether a commit was pushed.
-func (s *session) write(ctx context.Context, msg gitsync.Message, changes ...gitsync.FileChange) error {
+func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gitsync.FileChange) error {
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
 	defer cancel()
 	var res gitsync.WriteResult

@@ -102,9 +102,9 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Peering, ns strin
 		if err != nil {
 			return outcome{err: err}
 		}
-		if err := s.write(ctx, gitsync.Message{
+		if err := s.write(ctx, protocol.Message{
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
-			Action:  "issue-nonce", Provider: pe.Provider, Consumer: pe.Consumer,
+			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: pe.Consumer,
 		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc)); err != nil {
 			return outcome{err: err}
 		}
@@ -189,9 +189,9 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Peering, tenant *au
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	action, reason := "issue-identity", ReasonIssued
+	action, reason := protocol.ActionIssueIdentity, ReasonIssued
 	if pe.Identity != nil {
-		action, reason = "renew-identity", ReasonRenewed
+		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
 	note := ""
 	if renewAt := crypto.RenewalTime(cert); !s.r.Now().Before(renewAt) {
@@ -211,7 +211,7 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Peering, tenant *au
 		if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 			return outcome{err: err}
 		}
-		action, reason = "renew-identity", ReasonRenewed
+		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
 	s.noteRenewal(crypto.RenewalTime(cert))
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
@@ -238,10 +238,10 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Peering, tenant *au
 	dir.Kind = protocol.Identity
 	identityPath := dir.String()
 	dir.Kind = protocol.Nonce
-	if err := s.write(ctx, gitsync.Message{
-		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{"issue-identity": "Issue", "renew-identity": "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
+	if err := s.write(ctx, protocol.Message{
+		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
 		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
-		Extra: []gitsync.Trailer{{Key: "Gitpeer-Serial", Value: cert.SerialNumber.Text(16)}, {Key: "Gitpeer-Expires", Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
+		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
 	}, gitsync.Put(identityPath, identity), gitsync.Put(dir.String(), nonceDoc)); err != nil {
 		return outcome{err: err}
 	}
@@ -274,10 +274,10 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Peering, ns string) o
 	for _, k := range []protocol.Kind{protocol.Identity, protocol.Nonce, protocol.Request} {
 		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
-	if err := s.write(ctx, gitsync.Message{
+	if err := s.write(ctx, protocol.Message{
 		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
 		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
-		Action:  "revoke", Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
 	}, changes...); err != nil {
 		return outcome{err: err}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 
-	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
@@ -61,10 +60,7 @@ func (r *reader) diff(c, parent *object.Commit) error {
 	if err != nil {
 		return err
 	}
-	byAgent := false
-	for _, t := range gitsync.ParseTrailers(c.Message) {
-		byAgent = byAgent || t.Key == gitsync.TrailerAction
-	}
+	byAgent := len(protocol.Records(c.Message)) > 0
 	for _, ch := range changes {
 		action, err := ch.Action()
 		if err != nil {

@@ -98,11 +98,11 @@ func (res *Result) apply(e audit.Event) error {
 // trailers of an identity commit and returns the expiry.
 func certificate(serial, expires string) (time.Time, error) {
 	if _, ok := new(big.Int).SetString(serial, 16); !ok {
-		return time.Time{}, fmt.Errorf("Gitpeer-Serial %q is not a hexadecimal serial", serial)
+		return time.Time{}, fmt.Errorf("%s %q is not a hexadecimal serial", protocol.TrailerSerial, serial)
 	}
 	notAfter, err := time.Parse(time.RFC3339, expires)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("Gitpeer-Expires %q: %w", expires, err)
+		return time.Time{}, fmt.Errorf("%s %q: %w", protocol.TrailerExpires, expires, err)
 	}
 	return notAfter, nil
 }
