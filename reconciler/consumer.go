@@ -163,7 +163,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Peering, ns st
 	if err := s.ownTenantMerged(pe); err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}
-	cert, err := protocol.VerifyIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
+	cert, err := protocol.CheckIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
 	if err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}

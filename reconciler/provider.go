@@ -124,9 +124,9 @@ func (s *session) issue(ctx context.Context, pe *protocol.Peering, ns string) ou
 	if nonce == "" {
 		return s.rejectTenant(pe, "no nonce was issued to this consumer (request.yaml missing or revoked)")
 	}
-	key, err := protocol.VerifyTenant(pe.Tenant, nonce, pe.Consumer)
+	key, err := protocol.CheckTenant(pe.Tenant, nonce, pe.Consumer)
 	if err == nil {
-		err = pe.VerifyRequestKey(key)
+		err = pe.CheckRequestKey(key)
 	}
 	if err != nil {
 		return s.rejectTenant(pe, err.Error())

@@ -258,7 +258,7 @@ func (s *session) sync(ctx context.Context) error {
 		}
 	}
 	conditions.Delete(obj, meta.StalledCondition)
-	if err := s.verify(ctx); err != nil {
+	if err := s.verifySignatures(ctx); err != nil {
 		return err
 	}
 	return s.load(ctx)

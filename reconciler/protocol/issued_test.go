@@ -46,7 +46,7 @@ func TestVerifyIssued(t *testing.T) {
 		{"not a certificate", []byte("garbage"), "issued certificate:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cert, err := VerifyIssued(tc.cert, tenantKey.Public(), consumer)
+			cert, err := CheckIssued(tc.cert, tenantKey.Public(), consumer)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("want valid, got %v", err)
@@ -76,7 +76,7 @@ func TestVerifyRequestKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pe := &Peering{Provider: provider, Consumer: consumer, Request: tc.request}
-			err := pe.VerifyRequestKey(tc.key)
+			err := pe.CheckRequestKey(tc.key)
 			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("want error %q, got %v", tc.wantErr, err)
 			}

@@ -93,7 +93,7 @@ spec: {tenantCondition: Cordoned}
 			if got := pe.Tenant.Spec.TenantCondition; got != tc.want {
 				t.Fatalf("tenantCondition = %q, want %q", got, tc.want)
 			}
-			if _, err := VerifyTenant(pe.Tenant, nonce, consumer); err != nil {
+			if _, err := CheckTenant(pe.Tenant, nonce, consumer); err != nil {
 				t.Fatalf("a patched tenantCondition must leave the signed fields verifiable: %v", err)
 			}
 		})
@@ -113,7 +113,7 @@ func TestKustomizePatchOfSignedFieldFailsVerification(t *testing.T) {
 			if err := pe.Kustomize(kustomizedDir(t, nonce, k, nil)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := VerifyTenant(pe.Tenant, nonce, consumer); err == nil {
+			if _, err := CheckTenant(pe.Tenant, nonce, consumer); err == nil {
 				t.Fatalf("a Tenant whose %s was patched still verifies", field)
 			}
 		})

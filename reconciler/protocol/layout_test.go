@@ -319,7 +319,7 @@ func TestVerifyTenant(t *testing.T) {
 		}), wantErr: "tenant signature:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := VerifyTenant(tc.tenant, nonce, consumer)
+			got, err := CheckTenant(tc.tenant, nonce, consumer)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -335,7 +335,7 @@ func TestVerifyTenant(t *testing.T) {
 		})
 	}
 	// The same valid Tenant checked for another consumer fails on the CN.
-	if _, err := VerifyTenant(good, nonce, "consumer-2"); err == nil || !strings.Contains(err.Error(), "common name") {
+	if _, err := CheckTenant(good, nonce, "consumer-2"); err == nil || !strings.Contains(err.Error(), "common name") {
 		t.Fatalf("tenant verified for another consumer: %v", err)
 	}
 }

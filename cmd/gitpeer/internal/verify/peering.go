@@ -121,7 +121,7 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("tenant public key: %w", err)
 	}
-	if err := d.pe.VerifyRequestKey(key); err != nil {
+	if err := d.pe.CheckRequestKey(key); err != nil {
 		return "", err
 	}
 	if _, err := crypto.ValidateCSR(t.Spec.CSR, consumer, key); err != nil {
@@ -129,12 +129,12 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 	}
 	sigErr := errors.New("tenant signature: no nonce.yaml beside it to verify against")
 	if d.ok[protocol.Nonce] {
-		if _, sigErr = protocol.VerifyTenant(t, d.pe.Nonce.Spec.Nonce, consumer); sigErr == nil {
+		if _, sigErr = protocol.CheckTenant(t, d.pe.Nonce.Spec.Nonce, consumer); sigErr == nil {
 			return fmt.Sprintf("signed over nonce.yaml by its key; CSR for CN=%s, O=%s", consumer, authv1beta1.CertificateOrganization), nil
 		}
 	}
 	if d.ok[protocol.Identity] {
-		cert, err := protocol.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now)
+		cert, err := protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now)
 		if err == nil {
 			return fmt.Sprintf("issued: identity.yaml certifies its key (serial %s); the nonce it signed has been rotated", cert.SerialNumber.Text(16)), nil
 		}
@@ -167,7 +167,7 @@ func (d *directory) checkIdentity(now time.Time) (string, error) {
 		}
 		source = "the key of request.yaml"
 	}
-	if cert, err = protocol.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
+	if cert, err = protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
 		return "", fmt.Errorf("%w (checked against %s)", err, source)
 	}
 	chain := "chains to its CA"

@@ -56,7 +56,7 @@ func TestVerifyIdentity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: "https://p:6443", CA: tc.ca, SignedCRT: tc.cert}}}
-			_, err := protocol.VerifyIdentity(id, key.Public(), consumer, now)
+			_, err := protocol.CheckIdentity(id, key.Public(), consumer, now)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
