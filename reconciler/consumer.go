@@ -29,7 +29,7 @@ import (
 )
 
 // consume runs the consumer side of one peering directory <provider>/<me>.
-func (s *session) consume(ctx context.Context, pe *protocol.Peering) outcome {
+func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Provider))
 	switch {
 	case pe.Identity != nil:
@@ -57,7 +57,7 @@ func (s *session) consume(ctx context.Context, pe *protocol.Peering) outcome {
 
 // request commits request.yaml with the cluster's public key. Requests grant
 // nothing, so they go straight to the branch.
-func (s *session) request(ctx context.Context, pe *protocol.Peering) outcome {
+func (s *session) request(ctx context.Context, pe *protocol.Documents) outcome {
 	doc, err := protocol.RequestDocument(pe.Provider, pe.Consumer, s.key.Public())
 	if err != nil {
 		return outcome{err: err}
@@ -74,7 +74,7 @@ func (s *session) request(ctx context.Context, pe *protocol.Peering) outcome {
 
 // proposeTenant signs the provider's nonce, builds the CSR and pushes
 // tenant.yaml for review (or to the branch in direct mode), once per nonce.
-func (s *session) proposeTenant(ctx context.Context, pe *protocol.Peering, ns string) outcome {
+func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	nonce := pe.Nonce.Spec.Nonce
 	branch, err := s.reviewBranch(pe)
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Peering, ns st
 }
 
 // reviewBranch renders the review-branch template; "" in direct mode.
-func (s *session) reviewBranch(pe *protocol.Peering) (string, error) {
+func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 	if s.obj.Spec.Consumer.Direct {
 		return "", nil
 	}
@@ -158,7 +158,7 @@ func (s *session) reviewBranch(pe *protocol.Peering) (string, error) {
 // SelfSubjectReview when it is new or the branch moved, and only then pins the
 // provider and writes the Identity and its kubeconfig Secret. A rejected
 // identity.yaml leaves everything in place.
-func (s *session) applyIdentity(ctx context.Context, pe *protocol.Peering, ns string) outcome {
+func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
 	if err := s.ownTenantMerged(pe); err != nil {
 		return s.rejectIdentity(pe, err.Error())
@@ -216,7 +216,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Peering, ns st
 
 // writeIdentity applies the Identity of pe and its kubeconfig Secret, and
 // returns what happened to the Secret.
-func (s *session) writeIdentity(ctx context.Context, pe *protocol.Peering, ns string, kubeconfig []byte) (controllerutil.OperationResult, error) {
+func (s *session) writeIdentity(ctx context.Context, pe *protocol.Documents, ns string, kubeconfig []byte) (controllerutil.OperationResult, error) {
 	id := pe.Identity
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.Name}}
@@ -257,7 +257,7 @@ func (s *session) labelConsumerObject(meta *metav1.ObjectMeta, provider string) 
 
 // dropIdentity deletes the Identity, its kubeconfig Secret, the signed nonce
 // and the provider's pin once identity.yaml left the branch.
-func (s *session) dropIdentity(ctx context.Context, pe *protocol.Peering, ns string) (outcome, bool) {
+func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
 	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(pe.Provider))
 	identity := &authv1beta1.Identity{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, identity); err != nil {
@@ -277,7 +277,7 @@ func (s *session) dropIdentity(ctx context.Context, pe *protocol.Peering, ns str
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}, true
 }
 
-func (s *session) rejectIdentity(pe *protocol.Peering, reason string) outcome {
+func (s *session) rejectIdentity(pe *protocol.Documents, reason string) outcome {
 	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String()
 	msg := fmt.Sprintf("%s rejected: %s", path, reason)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
@@ -324,7 +324,7 @@ func (s *session) markRevoked(ctx context.Context, ns string) error {
 
 // stayRevoked keeps a revoked peering revoked: no new request until an admin
 // sets the request-again annotation to this provider, which it consumes.
-func (s *session) stayRevoked(ctx context.Context, pe *protocol.Peering, ns string) (outcome, bool) {
+func (s *session) stayRevoked(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
 	nsObj := &corev1.Namespace{}
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return outcome{err: client.IgnoreNotFound(err)}, !apierrors.IsNotFound(err)

@@ -199,7 +199,7 @@ func TestLoadPeakHeap(t *testing.T) {
 			if !slices.ContainsFunc(loaded.Rejected, func(rj protocol.Rejection) bool { return errors.Is(rj.Err, tc.want) }) {
 				t.Errorf("no rejection matching %v: %v", tc.want, loaded.Rejected)
 			}
-			pe := loaded.Peering("provider-a", "consumer-1")
+			pe := loaded.Documents("provider-a", "consumer-1")
 			if read := pe.Tenant != nil && pe.Identity != nil && len(pe.Invalid) == 0; !read && len(pe.Invalid) != len(protocol.Kinds) {
 				t.Errorf("benign peering neither read nor marked invalid: %+v", pe)
 			}

@@ -50,7 +50,7 @@ const (
 )
 
 // provide runs the provider side of one peering directory <me>/<consumer>.
-func (s *session) provide(ctx context.Context, pe *protocol.Peering) outcome {
+func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
 	if _, err := s.tenantNamespace(ctx, pe.Consumer, ns); err != nil {
 		return s.skipForeign(pe, err)
@@ -83,7 +83,7 @@ func (s *session) provide(ctx context.Context, pe *protocol.Peering) outcome {
 
 // offerNonce makes sure a requested peering has a tenant namespace, a nonce
 // Secret and that nonce committed as nonce.yaml.
-func (s *session) offerNonce(ctx context.Context, pe *protocol.Peering, ns string) outcome {
+func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	if pe.Request == nil {
 		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"}
 	}
@@ -116,7 +116,7 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Peering, ns strin
 // issue verifies a merged Tenant against the provider's own nonce and, if it
 // holds, applies it, binds RBAC, signs its CSR and commits identity.yaml with
 // a fresh nonce.
-func (s *session) issue(ctx context.Context, pe *protocol.Peering, ns string) outcome {
+func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	nonce, err := s.nonce(ctx, pe.Consumer, ns, true)
 	if err != nil {
 		return outcome{err: err}
@@ -170,7 +170,7 @@ func (s *session) issue(ctx context.Context, pe *protocol.Peering, ns string) ou
 // maintain keeps an issued peering true to the branch: the nonce is rotated
 // once used, identity.yaml matches the issued certificate, the Tenant's
 // condition is honoured, and the certificate is renewed at 2/3 of its life.
-func (s *session) maintain(ctx context.Context, pe *protocol.Peering, tenant *authv1beta1.Tenant) outcome {
+func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
 	ns := tenant.Namespace
 	if tenant.Spec.TenantCondition != pe.Tenant.Spec.TenantCondition {
 		patch := client.MergeFrom(tenant.DeepCopy())
@@ -263,7 +263,7 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Peering, tenant *au
 // tenant.yaml left the branch, marks its certificates revoked (the key pin
 // stays), and removes identity.yaml, nonce.yaml and request.yaml from the
 // branch: peering again takes a new request and a new approval.
-func (s *session) revoke(ctx context.Context, pe *protocol.Peering, ns string) outcome {
+func (s *session) revoke(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	if err := s.recordRevoked(ctx, pe.Consumer); err != nil {
 		return outcome{err: err}
 	}
@@ -301,7 +301,7 @@ func (s *session) issuedConsumers(ctx context.Context) []string {
 	return out
 }
 
-func (s *session) rejectTenant(pe *protocol.Peering, reason string) outcome {
+func (s *session) rejectTenant(pe *protocol.Documents, reason string) outcome {
 	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String()
 	msg := fmt.Sprintf("%s rejected, nothing issued: %s", path, reason)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)

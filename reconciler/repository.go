@@ -320,8 +320,8 @@ func (s *session) reject(ctx context.Context, path string, err error) {
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonInvalidFile, path, "%v", err)
 }
 
-func (s *session) peering(provider, consumer string) *protocol.Peering {
-	return s.loaded.Peering(provider, consumer)
+func (s *session) peering(provider, consumer string) *protocol.Documents {
+	return s.loaded.Documents(provider, consumer)
 }
 
 // run acts on every peering; a failure in one never blocks the others.

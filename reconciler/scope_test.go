@@ -59,7 +59,7 @@ func TestLoadCapsCountOnlyScope(t *testing.T) {
 			if len(loaded.Rejected) != 0 {
 				t.Errorf("rejected: %v", loaded.Rejected)
 			}
-			if pe := loaded.Peering("provider-a", "consumer-1"); pe.Tenant == nil || pe.Identity == nil || len(pe.Invalid) != 0 {
+			if pe := loaded.Documents("provider-a", "consumer-1"); pe.Tenant == nil || pe.Identity == nil || len(pe.Invalid) != 0 {
 				t.Errorf("own peering not read: %+v", pe)
 			}
 		})

@@ -49,7 +49,7 @@ func CheckIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer st
 // is the key of its request.yaml: the key that asked for the peering is the
 // only one a Tenant may carry. It fails when request.yaml is absent or
 // invalid. The provider agent and `gitpeer verify` both use it.
-func (pe *Peering) CheckRequestKey(key gocrypto.PublicKey) error {
+func (pe *Documents) CheckRequestKey(key gocrypto.PublicKey) error {
 	if pe.Request == nil {
 		return fmt.Errorf("%w: tenant public key: no valid request.yaml beside it to compare with", ErrInvalid)
 	}

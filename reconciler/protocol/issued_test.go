@@ -75,7 +75,7 @@ func TestVerifyRequestKey(t *testing.T) {
 		{"no request.yaml", nil, requested.Public(), "no valid request.yaml beside it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pe := &Peering{Provider: provider, Consumer: consumer, Request: tc.request}
+			pe := &Documents{Provider: provider, Consumer: consumer, Request: tc.request}
 			err := pe.CheckRequestKey(tc.key)
 			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("want error %q, got %v", tc.wantErr, err)

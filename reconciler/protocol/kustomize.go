@@ -65,7 +65,7 @@ var kinds = map[[2]string]Kind{
 // does not decode makes its kind invalid. While tenant.yaml is present but
 // yields no valid Tenant, BuildFailed says why: the provider then fails
 // closed. The returned error joins every problem.
-func (pe *Peering) Kustomize(files map[string][]byte) error {
+func (pe *Documents) Kustomize(files map[string][]byte) error {
 	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
 	built, err := buildDocuments(dir, files)
 	if err != nil {
@@ -101,7 +101,7 @@ func (pe *Peering) Kustomize(files map[string][]byte) error {
 // for err: every document whose file is present (present reports it) is
 // invalid, so none reads as absent, and with tenant.yaml present the
 // directory fails closed (BuildFailed). Absent documents stay absent.
-func (pe *Peering) RefuseBuild(present func(Kind) bool, err error) {
+func (pe *Documents) RefuseBuild(present func(Kind) bool, err error) {
 	for _, k := range Kinds {
 		if present(k) {
 			pe.MarkInvalid(k, err)

@@ -232,7 +232,7 @@ func TestDecode(t *testing.T) {
 			if tc.path != nil {
 				p = *tc.path
 			}
-			pe := &Peering{Provider: p.Provider, Consumer: p.Consumer}
+			pe := &Documents{Provider: p.Provider, Consumer: p.Consumer}
 			err := pe.Decode(p, tc.data)
 			if tc.wantErr == "" {
 				if err != nil {
@@ -267,7 +267,7 @@ func TestDecodeAliasBombIsFast(t *testing.T) {
 		doc += "a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.TrimSuffix(strings.Repeat("*a"+string(rune('0'+i-1))+",", 10), ",") + "]\n"
 	}
 	start := time.Now()
-	err := (&Peering{}).Decode(at(Tenant), []byte(doc))
+	err := (&Documents{}).Decode(at(Tenant), []byte(doc))
 	if err == nil || !strings.Contains(err.Error(), "anchors and aliases") {
 		t.Fatalf("err = %v", err)
 	}

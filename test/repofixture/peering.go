@@ -28,8 +28,8 @@ const (
 	Issued
 )
 
-// Peering is the files of one <provider>/<consumer> directory at a stage.
-type Peering struct {
+// StagedDirectory is the files of one <provider>/<consumer> directory at a stage.
+type StagedDirectory struct {
 	Provider, Consumer string
 	// Key is the consumer's cluster key.
 	Key gocrypto.Signer
@@ -48,12 +48,12 @@ type Options struct {
 }
 
 // Build generates a consumer key and the files of the directory at stage.
-func Build(provider, consumer string, stage Stage, o Options) (*Peering, error) {
+func Build(provider, consumer string, stage Stage, o Options) (*StagedDirectory, error) {
 	key, err := crypto.GenerateKey(crypto.Ed25519)
 	if err != nil {
 		return nil, err
 	}
-	p := &Peering{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
+	p := &StagedDirectory{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
 	if p.Files[string(protocol.Request)], err = protocol.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
 		return p, err
 	}
@@ -81,7 +81,7 @@ func Build(provider, consumer string, stage Stage, o Options) (*Peering, error) 
 }
 
 // WriteTo writes the files under root/<provider>/<consumer>/.
-func (p *Peering) WriteTo(root string) error {
+func (p *StagedDirectory) WriteTo(root string) error {
 	for name, data := range p.Files {
 		if err := Write(root, path.Join(p.Provider, p.Consumer, name), data); err != nil {
 			return err

@@ -22,14 +22,14 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// Peering names one <root>/<provider>/<consumer> directory of a checkout.
-type Peering struct {
+// CheckoutDir names one <root>/<provider>/<consumer> directory of a checkout.
+type CheckoutDir struct {
 	Checkout, Root     string
 	Provider, Consumer string
 }
 
 // file returns the checkout-relative path of kind, after validating the IDs.
-func (p Peering) file(kind protocol.Kind) (string, error) {
+func (p CheckoutDir) file(kind protocol.Kind) (string, error) {
 	for _, id := range []string{p.Provider, p.Consumer} {
 		if err := authv1beta1.ValidateClusterID(id); err != nil {
 			return "", err
@@ -45,7 +45,7 @@ func (p Peering) file(kind protocol.Kind) (string, error) {
 // Request writes request.yaml with the consumer's public key (a PEM PUBLIC
 // KEY, or a PEM private key whose public half is used) and returns the
 // commands to commit it.
-func Request(p Peering, keyPEM []byte) (string, error) {
+func Request(p CheckoutDir, keyPEM []byte) (string, error) {
 	key, err := crypto.ParsePublicKey(keyPEM)
 	if err != nil {
 		priv, perr := crypto.ParsePrivateKeyPEM(keyPEM)
@@ -62,7 +62,7 @@ func Request(p Peering, keyPEM []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := (&protocol.Peering{}).Decode(protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: protocol.Request}, doc); err != nil {
+	if err := (&protocol.Documents{}).Decode(protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: protocol.Request}, doc); err != nil {
 		return "", err
 	}
 	file := filepath.Join(p.Checkout, filepath.FromSlash(rel))
@@ -79,7 +79,7 @@ func Request(p Peering, keyPEM []byte) (string, error) {
 // Once merged, the provider's agent deletes the Tenant and its RBAC and
 // removes identity.yaml. A kustomization.yaml beside it no longer lists
 // tenant.yaml (see dropTenant), so the directory still builds.
-func Revoke(p Peering) (string, error) {
+func Revoke(p CheckoutDir) (string, error) {
 	rel, err := p.file(protocol.Tenant)
 	if err != nil {
 		return "", err

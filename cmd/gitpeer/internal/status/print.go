@@ -8,10 +8,10 @@ import (
 )
 
 // Print writes the peerings as a table, or as a JSON or YAML list.
-func Print(w io.Writer, peerings []Peering, format string) error {
+func Print(w io.Writer, peerings []Row, format string) error {
 	if format != printer.Table {
 		if peerings == nil {
-			peerings = []Peering{}
+			peerings = []Row{}
 		}
 		return printer.WriteStructured(w, format, peerings)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// Peering is one row of `gitpeer status`.
-type Peering struct {
+// Row is one row of `gitpeer status`.
+type Row struct {
 	// Namespace and Repository name the PeeringRepository; empty for a
 	// Tenant or Identity that no PeeringRepository reports.
 	Namespace  string                      `json:"namespace,omitempty"`
@@ -39,7 +39,7 @@ type Peering struct {
 // Collect lists the peerings of the PeeringRepositories in namespace (all
 // namespaces when empty), and, for all namespaces, the Tenants and Identities
 // none of them reports.
-func Collect(ctx context.Context, c client.Reader, namespace string) ([]Peering, error) {
+func Collect(ctx context.Context, c client.Reader, namespace string) ([]Row, error) {
 	var repos gitpeerv1alpha1.PeeringRepositoryList
 	if err := c.List(ctx, &repos, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list PeeringRepositories: %w", err)
@@ -52,19 +52,19 @@ func Collect(ctx context.Context, c client.Reader, namespace string) ([]Peering,
 	if err := c.List(ctx, &identities); err != nil {
 		return nil, fmt.Errorf("list Identities: %w", err)
 	}
-	objects := map[string]Peering{}
+	objects := map[string]Row{}
 	for _, t := range tenants.Items {
-		p := Peering{Role: gitpeerv1alpha1.ProviderRole, Peer: string(t.Spec.ClusterID), Object: t.Namespace + "/" + t.Name, Condition: string(t.Spec.TenantCondition)}
+		p := Row{Role: gitpeerv1alpha1.ProviderRole, Peer: string(t.Spec.ClusterID), Object: t.Namespace + "/" + t.Name, Condition: string(t.Spec.TenantCondition)}
 		if t.Status.AuthParams != nil {
 			p.Expires = expiry(t.Status.AuthParams.SignedCRT)
 		}
 		objects[key(p.Role, p.Peer)] = p
 	}
 	for _, id := range identities.Items {
-		p := Peering{Role: gitpeerv1alpha1.ConsumerRole, Peer: string(id.Spec.ClusterID), Object: id.Namespace + "/" + id.Name, Expires: expiry(id.Spec.AuthParams.SignedCRT)}
+		p := Row{Role: gitpeerv1alpha1.ConsumerRole, Peer: string(id.Spec.ClusterID), Object: id.Namespace + "/" + id.Name, Expires: expiry(id.Spec.AuthParams.SignedCRT)}
 		objects[key(p.Role, p.Peer)] = p
 	}
-	var out []Peering
+	var out []Row
 	for _, r := range repos.Items {
 		for _, s := range r.Status.Peerings {
 			p := objects[key(s.Role, string(s.PeerID))]

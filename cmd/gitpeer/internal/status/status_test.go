@@ -133,7 +133,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err := Print(&js, scoped, "json"); err != nil {
 		t.Fatal(err)
 	}
-	var decoded []Peering
+	var decoded []Row
 	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded) != 3 || decoded[0].Expires == nil || decoded[1].Object != "" {
 		t.Fatalf("json (%v):\n%s", err, js.String())
 	}

@@ -39,7 +39,7 @@ func TestHostileCheckouts(t *testing.T) {
 			}
 			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
 		}},
-		// The agent rejects it with the same message (test/e2e csr_test.go), from protocol.Peering.CheckRequestKey.
+		// The agent rejects it with the same message (test/e2e csr_test.go), from protocol.Documents.CheckRequestKey.
 		{name: "whole tenant made with another key than the request's", path: proposedDir + "tenant.yaml", wantErr: "tenant public key is not the key of request.yaml: another key signed this Tenant than the one that requested the peering", mutate: func(t *testing.T, c *checkout) {
 			tt, err := protocol.NewTenant("consumer-2", newKey(t), c.proposed.SignedNonce)
 			if err != nil {

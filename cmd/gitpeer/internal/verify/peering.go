@@ -16,12 +16,12 @@ import (
 // directory is one <providerID>/<consumerID> folder: the documents that
 // decoded (ok) and are now checked against each other.
 type directory struct {
-	pe protocol.Peering
+	pe protocol.Documents
 	ok map[protocol.Kind]bool
 }
 
 // newDirectory returns the directory of pe with the documents that decoded.
-func newDirectory(pe *protocol.Peering) *directory {
+func newDirectory(pe *protocol.Documents) *directory {
 	d := &directory{pe: *pe, ok: map[protocol.Kind]bool{}}
 	for _, k := range protocol.Kinds {
 		d.ok[k] = pe.Invalid[k] == nil && documentOf(pe, k)
@@ -30,7 +30,7 @@ func newDirectory(pe *protocol.Peering) *directory {
 }
 
 // documentOf reports whether pe holds a decoded document of kind k.
-func documentOf(pe *protocol.Peering, k protocol.Kind) bool {
+func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
 	switch k {
 	case protocol.Request:
 		return pe.Request != nil
@@ -77,7 +77,7 @@ func (d *directory) check(now time.Time) []Result {
 }
 
 // verdict says what a provider does with the directory, as far as the branch
-// decides it: it reads protocol.Peering as the agent's provider does. results
+// decides it: it reads protocol.Documents as the agent's provider does. results
 // are the directory's document results. A verdict is never invalid itself:
 // the files it follows from carry the validity.
 func (d *directory) verdict(results []Result) Result {

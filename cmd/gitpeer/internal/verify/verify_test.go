@@ -30,7 +30,7 @@ const (
 // consumer-2 with a Tenant proposed over the current nonce.
 type checkout struct {
 	root             string
-	issued, proposed *repofixture.Peering
+	issued, proposed *repofixture.StagedDirectory
 	ca               *repofixture.CA
 }
 
@@ -49,7 +49,7 @@ func newCheckout(t *testing.T) *checkout {
 	if c.proposed, err = repofixture.Build("provider-a", "consumer-2", repofixture.TenantProposed, o); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*repofixture.Peering{c.issued, c.proposed} {
+	for _, p := range []*repofixture.StagedDirectory{c.issued, c.proposed} {
 		if err := p.WriteTo(c.root); err != nil {
 			t.Fatal(err)
 		}
