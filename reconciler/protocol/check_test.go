@@ -15,7 +15,7 @@ import (
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
-func TestVerifyIdentity(t *testing.T) {
+func TestCheckIdentity(t *testing.T) {
 	const consumer = "consumer-1"
 	now := time.Now()
 	key, err := crypto.GenerateKey(crypto.Ed25519)

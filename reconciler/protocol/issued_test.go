@@ -14,10 +14,10 @@ import (
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 )
 
-// TestVerifyIssued: the provider stores and publishes a signed certificate
+// TestCheckIssued: the provider stores and publishes a signed certificate
 // only when it is for the Tenant's key and names exactly CN=<consumer>,
 // O=[liqo.io], whatever the signer returned.
-func TestVerifyIssued(t *testing.T) {
+func TestCheckIssued(t *testing.T) {
 	signer, tenantKey := newKey(t), newKey(t)
 	// issue is a certificate for k's public key with subject CN=cn, O=orgs, as a signer returns it.
 	issue := func(k gocrypto.Signer, cn string, orgs ...string) []byte {
@@ -59,9 +59,9 @@ func TestVerifyIssued(t *testing.T) {
 	}
 }
 
-// TestVerifyRequestKey: a Tenant must carry the key of request.yaml, and a
+// TestCheckRequestKey: a Tenant must carry the key of request.yaml, and a
 // Tenant without a valid request.yaml beside it is refused.
-func TestVerifyRequestKey(t *testing.T) {
+func TestCheckRequestKey(t *testing.T) {
 	requested := newKey(t)
 	request := &documents.PeeringRequest{Spec: documents.PeeringRequestSpec{PublicKey: pubPEM(t, requested)}}
 	for _, tc := range []struct {

@@ -276,7 +276,7 @@ func TestDecodeAliasBombIsFast(t *testing.T) {
 	}
 }
 
-func TestVerifyTenant(t *testing.T) {
+func TestCheckTenant(t *testing.T) {
 	key, other := newKey(t), newKey(t)
 	nonce, oldNonce := crypto.GenerateNonce(), crypto.GenerateNonce()
 	good := signedTenant(t, key, consumer, nonce)
