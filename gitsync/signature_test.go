@@ -10,10 +10,10 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 )
 
-// TestVerifyCommitsWith checks which commits each selection verifies: an
+// TestVerifyCommitSignaturesWith checks which commits each selection verifies: an
 // agent signs its commits under peers/p/c, someone else pushes unsigned
 // commits under peers/p/other, outside the root, and under peers/p/c.
-func TestVerifyCommitsWith(t *testing.T) {
+func TestVerifyCommitSignaturesWith(t *testing.T) {
 	f := newFixture(t, "verify-scope")
 	key := testKey(t)
 	signer, err := gitsync.NewSSHSigner(key, nil)
