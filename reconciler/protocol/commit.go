@@ -61,13 +61,7 @@ var trailerKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 // Trailers returns the Gitpeer-* trailers of Action, Provider and Consumer
 // followed by Extra.
 func (m Message) Trailers() []Trailer {
-	var ts []Trailer
-	for _, t := range []Trailer{{TrailerAction, m.Action}, {TrailerProvider, m.Provider}, {TrailerConsumer, m.Consumer}} {
-		if t.Value != "" {
-			ts = append(ts, t)
-		}
-	}
-	return append(ts, m.Extra...)
+	return append(Record{Action: m.Action, Provider: m.Provider, Consumer: m.Consumer}.Trailers(), m.Extra...)
 }
 
 // String renders the message as git expects it: subject, blank line, body,
@@ -118,6 +112,19 @@ type Record struct {
 	Action, Provider, Consumer string
 	// Serial and Expires are set on identity commits.
 	Serial, Expires string
+}
+
+// Trailers returns the Gitpeer-* trailers of r's set fields, Gitpeer-Action
+// first: Records reads them back. A commit that records several peerings
+// carries the trailers of each in turn.
+func (r Record) Trailers() []Trailer {
+	var ts []Trailer
+	for _, t := range []Trailer{{TrailerAction, r.Action}, {TrailerProvider, r.Provider}, {TrailerConsumer, r.Consumer}, {TrailerSerial, r.Serial}, {TrailerExpires, r.Expires}} {
+		if t.Value != "" {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // Records returns the steps a commit message records: one per Gitpeer-Action

@@ -48,6 +48,15 @@ func TestRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	several := []protocol.Record{
+		{Action: protocol.ActionIssueNonce, Provider: "prov", Consumer: "a"},
+		{Action: protocol.ActionRenewIdentity, Provider: "prov", Consumer: "b", Serial: "2b", Expires: "2030-01-02T03:04:05Z"},
+		{Action: protocol.ActionRevoke, Provider: "prov", Consumer: "c"},
+	}
+	round, err := protocol.Message{Subject: "Round", Extra: slices.Concat(several[0].Trailers(), several[1].Trailers(), several[2].Trailers())}.String()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, message string
 		want          []protocol.Record
@@ -57,6 +66,7 @@ func TestRecords(t *testing.T) {
 		{"no trailer block", "Update README\n", nil},
 		{"two peerings in one commit", "Issue nonces\n\nGitpeer-Action: issue-nonce\nGitpeer-Provider: prov\nGitpeer-Consumer: a\nGitpeer-Action: issue-nonce\nGitpeer-Provider: prov\nGitpeer-Consumer: b\n",
 			[]protocol.Record{{Action: protocol.ActionIssueNonce, Provider: "prov", Consumer: "a"}, {Action: protocol.ActionIssueNonce, Provider: "prov", Consumer: "b"}}},
+		{"a round's commit written with Record.Trailers", round, several},
 		{"trailers before the action belong to no record", "x\n\nGitpeer-Consumer: stray\nGitpeer-Action: revoke\nGitpeer-Consumer: cons\n", []protocol.Record{{Action: protocol.ActionRevoke, Consumer: "cons"}}},
 		{"an empty action records nothing", "x\n\nGitpeer-Action: \nGitpeer-Consumer: cons\nSigned-off-by: a <a@b>\n", nil},
 	} {
