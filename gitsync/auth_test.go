@@ -49,7 +49,7 @@ func TestAuthFailuresAreTyped(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("poll: %v, want %v containing %q", err, tc.want, tc.msg)
 			}
-			_, err = r.Write(ctx(t), gitsync.Message{Subject: "x"}, []gitsync.FileChange{gitsync.Put("b.yaml", []byte("b"))})
+			_, err = r.Write(ctx(t), message("x"), []gitsync.FileChange{gitsync.Put("b.yaml", []byte("b"))})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("write: %v, want %v", err, tc.want)
 			}

@@ -36,7 +36,7 @@ func TestConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			for i := range commits {
 				p := fmt.Sprintf("w%d/c%02d.yaml", w, i)
-				res, err := agent.Write(ctx(t), gitsync.Message{Subject: "write " + p}, []gitsync.FileChange{gitsync.Put(p, []byte(p))})
+				res, err := agent.Write(ctx(t), message("write "+p), []gitsync.FileChange{gitsync.Put(p, []byte(p))})
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", p, err)
 					return

@@ -10,6 +10,6 @@
 // and refuses rewritten history. Write applies a set of file changes as one
 // commit authored (and optionally signed) by the agent and pushes it with
 // compare-and-swap semantics, re-applying the changes on the new head when
-// another writer got there first. VerifyCommits checks commit signatures
+// another writer got there first. VerifyCommitSignatures checks commit signatures
 // against trusted SSH and OpenPGP keys.
 package gitsync

@@ -105,9 +105,14 @@ func mustPoll(t testing.TB, r *gitsync.Repo) plumbing.Hash {
 	return h
 }
 
+// message is a commit message written verbatim.
+type message string
+
+func (m message) String() (string, error) { return string(m), nil }
+
 func mustWrite(t testing.TB, r *gitsync.Repo, subject string, changes ...gitsync.FileChange) gitsync.WriteResult {
 	t.Helper()
-	res, err := r.Write(ctx(t), gitsync.Message{Subject: subject, Action: "test"}, changes)
+	res, err := r.Write(ctx(t), message(subject+"\n\nGitpeer-Action: test\n"), changes)
 	if err != nil {
 		t.Fatal(err)
 	}

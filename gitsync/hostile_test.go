@@ -156,7 +156,7 @@ func TestHostileContent(t *testing.T) {
 	}
 
 	// Writes refuse unsafe paths too, and replace a symlink by a regular file.
-	if _, err := agent.Write(ctx(t), gitsync.Message{Subject: "x"}, []gitsync.FileChange{gitsync.Put("../secret.yaml", nil)}); !errors.Is(err, gitsync.ErrUnsafePath) {
+	if _, err := agent.Write(ctx(t), message("x"), []gitsync.FileChange{gitsync.Put("../secret.yaml", nil)}); !errors.Is(err, gitsync.ErrUnsafePath) {
 		t.Fatalf("unsafe write: %v", err)
 	}
 	res := mustWrite(t, agent, "fix link", gitsync.Put("p/c/link.yaml", []byte("regular")))

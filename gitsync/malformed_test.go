@@ -143,7 +143,7 @@ func TestSignatureCheckAgreesWithReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer repo.Close()
-	bad, err := repo.VerifyCommitsWith(first, second, &gitsync.TrustedKeys{}, gitsync.VerifyOptions{Dirs: []string{"p/c"}})
+	bad, err := repo.VerifyCommitSignaturesWith(first, second, &gitsync.TrustedKeys{}, gitsync.SignatureOptions{Dirs: []string{"p/c"}})
 	if err != nil {
 		t.Fatal(err)
 	}

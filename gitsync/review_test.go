@@ -13,7 +13,7 @@ func TestReviewBranch(t *testing.T) {
 	const branch = "gitpeer/p/c"
 	review := func(content string) gitsync.WriteResult {
 		t.Helper()
-		res, err := agent.WriteReview(ctx(t), branch, gitsync.Message{Subject: "tenant"}, []gitsync.FileChange{gitsync.Put("p/c/tenant.yaml", []byte(content))})
+		res, err := agent.WriteReview(ctx(t), branch, message("tenant"), []gitsync.FileChange{gitsync.Put("p/c/tenant.yaml", []byte(content))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func TestSignedCommitsAndVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad, err := sshAgent.VerifyCommits(plumbing.ZeroHash, head, trusted)
+	bad, err := sshAgent.VerifyCommitSignatures(plumbing.ZeroHash, head, trusted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +119,13 @@ func TestSignedCommitsAndVerification(t *testing.T) {
 
 	// Only the SSH key trusted: the OpenPGP-signed commit is reported too.
 	onlySSH, _ := gitsync.ParseTrustedKeys(map[string][]byte{"ssh": authorizedKey(t, sshPriv)})
-	bad, err = sshAgent.VerifyCommits(c1, head, onlySSH)
+	bad, err = sshAgent.VerifyCommitSignatures(c1, head, onlySSH)
 	if err != nil || len(bad) != 2 || bad[1].Commit != c2 {
 		t.Fatalf("ssh-only verification: %v %v", bad, err)
 	}
 	// Another SSH key: the SSH-signed commit is untrusted.
 	other, _ := gitsync.ParseTrustedKeys(map[string][]byte{"ssh": authorizedKey(t, testKey(t))})
-	bad, err = sshAgent.VerifyCommits(plumbing.ZeroHash, c1, other)
+	bad, err = sshAgent.VerifyCommitSignatures(plumbing.ZeroHash, c1, other)
 	if err != nil || len(bad) != 1 || !strings.Contains(bad[0].Reason, "untrusted key") {
 		t.Fatalf("untrusted key: %v %v", bad, err)
 	}

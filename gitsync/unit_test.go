@@ -2,42 +2,10 @@ package gitsync_test
 
 import (
 	"errors"
-	"reflect"
 	"testing"
 
 	"github.com/gitpeer/gitpeer/gitsync"
 )
-
-func TestMessageTrailers(t *testing.T) {
-	m := gitsync.Message{
-		Subject:  "nonce for\nconsumer-a",
-		Body:     "The provider issued a fresh nonce.",
-		Action:   "nonce",
-		Provider: "prov",
-		Consumer: "cons",
-		Extra:    []gitsync.Trailer{{Key: "Gitpeer-Serial", Value: "7\nGitpeer-Action: forged"}},
-	}
-	s, err := m.String()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "nonce for consumer-a\n\nThe provider issued a fresh nonce.\n\n" +
-		"Gitpeer-Action: nonce\nGitpeer-Provider: prov\nGitpeer-Consumer: cons\nGitpeer-Serial: 7 Gitpeer-Action: forged\n"
-	if s != want {
-		t.Fatalf("message:\n%q\nwant\n%q", s, want)
-	}
-	got := gitsync.ParseTrailers(s)
-	wantTrailers := append(m.Trailers()[:3:3], gitsync.Trailer{Key: "Gitpeer-Serial", Value: "7 Gitpeer-Action: forged"})
-	if !reflect.DeepEqual(got, wantTrailers) {
-		t.Fatalf("trailers %v", got)
-	}
-	if _, err := (gitsync.Message{}).String(); err == nil {
-		t.Fatal("empty subject accepted")
-	}
-	if _, err := (gitsync.Message{Subject: "x", Extra: []gitsync.Trailer{{Key: "bad key", Value: "v"}}}).String(); err == nil {
-		t.Fatal("bad trailer key accepted")
-	}
-}
 
 func TestAuthFromSecret(t *testing.T) {
 	a, err := gitsync.AuthFromSecret(map[string][]byte{"username": []byte("u"), "password": []byte("p"), "ca.crt": []byte("CA")})

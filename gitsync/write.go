@@ -26,12 +26,18 @@ type heads struct {
 	target, review plumbing.Hash
 }
 
+// CommitMessage is the message of a commit Write makes: String renders it
+// as git stores it, or says why it cannot. protocol.Message is the agent's.
+type CommitMessage interface {
+	String() (string, error)
+}
+
 // Write applies changes on top of the branch as one commit and pushes it with
 // compare-and-swap semantics: the push succeeds only if the branch is still
 // where the commit was built. When another writer moved the branch, the
 // changes are re-applied on the new head and the push retried with bounded,
 // jittered backoff. Changes already present make no commit.
-func (r *Repo) Write(ctx context.Context, msg Message, changes []FileChange) (WriteResult, error) {
+func (r *Repo) Write(ctx context.Context, msg CommitMessage, changes []FileChange) (WriteResult, error) {
 	return r.write(ctx, msg, changes, "")
 }
 
@@ -40,7 +46,7 @@ func (r *Repo) Write(ctx context.Context, msg Message, changes []FileChange) (Wr
 // when it has nothing the branch lacks, and otherwise extended. The push is
 // compare-and-swap, as in Write. Changes already present on the authoritative
 // branch (or on the review branch) make no commit.
-func (r *Repo) WriteReview(ctx context.Context, reviewBranch string, msg Message, changes []FileChange) (WriteResult, error) {
+func (r *Repo) WriteReview(ctx context.Context, reviewBranch string, msg CommitMessage, changes []FileChange) (WriteResult, error) {
 	if reviewBranch == "" || reviewBranch == r.cfg.Branch {
 		return WriteResult{}, fmt.Errorf("gitsync: review branch %q must differ from %q", reviewBranch, r.cfg.Branch)
 	}
@@ -50,7 +56,7 @@ func (r *Repo) WriteReview(ctx context.Context, reviewBranch string, msg Message
 	return r.write(ctx, msg, changes, reviewBranch)
 }
 
-func (r *Repo) write(ctx context.Context, msg Message, changes []FileChange, review string) (WriteResult, error) {
+func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChange, review string) (WriteResult, error) {
 	text, err := msg.String()
 	if err != nil {
 		return WriteResult{}, err

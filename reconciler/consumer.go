@@ -25,18 +25,18 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // consume runs the consumer side of one peering directory <provider>/<me>.
-func (s *session) consume(ctx context.Context, pe *layout.Peering) outcome {
+func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Provider))
 	switch {
 	case pe.Identity != nil:
 		return s.applyIdentity(ctx, pe, ns)
-	case pe.Invalid[layout.Identity] != nil:
+	case pe.Invalid[protocol.Identity] != nil:
 		// A bad identity.yaml is skipped: it never removes the Identity in use.
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[layout.Identity])}
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[protocol.Identity])}
 	case pe.Request == nil:
 		if o, stop := s.dropIdentity(ctx, pe, ns); stop {
 			return o
@@ -57,15 +57,15 @@ func (s *session) consume(ctx context.Context, pe *layout.Peering) outcome {
 
 // request commits request.yaml with the cluster's public key. Requests grant
 // nothing, so they go straight to the branch.
-func (s *session) request(ctx context.Context, pe *layout.Peering) outcome {
-	doc, err := layout.RequestDocument(pe.Provider, pe.Consumer, s.key.Public())
+func (s *session) request(ctx context.Context, pe *protocol.Documents) outcome {
+	doc, err := protocol.RequestDocument(pe.Provider, pe.Consumer, s.key.Public())
 	if err != nil {
 		return outcome{err: err}
 	}
-	if err := s.write(ctx, gitsync.Message{
+	if err := s.write(ctx, protocol.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
-		Action:  "request", Provider: pe.Provider, Consumer: pe.Consumer,
-	}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Request}.String(), doc)); err != nil {
+		Action:  protocol.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
+	}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)); err != nil {
 		return outcome{err: err}
 	}
 	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "requested peering with provider %s", pe.Provider)
@@ -74,7 +74,7 @@ func (s *session) request(ctx context.Context, pe *layout.Peering) outcome {
 
 // proposeTenant signs the provider's nonce, builds the CSR and pushes
 // tenant.yaml for review (or to the branch in direct mode), once per nonce.
-func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns string) outcome {
+func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	nonce := pe.Nonce.Spec.Nonce
 	branch, err := s.reviewBranch(pe)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns stri
 	if branch == "" {
 		where = "the branch (direct mode)"
 	}
-	tenant, err := layout.NewTenant(pe.Consumer, s.key, nonce)
+	tenant, err := protocol.NewTenant(pe.Consumer, s.key, nonce)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -102,12 +102,12 @@ func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns stri
 	if err != nil {
 		return outcome{err: err}
 	}
-	msg := gitsync.Message{
+	msg := protocol.Message{
 		Subject: fmt.Sprintf("Propose Tenant of %s for %s", pe.Consumer, pe.Provider),
 		Body:    "Merging this change approves the peering: the provider's agent then verifies the Tenant and issues an identity.",
-		Action:  "propose-tenant", Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  protocol.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
-	change := gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Tenant}.String(), doc)
+	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
 	if branch == "" {
 		err = s.write(ctx, msg, change)
 	} else {
@@ -137,7 +137,7 @@ func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns stri
 }
 
 // reviewBranch renders the review-branch template; "" in direct mode.
-func (s *session) reviewBranch(pe *layout.Peering) (string, error) {
+func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 	if s.obj.Spec.Consumer.Direct {
 		return "", nil
 	}
@@ -158,12 +158,12 @@ func (s *session) reviewBranch(pe *layout.Peering) (string, error) {
 // SelfSubjectReview when it is new or the branch moved, and only then pins the
 // provider and writes the Identity and its kubeconfig Secret. A rejected
 // identity.yaml leaves everything in place.
-func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns string) outcome {
+func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
 	if err := s.ownTenantMerged(pe); err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}
-	cert, err := layout.VerifyIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
+	cert, err := protocol.CheckIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
 	if err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}
@@ -216,7 +216,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *layout.Peering, ns stri
 
 // writeIdentity applies the Identity of pe and its kubeconfig Secret, and
 // returns what happened to the Secret.
-func (s *session) writeIdentity(ctx context.Context, pe *layout.Peering, ns string, kubeconfig []byte) (controllerutil.OperationResult, error) {
+func (s *session) writeIdentity(ctx context.Context, pe *protocol.Documents, ns string, kubeconfig []byte) (controllerutil.OperationResult, error) {
 	id := pe.Identity
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.Name}}
@@ -257,7 +257,7 @@ func (s *session) labelConsumerObject(meta *metav1.ObjectMeta, provider string) 
 
 // dropIdentity deletes the Identity, its kubeconfig Secret, the signed nonce
 // and the provider's pin once identity.yaml left the branch.
-func (s *session) dropIdentity(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
+func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
 	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(pe.Provider))
 	identity := &authv1beta1.Identity{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, identity); err != nil {
@@ -277,8 +277,8 @@ func (s *session) dropIdentity(ctx context.Context, pe *layout.Peering, ns strin
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}, true
 }
 
-func (s *session) rejectIdentity(pe *layout.Peering, reason string) outcome {
-	path := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Identity}.String()
+func (s *session) rejectIdentity(pe *protocol.Documents, reason string) outcome {
+	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String()
 	msg := fmt.Sprintf("%s rejected: %s", path, reason)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
@@ -324,7 +324,7 @@ func (s *session) markRevoked(ctx context.Context, ns string) error {
 
 // stayRevoked keeps a revoked peering revoked: no new request until an admin
 // sets the request-again annotation to this provider, which it consumes.
-func (s *session) stayRevoked(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
+func (s *session) stayRevoked(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
 	nsObj := &corev1.Namespace{}
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return outcome{err: client.IgnoreNotFound(err)}, !apierrors.IsNotFound(err)

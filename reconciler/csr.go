@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Annotations on the CSRs the provider creates. They only count on a CSR the
@@ -169,7 +169,7 @@ func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *i
 		waiting.message = joinNote(fmt.Sprintf("%s (CSR %s)", waiting.message, csr.Name), note)
 		return nil, &waiting
 	}
-	cert, err := layout.VerifyIssued(csr.Status.Certificate, sg.key, sg.consumer)
+	cert, err := protocol.CheckIssued(csr.Status.Certificate, sg.key, sg.consumer)
 	if err != nil {
 		msg := fmt.Sprintf("certificate of CSR %s not stored nor committed: %v", csr.Name, err)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCertificateRejected, csr.Name, "%s", msg)

@@ -9,16 +9,16 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // failClosed answers a kustomized directory whose tenant.yaml is present but
-// yields no valid Tenant (layout.Peering.BuildFailed). The admin's patches
+// yields no valid Tenant (protocol.Documents.BuildFailed). The admin's patches
 // cannot be known, so a Tenant in the cluster is drained: its condition set
 // to Drained and its RoleBinding removed. Nothing is issued or renewed; the
 // Tenant, its key pin and identity.yaml stay, as for any drained Tenant, and
 // a fixed build restores access.
-func (s *session) failClosed(ctx context.Context, pe *layout.Peering, tenant *authv1beta1.Tenant, exists bool) outcome {
+func (s *session) failClosed(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, exists bool) outcome {
 	msg := fmt.Sprintf("%v; failing closed: nothing issued or renewed until the build is fixed", pe.BuildFailed)
 	if !exists {
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}

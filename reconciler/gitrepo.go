@@ -14,7 +14,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // gitRepo returns the persistent clone for obj, reusing the one opened by an
@@ -28,8 +28,8 @@ func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv
 		Dir:    gitsync.CloneDir(r.DataDir, string(obj.UID)+"-"+obj.Spec.URL),
 		Now:    r.Now,
 
-		MaxFileSize: layout.MaxFileSize,
-		Limits:      layout.Limits,
+		MaxFileSize: protocol.MaxFileSize,
+		Limits:      protocol.Limits,
 	}
 	cfg.AuthorName, cfg.AuthorEmail = obj.Spec.Commit.GetAuthor()
 	var secretVersion string
@@ -135,7 +135,7 @@ func observeGit(op string, f func() (plumbing.Hash, error)) (plumbing.Hash, erro
 
 // write commits changes to the branch (a no-op when they are already there)
 // and records whether a commit was pushed.
-func (s *session) write(ctx context.Context, msg gitsync.Message, changes ...gitsync.FileChange) error {
+func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gitsync.FileChange) error {
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
 	defer cancel()
 	var res gitsync.WriteResult

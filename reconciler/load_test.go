@@ -18,7 +18,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
@@ -80,7 +80,7 @@ func (r *hostileRepo) commit(consumers map[string]plumbing.Hash, others ...objec
 	root := append([]object.TreeEntry{rawgit.Dir("provider-a", r.providerTree(consumers))}, others...)
 	slices.SortFunc(root, func(a, b object.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
 	head := r.Commit(r.Tree(root...))
-	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
 	if err != nil {
 		r.T.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func peakHeap(t *testing.T, load func()) uint64 {
 // peak of the same code on the benign repository plus 32 MiB, that the
 // shape is reported invalid (never absent) and the benign peering still read.
 func TestLoadPeakHeap(t *testing.T) {
-	full := bytes.Repeat([]byte("#"), layout.MaxFileSize)
+	full := bytes.Repeat([]byte("#"), protocol.MaxFileSize)
 	entries := func(r *hostileRepo, n int, first object.TreeEntry, blob plumbing.Hash) plumbing.Hash {
 		es := []object.TreeEntry{first}
 		for i := range n {
@@ -165,7 +165,7 @@ func TestLoadPeakHeap(t *testing.T) {
 	manyDirs := func(r *hostileRepo) map[string]plumbing.Hash {
 		sub := r.Tree(rawgit.Dir("sub", r.Tree(rawgit.File("tenant.yaml", r.Blob([]byte("kind: Tenant\n"))))))
 		m := map[string]plumbing.Hash{}
-		for i := range layout.MaxDirectoriesPerRound/2 + 1 {
+		for i := range protocol.MaxDirectoriesPerRound/2 + 1 {
 			m[fmt.Sprintf("consumer-x%05d", i)] = sub
 		}
 		return m
@@ -179,35 +179,35 @@ func TestLoadPeakHeap(t *testing.T) {
 		want  error
 	}{
 		{name: "3000 entries to one 64 KiB blob in a kustomized folder", build: kustomized(3000), want: gitsync.ErrLimitExceeded},
-		{name: "1000 entries to one 64 KiB blob in a kustomized folder", build: kustomized(1000), want: layout.ErrInvalid},
+		{name: "1000 entries to one 64 KiB blob in a kustomized folder", build: kustomized(1000), want: protocol.ErrInvalid},
 		{name: "a tree of MaxTreeEntries+1 entries", want: gitsync.ErrLimitExceeded, build: func(r *hostileRepo) map[string]plumbing.Hash {
-			return map[string]plumbing.Hash{"consumer-2": entries(r, layout.MaxTreeEntries, rawgit.File("a.yaml", r.Blob(full)), r.Blob(full))}
+			return map[string]plumbing.Hash{"consumer-2": entries(r, protocol.MaxTreeEntries, rawgit.File("a.yaml", r.Blob(full)), r.Blob(full))}
 		}},
-		{name: "MaxTreeEntries+1 consumer directories", build: dirs(layout.MaxTreeEntries+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
+		{name: "MaxTreeEntries+1 consumer directories", build: dirs(protocol.MaxTreeEntries+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
 		{name: "MaxDirectoriesPerRound+3 directories", build: manyDirs, want: gitsync.ErrLimitExceeded},
-		{name: "64 KiB tenants summing over MaxBytesPerRound", build: dirs(layout.MaxBytesPerRound/layout.MaxFileSize+8, full), want: gitsync.ErrLimitExceeded},
+		{name: "64 KiB tenants summing over MaxBytesPerRound", build: dirs(protocol.MaxBytesPerRound/protocol.MaxFileSize+8, full), want: gitsync.ErrLimitExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newHostileRepo(t)
 			repo, head := r.commit(tc.build(r))
-			var loaded *layout.Loaded
+			var loaded *protocol.Loaded
 			peak := peakHeap(t, func() { loaded = mustLoad(t, repo, head) })
 			t.Logf("peak heap %.1f MiB, baseline %.1f MiB", float64(peak)/(1<<20), float64(baseline)/(1<<20))
 			if peak > baseline+32<<20 {
 				t.Errorf("peak heap %d bytes exceeds the baseline %d + 32 MiB", peak, baseline)
 			}
-			if !slices.ContainsFunc(loaded.Rejected, func(rj layout.Rejection) bool { return errors.Is(rj.Err, tc.want) }) {
+			if !slices.ContainsFunc(loaded.Rejected, func(rj protocol.Rejection) bool { return errors.Is(rj.Err, tc.want) }) {
 				t.Errorf("no rejection matching %v: %v", tc.want, loaded.Rejected)
 			}
-			pe := loaded.Peering("provider-a", "consumer-1")
-			if read := pe.Tenant != nil && pe.Identity != nil && len(pe.Invalid) == 0; !read && len(pe.Invalid) != len(layout.Kinds) {
+			pe := loaded.Documents("provider-a", "consumer-1")
+			if read := pe.Tenant != nil && pe.Identity != nil && len(pe.Invalid) == 0; !read && len(pe.Invalid) != len(protocol.Kinds) {
 				t.Errorf("benign peering neither read nor marked invalid: %+v", pe)
 			}
 		})
 	}
 }
 
-func mustLoad(t *testing.T, repo *gitsync.Repo, head plumbing.Hash) *layout.Loaded {
+func mustLoad(t *testing.T, repo *gitsync.Repo, head plumbing.Hash) *protocol.Loaded {
 	t.Helper()
 	loaded, err := reconciler.LoadCommit(repo, head, providerA)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Event reasons of ownership.
@@ -390,7 +390,7 @@ func (s *session) tenantNamespace(ctx context.Context, peer, ns string) (*corev1
 
 // skipForeign reports a peering skipped because its objects belong to
 // someone else; other errors are returned as they are.
-func (s *session) skipForeign(pe *layout.Peering, err error) outcome {
+func (s *session) skipForeign(pe *protocol.Documents, err error) outcome {
 	var foreign errNotOurs
 	if !errors.As(err, &foreign) {
 		return outcome{err: err}
@@ -401,7 +401,7 @@ func (s *session) skipForeign(pe *layout.Peering, err error) outcome {
 
 // admitRequest refuses, creating nothing, a request of a consumer that is
 // not allowed, or a new request beyond spec.provider.maxPendingRequests.
-func (s *session) admitRequest(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
+func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
 	spec := s.obj.Spec.Provider
 	if !consumerAllowed(spec.AllowedConsumers, pe.Consumer) {
 		msg := fmt.Sprintf("request of %s refused: not in allowedConsumers; nothing created", pe.Consumer)
@@ -422,7 +422,7 @@ func (s *session) admitRequest(ctx context.Context, pe *layout.Peering, ns strin
 // checkPin accepts key if it is the key pinned for the consumer (in the
 // namespace annotation or the records), pins it at first issuance, and lets
 // it replace the pinned key only with the rekey annotation.
-func (s *session) checkPin(ctx context.Context, pe *layout.Peering, ns string, key gocrypto.PublicKey, recorded string) (outcome, bool) {
+func (s *session) checkPin(ctx context.Context, pe *protocol.Documents, ns string, key gocrypto.PublicKey, recorded string) (outcome, bool) {
 	pin, err := keyFingerprint(key)
 	if err != nil {
 		return outcome{err: err}, true

@@ -22,7 +22,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Labels and annotations gitpeer adds to what it creates.
@@ -50,7 +50,7 @@ const (
 )
 
 // provide runs the provider side of one peering directory <me>/<consumer>.
-func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
+func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
 	if _, err := s.tenantNamespace(ctx, pe.Consumer, ns); err != nil {
 		return s.skipForeign(pe, err)
@@ -67,9 +67,9 @@ func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
 	switch {
 	case pe.BuildFailed != nil:
 		return s.failClosed(ctx, pe, tenant, err == nil)
-	case pe.Tenant == nil && pe.Invalid[layout.Tenant] != nil:
+	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
 		// A bad tenant.yaml is skipped: it neither issues nor revokes anything.
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[layout.Tenant])}
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
 	case pe.Tenant == nil && (err == nil || pe.Identity != nil):
 		return s.revoke(ctx, pe, ns)
 	case pe.Tenant == nil:
@@ -83,7 +83,7 @@ func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
 
 // offerNonce makes sure a requested peering has a tenant namespace, a nonce
 // Secret and that nonce committed as nonce.yaml.
-func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string) outcome {
+func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	if pe.Request == nil {
 		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"}
 	}
@@ -98,14 +98,14 @@ func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string)
 		return outcome{err: err}
 	}
 	if pe.Nonce == nil || pe.Nonce.Spec.Nonce != nonce {
-		doc, err := layout.NonceDocument(pe.Provider, pe.Consumer, nonce)
+		doc, err := protocol.NonceDocument(pe.Provider, pe.Consumer, nonce)
 		if err != nil {
 			return outcome{err: err}
 		}
-		if err := s.write(ctx, gitsync.Message{
+		if err := s.write(ctx, protocol.Message{
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
-			Action:  "issue-nonce", Provider: pe.Provider, Consumer: pe.Consumer,
-		}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Nonce}.String(), doc)); err != nil {
+			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: pe.Consumer,
+		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc)); err != nil {
 			return outcome{err: err}
 		}
 		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
@@ -116,7 +116,7 @@ func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string)
 // issue verifies a merged Tenant against the provider's own nonce and, if it
 // holds, applies it, binds RBAC, signs its CSR and commits identity.yaml with
 // a fresh nonce.
-func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outcome {
+func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	nonce, err := s.nonce(ctx, pe.Consumer, ns, true)
 	if err != nil {
 		return outcome{err: err}
@@ -124,9 +124,9 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 	if nonce == "" {
 		return s.rejectTenant(pe, "no nonce was issued to this consumer (request.yaml missing or revoked)")
 	}
-	key, err := layout.VerifyTenant(pe.Tenant, nonce, pe.Consumer)
+	key, err := protocol.CheckTenant(pe.Tenant, nonce, pe.Consumer)
 	if err == nil {
-		err = pe.VerifyRequestKey(key)
+		err = pe.CheckRequestKey(key)
 	}
 	if err != nil {
 		return s.rejectTenant(pe, err.Error())
@@ -170,7 +170,7 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 // maintain keeps an issued peering true to the branch: the nonce is rotated
 // once used, identity.yaml matches the issued certificate, the Tenant's
 // condition is honoured, and the certificate is renewed at 2/3 of its life.
-func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *authv1beta1.Tenant) outcome {
+func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
 	ns := tenant.Namespace
 	if tenant.Spec.TenantCondition != pe.Tenant.Spec.TenantCondition {
 		patch := client.MergeFrom(tenant.DeepCopy())
@@ -189,9 +189,9 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	action, reason := "issue-identity", ReasonIssued
+	action, reason := protocol.ActionIssueIdentity, ReasonIssued
 	if pe.Identity != nil {
-		action, reason = "renew-identity", ReasonRenewed
+		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
 	note := ""
 	if renewAt := crypto.RenewalTime(cert); !s.r.Now().Before(renewAt) {
@@ -211,7 +211,7 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 		if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 			return outcome{err: err}
 		}
-		action, reason = "renew-identity", ReasonRenewed
+		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
 	s.noteRenewal(crypto.RenewalTime(cert))
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
@@ -226,22 +226,22 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 			return outcome{err: err}
 		}
 	}
-	identity, err := layout.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)
+	identity, err := protocol.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)
 	if err != nil {
 		return outcome{err: err}
 	}
-	nonceDoc, err := layout.NonceDocument(pe.Provider, pe.Consumer, nonce)
+	nonceDoc, err := protocol.NonceDocument(pe.Provider, pe.Consumer, nonce)
 	if err != nil {
 		return outcome{err: err}
 	}
-	dir := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer}
-	dir.Kind = layout.Identity
+	dir := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer}
+	dir.Kind = protocol.Identity
 	identityPath := dir.String()
-	dir.Kind = layout.Nonce
-	if err := s.write(ctx, gitsync.Message{
-		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{"issue-identity": "Issue", "renew-identity": "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
+	dir.Kind = protocol.Nonce
+	if err := s.write(ctx, protocol.Message{
+		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
 		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
-		Extra: []gitsync.Trailer{{Key: "Gitpeer-Serial", Value: cert.SerialNumber.Text(16)}, {Key: "Gitpeer-Expires", Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
+		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
 	}, gitsync.Put(identityPath, identity), gitsync.Put(dir.String(), nonceDoc)); err != nil {
 		return outcome{err: err}
 	}
@@ -263,7 +263,7 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 // tenant.yaml left the branch, marks its certificates revoked (the key pin
 // stays), and removes identity.yaml, nonce.yaml and request.yaml from the
 // branch: peering again takes a new request and a new approval.
-func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) outcome {
+func (s *session) revoke(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	if err := s.recordRevoked(ctx, pe.Consumer); err != nil {
 		return outcome{err: err}
 	}
@@ -271,13 +271,13 @@ func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) out
 		return outcome{err: err}
 	}
 	var changes []gitsync.FileChange
-	for _, k := range []layout.Kind{layout.Identity, layout.Nonce, layout.Request} {
-		changes = append(changes, gitsync.Delete(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
+	for _, k := range []protocol.Kind{protocol.Identity, protocol.Nonce, protocol.Request} {
+		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
-	if err := s.write(ctx, gitsync.Message{
+	if err := s.write(ctx, protocol.Message{
 		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
 		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
-		Action:  "revoke", Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
 	}, changes...); err != nil {
 		return outcome{err: err}
 	}
@@ -301,8 +301,8 @@ func (s *session) issuedConsumers(ctx context.Context) []string {
 	return out
 }
 
-func (s *session) rejectTenant(pe *layout.Peering, reason string) outcome {
-	path := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Tenant}.String()
+func (s *session) rejectTenant(pe *protocol.Documents, reason string) outcome {
+	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String()
 	msg := fmt.Sprintf("%s rejected, nothing issued: %s", path, reason)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}

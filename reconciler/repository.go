@@ -38,7 +38,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Condition reasons (also the event reasons).
@@ -198,7 +198,7 @@ type session struct {
 	repo     *gitsync.Repo
 	key      gocrypto.Signer
 	head     plumbing.Hash
-	loaded   *layout.Loaded
+	loaded   *protocol.Loaded
 	invalid  []string
 	status   map[string]gitpeerv1alpha1.PeeringStatus
 	renewAt  time.Time
@@ -263,14 +263,14 @@ func (s *session) sync(ctx context.Context) error {
 		}
 	}
 	conditions.Delete(obj, meta.StalledCondition)
-	if err := s.verify(ctx); err != nil {
+	if err := s.verifySignatures(ctx); err != nil {
 		return err
 	}
 	return s.load(ctx)
 }
 
 // load decodes the documents of every peering directory the local cluster is
-// part of, with layout.Load as `gitpeer verify` does. Invalid files are
+// part of, with protocol.Load as `gitpeer verify` does. Invalid files are
 // reported and skipped.
 func (s *session) load(ctx context.Context) error {
 	loaded, err := LoadCommit(s.repo, s.head, s.obj)
@@ -291,21 +291,21 @@ func (s *session) load(ctx context.Context) error {
 
 // LoadCommit reads commit of repo as the agent of obj does: the peering
 // directories obj's cluster is part of (its own as a provider, and its
-// directory under each provider it consumes from), with layout.Load under the
+// directory under each provider it consumes from), with protocol.Load under the
 // protocol's caps, which count only these directories: nothing else is read.
-// repo must be opened with layout.Limits.
-func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*layout.Loaded, error) {
+// repo must be opened with protocol.Limits.
+func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*protocol.Loaded, error) {
 	scope := loadScope(obj)
 	listing, err := repo.ListWithin(commit, scope.Covers)
 	if err != nil {
 		return nil, err
 	}
-	return layout.Load(listing, repo.NewRound(commit), scope), nil
+	return protocol.Load(listing, repo.NewRound(commit), scope), nil
 }
 
 // loadScope selects the peering directories obj's cluster is part of: all of
 // its own as a provider, its own under each provider it consumes from.
-func loadScope(obj *gitpeerv1alpha1.PeeringRepository) layout.Scope {
+func loadScope(obj *gitpeerv1alpha1.PeeringRepository) protocol.Scope {
 	me := string(obj.Spec.ClusterID)
 	wanted := map[string]bool{}
 	if obj.IsConsumer() {
@@ -325,8 +325,8 @@ func (s *session) reject(ctx context.Context, path string, err error) {
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonInvalidFile, path, "%v", err)
 }
 
-func (s *session) peering(provider, consumer string) *layout.Peering {
-	return s.loaded.Peering(provider, consumer)
+func (s *session) peering(provider, consumer string) *protocol.Documents {
+	return s.loaded.Documents(provider, consumer)
 }
 
 // run acts on every peering; a failure in one never blocks the others.

@@ -11,7 +11,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 )
 
@@ -19,9 +19,9 @@ import (
 // tenant.yaml of MaxFileSize bytes: with itself more directories than
 // MaxDirectoriesPerRound, more bytes than MaxBytesPerRound.
 func (r *hostileRepo) junk() plumbing.Hash {
-	leaf := r.Tree(rawgit.File("tenant.yaml", r.Blob(bytes.Repeat([]byte("#"), layout.MaxFileSize))))
+	leaf := r.Tree(rawgit.File("tenant.yaml", r.Blob(bytes.Repeat([]byte("#"), protocol.MaxFileSize))))
 	var es []object.TreeEntry
-	for i := range layout.MaxTreeEntries {
+	for i := range protocol.MaxTreeEntries {
 		es = append(es, rawgit.Dir(fmt.Sprintf("consumer-%05d", i), leaf))
 	}
 	return r.Tree(es...)
@@ -59,7 +59,7 @@ func TestLoadCapsCountOnlyScope(t *testing.T) {
 			if len(loaded.Rejected) != 0 {
 				t.Errorf("rejected: %v", loaded.Rejected)
 			}
-			if pe := loaded.Peering("provider-a", "consumer-1"); pe.Tenant == nil || pe.Identity == nil || len(pe.Invalid) != 0 {
+			if pe := loaded.Documents("provider-a", "consumer-1"); pe.Tenant == nil || pe.Identity == nil || len(pe.Invalid) != 0 {
 				t.Errorf("own peering not read: %+v", pe)
 			}
 		})

@@ -16,7 +16,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // trustedCAKey is the key of the CA bundle in a spec.consumer.trustedCAs Secret.
@@ -25,7 +25,7 @@ const trustedCAKey = "ca.crt"
 // ownTenantMerged returns an error unless the directory of pe holds, on the
 // branch, a tenant.yaml of this cluster's own key: the consumer acts on an
 // Identity only for a provider it asked.
-func (s *session) ownTenantMerged(pe *layout.Peering) error {
+func (s *session) ownTenantMerged(pe *protocol.Documents) error {
 	if pe.Tenant == nil {
 		return fmt.Errorf("no valid tenant.yaml of this cluster is merged beside it: this cluster did not ask %s for an identity", pe.Provider)
 	}
@@ -51,7 +51,7 @@ func (s *session) ownTenantMerged(pe *layout.Peering) error {
 // configured for the provider or, if nothing is, against the pin of the
 // consumer-side tenant namespace annotations. It returns the first-use pin to
 // record ("" when the admin's CA decides).
-func (s *session) trust(ctx context.Context, pe *layout.Peering, annotations map[string]string) (string, error) {
+func (s *session) trust(ctx context.Context, pe *protocol.Documents, annotations map[string]string) (string, error) {
 	ap := pe.Identity.Spec.AuthParams
 	if ref := s.obj.Spec.Consumer.TrustedCAFor(pe.Provider); ref != nil {
 		return "", s.checkTrustedCA(ctx, ref, ap.CA)

@@ -10,7 +10,7 @@ import (
 )
 
 // peeringFlags adds the --provider, --consumer and --path flags shared by request and revoke.
-func peeringFlags(cmd *cobra.Command, p *edit.Peering) {
+func peeringFlags(cmd *cobra.Command, p *edit.CheckoutDir) {
 	cmd.Flags().StringVar(&p.Provider, "provider", "", "provider cluster ID")
 	cmd.Flags().StringVar(&p.Consumer, "consumer", "", "consumer cluster ID")
 	cmd.Flags().StringVar(&p.Root, "path", "", "peering root inside the checkout (PeeringRepository spec.path)")
@@ -20,7 +20,7 @@ func peeringFlags(cmd *cobra.Command, p *edit.Peering) {
 
 func newRequestCmd() *cobra.Command {
 	var (
-		p       edit.Peering
+		p       edit.CheckoutDir
 		keyFile string
 	)
 	cmd := &cobra.Command{
@@ -48,7 +48,7 @@ func newRequestCmd() *cobra.Command {
 }
 
 func newRevokeCmd() *cobra.Command {
-	var p edit.Peering
+	var p edit.CheckoutDir
 	cmd := &cobra.Command{
 		Use:   "revoke --provider P --consumer C PATH",
 		Short: "Delete a consumer's tenant.yaml from a local checkout and print how to propose it",

@@ -28,7 +28,7 @@ const DefaultResync = time.Minute
 // hook is what the receiver needs to authenticate and act on a request for one
 // PeeringRepository.
 type hook struct {
-	typ    Type
+	forge  Forge
 	token  []byte
 	branch string
 }
@@ -128,7 +128,7 @@ var errMisconfigured = errors.New("webhook misconfigured")
 
 // load reads the hook of obj, whose webhook Secret is secretName.
 func (r *HookReconciler) load(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository, secretName string) (hook, error) {
-	typ, ok := parseType(obj.GetAnnotations()[TypeAnnotation])
+	forge, ok := parseForge(obj.GetAnnotations()[TypeAnnotation])
 	if !ok {
 		return hook{}, fmt.Errorf("%w: unknown %s %q", errMisconfigured, TypeAnnotation, obj.GetAnnotations()[TypeAnnotation])
 	}
@@ -140,7 +140,7 @@ func (r *HookReconciler) load(ctx context.Context, obj *gitpeerv1alpha1.PeeringR
 	if len(token) == 0 {
 		return hook{}, fmt.Errorf("%w: Secret %s has no %q key", errMisconfigured, secretName, TokenKey)
 	}
-	return hook{typ: typ, token: token, branch: obj.GetBranch()}, nil
+	return hook{forge: forge, token: token, branch: obj.GetBranch()}, nil
 }
 
 func (r *HookReconciler) resync() time.Duration {

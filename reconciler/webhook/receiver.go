@@ -134,29 +134,29 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *Receiver) authenticate(key client.ObjectKey, header http.Header, body []byte) (hook, error) {
 	h, ok := r.Hooks.get(key)
 	if !ok || !r.servable(key) {
-		for _, t := range []Type{GitHub, Gitea, GitLab, Generic} {
-			_ = t.verify(header, body, decoyToken)
+		for _, t := range []Forge{GitHub, Gitea, GitLab, Generic} {
+			_ = t.authenticate(header, body, decoyToken)
 		}
 		return hook{}, errUnknown
 	}
-	return h, h.typ.verify(header, body, h.token)
+	return h, h.forge.authenticate(header, body, h.token)
 }
 
 // trigger handles an authenticated request: it checks the event and the ref,
 // then sets the reconcile-request annotation.
 func (r *Receiver) trigger(w http.ResponseWriter, req *http.Request, key client.ObjectKey, h hook, body []byte, log logr.Logger) {
-	typ := h.typ
-	if event, push := typ.isPush(req.Header); !push {
+	forge := h.forge
+	if event, push := forge.isPush(req.Header); !push {
 		reply(w, http.StatusOK, fmt.Sprintf("ignored: event %q is not a push", event))
 		return
 	}
-	ref, err := pushedRef(typ, body)
+	ref, err := pushedRef(forge, body)
 	if err != nil {
 		reply(w, http.StatusBadRequest, "malformed payload")
 		return
 	}
 	// A generic request without a ref means "the branch moved".
-	if want := "refs/heads/" + h.branch; ref != want && (ref != "" || typ != Generic) {
+	if want := "refs/heads/" + h.branch; ref != want && (ref != "" || forge != Generic) {
 		reply(w, http.StatusOK, fmt.Sprintf("ignored: push to %q, not %q", ref, want))
 		return
 	}
@@ -169,7 +169,7 @@ func (r *Receiver) trigger(w http.ResponseWriter, req *http.Request, key client.
 		reply(w, http.StatusServiceUnavailable, http.StatusText(http.StatusServiceUnavailable))
 		return
 	}
-	log.Info("webhook requested a reconcile", "type", typ, "ref", ref)
+	log.Info("webhook requested a reconcile", "forge", forge, "ref", ref)
 	reply(w, http.StatusAccepted, "reconcile requested")
 }
 
@@ -195,8 +195,8 @@ func (r *Receiver) requestReconcile(ctx context.Context, key client.ObjectKey) e
 }
 
 // pushedRef returns the "ref" of a push payload; an empty generic body has none.
-func pushedRef(typ Type, body []byte) (string, error) {
-	if typ == Generic && len(bytes.TrimSpace(body)) == 0 {
+func pushedRef(forge Forge, body []byte) (string, error) {
+	if forge == Generic && len(bytes.TrimSpace(body)) == 0 {
 		return "", nil
 	}
 	var payload struct {

@@ -18,7 +18,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 )
 
@@ -96,7 +96,7 @@ var _ = Describe("Hostile trees", Ordered, func() {
 		raw, head, root := rawHead(w)
 		leaf := raw.Tree(rawgit.File("tenant.yaml", raw.Blob([]byte("kind: Tenant\n"))))
 		var junk []object.TreeEntry
-		for i := range layout.MaxTreeEntries {
+		for i := range protocol.MaxTreeEntries {
 			junk = append(junk, rawgit.Dir(fmt.Sprintf("consumer-%05d", i), leaf))
 		}
 		entries := append([]object.TreeEntry{rawgit.Dir("aaaa", raw.Tree(junk...))}, root.Entries...)

@@ -36,7 +36,7 @@ import (
 	"github.com/gitpeer/gitpeer/config/crd"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 )
 
@@ -90,8 +90,8 @@ var _ = Describe("Upgrade", Ordered, func() {
 		commit("Peering of "+upConsumerID+" issued by the previous release", map[string][]byte{
 			dir + "request.yaml":  requestFor(upProviderID, upConsumerID, key),
 			dir + "tenant.yaml":   tenantDoc(tenant),
-			dir + "nonce.yaml":    must(layout.NonceDocument(upProviderID, upConsumerID, rotated)),
-			dir + "identity.yaml": must(layout.IdentityDocument(upProviderID, upConsumerID, params)),
+			dir + "nonce.yaml":    must(protocol.NonceDocument(upProviderID, upConsumerID, rotated)),
+			dir + "identity.yaml": must(protocol.IdentityDocument(upProviderID, upConsumerID, params)),
 		})
 		head := gitOut("--git-dir", repo.Dir, "rev-parse", "main")[:40]
 

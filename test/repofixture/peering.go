@@ -8,9 +8,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Stage is how far a peering directory got in the handshake.
@@ -29,8 +28,8 @@ const (
 	Issued
 )
 
-// Peering is the files of one <provider>/<consumer> directory at a stage.
-type Peering struct {
+// StagedDirectory is the files of one <provider>/<consumer> directory at a stage.
+type StagedDirectory struct {
 	Provider, Consumer string
 	// Key is the consumer's cluster key.
 	Key gocrypto.Signer
@@ -49,40 +48,40 @@ type Options struct {
 }
 
 // Build generates a consumer key and the files of the directory at stage.
-func Build(provider, consumer string, stage Stage, o Options) (*Peering, error) {
+func Build(provider, consumer string, stage Stage, o Options) (*StagedDirectory, error) {
 	key, err := crypto.GenerateKey(crypto.Ed25519)
 	if err != nil {
 		return nil, err
 	}
-	p := &Peering{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
-	if p.Files[documents.RequestFile], err = layout.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
+	p := &StagedDirectory{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
+	if p.Files[string(protocol.Request)], err = protocol.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
 		return p, err
 	}
 	nonce := crypto.GenerateNonce()
-	if p.Files[documents.NonceFile], err = layout.NonceDocument(provider, consumer, nonce); err != nil || stage < TenantProposed {
+	if p.Files[string(protocol.Nonce)], err = protocol.NonceDocument(provider, consumer, nonce); err != nil || stage < TenantProposed {
 		return p, err
 	}
 	p.SignedNonce = nonce
-	t, err := layout.NewTenant(consumer, key, nonce)
+	t, err := protocol.NewTenant(consumer, key, nonce)
 	if err != nil {
 		return nil, err
 	}
-	if p.Files[documents.TenantFile], err = yaml.Marshal(t); err != nil || stage < Issued {
+	if p.Files[string(protocol.Tenant)], err = yaml.Marshal(t); err != nil || stage < Issued {
 		return p, err
 	}
 	cert, err := o.CA.Issue(t.Spec.CSR, o.NotBefore, o.TTL)
 	if err != nil {
 		return nil, err
 	}
-	if p.Files[documents.IdentityFile], err = layout.IdentityDocument(provider, consumer, authv1beta1.AuthParams{APIServer: o.APIServer, CA: o.CA.PEM, SignedCRT: cert}); err != nil {
+	if p.Files[string(protocol.Identity)], err = protocol.IdentityDocument(provider, consumer, authv1beta1.AuthParams{APIServer: o.APIServer, CA: o.CA.PEM, SignedCRT: cert}); err != nil {
 		return nil, err
 	}
-	p.Files[documents.NonceFile], err = layout.NonceDocument(provider, consumer, crypto.GenerateNonce())
+	p.Files[string(protocol.Nonce)], err = protocol.NonceDocument(provider, consumer, crypto.GenerateNonce())
 	return p, err
 }
 
 // WriteTo writes the files under root/<provider>/<consumer>/.
-func (p *Peering) WriteTo(root string) error {
+func (p *StagedDirectory) WriteTo(root string) error {
 	for name, data := range p.Files {
 		if err := Write(root, path.Join(p.Provider, p.Consumer, name), data); err != nil {
 			return err

@@ -1,5 +1,5 @@
 // Package repofixture builds the files of a peering repository as the gitpeer
-// agents would write them, with reconciler/layout's document builders, real keys, nonce signatures, CSRs and
+// agents would write them, with reconciler/protocol's document builders, real keys, nonce signatures, CSRs and
 // certificates signed by a CA it generates. The examples/ generator and the
 // CLI tests (verify, audit) share it, so every fixture is what a real
 // handshake produces unless a test deliberately breaks it.

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // consumer is one simulated consumer cluster: its key, and what it saw of its peering directory.
@@ -57,7 +57,7 @@ func newConsumers(n int) ([]*consumer, error) {
 
 // files renders one document per consumer with doc, in parallel, keyed by its path in the
 // repository: <provider>/<consumer>/<kind>.
-func files(provider string, cs []*consumer, kind layout.Kind, doc func(c *consumer) ([]byte, error)) (map[string][]byte, error) {
+func files(provider string, cs []*consumer, kind protocol.Kind, doc func(c *consumer) ([]byte, error)) (map[string][]byte, error) {
 	data := make([][]byte, len(cs))
 	if err := parallel(len(cs), func(i int) (err error) {
 		data[i], err = doc(cs[i])
@@ -67,22 +67,22 @@ func files(provider string, cs []*consumer, kind layout.Kind, doc func(c *consum
 	}
 	out := make(map[string][]byte, len(cs))
 	for i, c := range cs {
-		out[layout.Path{Provider: provider, Consumer: c.id, Kind: kind}.String()] = data[i]
+		out[protocol.Path{Provider: provider, Consumer: c.id, Kind: kind}.String()] = data[i]
 	}
 	return out, nil
 }
 
 // requestFiles are the consumers' request.yaml files.
 func requestFiles(provider string, cs []*consumer) (map[string][]byte, error) {
-	return files(provider, cs, layout.Request, func(c *consumer) ([]byte, error) {
-		return layout.RequestDocument(provider, c.id, c.key.Public())
+	return files(provider, cs, protocol.Request, func(c *consumer) ([]byte, error) {
+		return protocol.RequestDocument(provider, c.id, c.key.Public())
 	})
 }
 
 // tenantFiles are the consumers' tenant.yaml files, each signing the nonce the consumer saw.
 func tenantFiles(provider string, cs []*consumer) (map[string][]byte, error) {
-	return files(provider, cs, layout.Tenant, func(c *consumer) ([]byte, error) {
-		t, err := layout.NewTenant(c.id, c.key, c.nonce)
+	return files(provider, cs, protocol.Tenant, func(c *consumer) ([]byte, error) {
+		t, err := protocol.NewTenant(c.id, c.key, c.nonce)
 		if err != nil {
 			return nil, err
 		}
@@ -160,8 +160,8 @@ func (o *observer) observe(now time.Time) (progress, error) {
 // check reads the nonce and identity files of consumer c in its directory tree dir.
 func (o *observer) check(repo *gogit.Repository, dir *object.Tree, c *consumer, now time.Time) error {
 	for _, e := range dir.Entries {
-		kind := layout.Kind(e.Name)
-		if kind == layout.Nonce && c.nonce == "" || kind == layout.Identity && e.Hash != c.checked {
+		kind := protocol.Kind(e.Name)
+		if kind == protocol.Nonce && c.nonce == "" || kind == protocol.Identity && e.Hash != c.checked {
 			blob, err := repo.BlobObject(e.Hash)
 			if err != nil {
 				return err
@@ -170,12 +170,12 @@ func (o *observer) check(repo *gogit.Repository, dir *object.Tree, c *consumer, 
 			if err != nil {
 				return err
 			}
-			pe := &layout.Peering{Provider: o.provider, Consumer: c.id}
-			err = pe.Decode(layout.Path{Provider: o.provider, Consumer: c.id, Kind: kind}, data)
+			pe := &protocol.Documents{Provider: o.provider, Consumer: c.id}
+			err = pe.Decode(protocol.Path{Provider: o.provider, Consumer: c.id, Kind: kind}, data)
 			switch {
-			case kind == layout.Nonce && err == nil:
+			case kind == protocol.Nonce && err == nil:
 				c.nonce = pe.Nonce.Spec.Nonce
-			case kind == layout.Identity:
+			case kind == protocol.Identity:
 				c.checked, c.err = e.Hash, err
 				if err == nil {
 					c.err = o.verify(pe, c, now)
@@ -191,8 +191,8 @@ func (o *observer) check(repo *gogit.Repository, dir *object.Tree, c *consumer, 
 
 // verify checks an identity as the consumer's agent would (its key, CN=consumer, O=liqo.io,
 // chaining to the Identity's CA) and that the cluster CA signed it.
-func (o *observer) verify(pe *layout.Peering, c *consumer, now time.Time) error {
-	if _, err := layout.VerifyIdentity(pe.Identity, c.key.Public(), c.id, now); err != nil {
+func (o *observer) verify(pe *protocol.Documents, c *consumer, now time.Time) error {
+	if _, err := protocol.CheckIdentity(pe.Identity, c.key.Public(), c.id, now); err != nil {
 		return err
 	}
 	if _, err := crypto.VerifyClientCertificate(pe.Identity.Spec.AuthParams.SignedCRT, o.ca, c.key.Public(), now); err != nil {

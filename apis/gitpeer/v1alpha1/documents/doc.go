@@ -1,5 +1,5 @@
-// Package documents defines the files of the repository layout, the wire protocol of gitpeer,
-// and the git-only documents of gitpeer.io/v1alpha1 (PeeringRequest and Nonce). These documents
+// Package documents defines the git-only documents of gitpeer.io/v1alpha1 (PeeringRequest and
+// Nonce); their paths, file names and rules are gitpeer's protocol, in reconciler/protocol. These documents
 // exist only as files in Git: they are not custom resources, have no CRD, and are not registered
 // in any scheme.
 //

@@ -1,27 +1,10 @@
 package documents
 
 import (
-	"path"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-)
-
-// File names of the documents in a <providerID>/<consumerID>/ directory. Any other name is ignored.
-const (
-	// RequestFile holds the consumer's PeeringRequest.
-	RequestFile = "request.yaml"
-	// NonceFile holds the provider's Nonce.
-	NonceFile = "nonce.yaml"
-	// TenantFile holds the consumer's Tenant (authentication.liqo.io/v1beta1).
-	TenantFile = "tenant.yaml"
-	// IdentityFile holds the provider's Identity (authentication.liqo.io/v1beta1).
-	IdentityFile = "identity.yaml"
-	// KustomizationFile, when present, makes the agent build the directory with kustomize and use
-	// the built objects instead of the files themselves.
-	KustomizationFile = "kustomization.yaml"
 )
 
 const (
@@ -81,10 +64,4 @@ type NonceSpec struct {
 	// Nonce is the nonce as Liqo prints it: 64 random bytes in standard base64 with padding (an
 	// 88-character ASCII string). The consumer signs this string itself, not the decoded bytes.
 	Nonce string `json:"nonce"`
-}
-
-// Dir returns the directory of the peering between providerID and consumerID in a repository
-// whose spec.path is root ("" or "." for the repository root), as a slash-separated path.
-func Dir(root string, providerID, consumerID authv1beta1.ClusterID) string {
-	return path.Join(root, string(providerID), string(consumerID))
 }

@@ -53,13 +53,3 @@ spec:
 		t.Error("unknown field accepted")
 	}
 }
-
-func TestDir(t *testing.T) {
-	for root, want := range map[string]string{
-		"": "cl-provider/cl-consumer", ".": "cl-provider/cl-consumer", "clusters/": "clusters/cl-provider/cl-consumer",
-	} {
-		if got := documents.Dir(root, "cl-provider", "cl-consumer"); got != want {
-			t.Errorf("Dir(%q) = %q, want %q", root, got, want)
-		}
-	}
-}

@@ -1,6 +1,6 @@
 // Package audit reads the history of a peering repository into a timeline of
 // handshake events, as `gitpeer audit` prints it. Agent commits are read from
-// their Gitpeer-* trailers; approvals, revocations and requests made by people
+// their Gitpeer-* trailers (reconciler/protocol); approvals, revocations and requests made by people
 // are read from what each commit of the branch's first-parent chain (merge
 // commits included) changed in the peering directories.
 package audit
@@ -17,7 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Event names.
@@ -32,14 +32,14 @@ const (
 	Revoked         = "revoked"
 )
 
-// agentEvents maps the agent's Gitpeer-Action values to events.
+// agentEvents maps the agent's actions (protocol.Actions) to events.
 var agentEvents = map[string]string{
-	"request":        Requested,
-	"issue-nonce":    NonceIssued,
-	"propose-tenant": TenantProposed,
-	"issue-identity": IdentityIssued,
-	"renew-identity": IdentityRenewed,
-	"revoke":         Revoked,
+	protocol.ActionRequest:       Requested,
+	protocol.ActionIssueNonce:    NonceIssued,
+	protocol.ActionProposeTenant: TenantProposed,
+	protocol.ActionIssueIdentity: IdentityIssued,
+	protocol.ActionRenewIdentity: IdentityRenewed,
+	protocol.ActionRevoke:        Revoked,
 }
 
 // Person is a commit author or committer.
@@ -142,8 +142,9 @@ type reader struct {
 	order map[plumbing.Hash]int
 }
 
-// walkAll records an event for every agent commit reachable from head,
-// following merges into review branches (where propose-tenant commits live).
+// walkAll records an event for every step an agent commit reachable from head
+// records in its trailers (protocol.Records), following merges into review
+// branches (where propose-tenant commits live).
 func (r *reader) walkAll(repo *git.Repository, head plumbing.Hash) error {
 	iter, err := repo.Log(&git.LogOptions{From: head, Order: git.LogOrderDFSPost})
 	if err != nil {
@@ -152,21 +153,15 @@ func (r *reader) walkAll(repo *git.Repository, head plumbing.Hash) error {
 	r.order = map[plumbing.Hash]int{}
 	err = iter.ForEach(func(c *object.Commit) error {
 		r.order[c.Hash] = len(r.order)
-		fields := map[string]string{}
-		for _, t := range gitsync.ParseTrailers(c.Message) {
-			fields[t.Key] = t.Value
+		for _, rec := range protocol.Records(c.Message) {
+			name, ok := agentEvents[rec.Action]
+			if !ok {
+				name = rec.Action
+			}
+			e := r.event(c, name, rec.Provider, rec.Consumer, subject(c))
+			e.Serial, e.Expires = rec.Serial, rec.Expires
+			r.add(c, e)
 		}
-		action := fields[gitsync.TrailerAction]
-		if action == "" {
-			return nil
-		}
-		name, ok := agentEvents[action]
-		if !ok {
-			name = action
-		}
-		e := r.event(c, name, fields[gitsync.TrailerProvider], fields[gitsync.TrailerConsumer], subject(c))
-		e.Serial, e.Expires = fields["Gitpeer-Serial"], fields["Gitpeer-Expires"]
-		r.add(c, e)
 		return nil
 	})
 	if errors.Is(err, plumbing.ErrObjectNotFound) {

@@ -11,8 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 
-	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // walkFirstParents diffs every commit of the branch's first-parent chain
@@ -61,10 +60,7 @@ func (r *reader) diff(c, parent *object.Commit) error {
 	if err != nil {
 		return err
 	}
-	byAgent := false
-	for _, t := range gitsync.ParseTrailers(c.Message) {
-		byAgent = byAgent || t.Key == gitsync.TrailerAction
-	}
+	byAgent := len(protocol.Records(c.Message)) > 0
 	for _, ch := range changes {
 		action, err := ch.Action()
 		if err != nil {
@@ -86,33 +82,33 @@ func (r *reader) diff(c, parent *object.Commit) error {
 }
 
 // changeEvent names the event of a change of p by commit c, if it is one.
-func (r *reader) changeEvent(c *object.Commit, p layout.Path, action merkletrie.Action, byAgent bool) (Event, bool) {
+func (r *reader) changeEvent(c *object.Commit, p protocol.Path, action merkletrie.Action, byAgent bool) (Event, bool) {
 	how := "committed directly to the branch"
 	if c.NumParents() > 1 {
 		how = fmt.Sprintf("merged by %s: %s", c.Author.Name, subject(c))
 	}
 	switch {
-	case p.Kind == layout.Tenant && action == merkletrie.Insert:
+	case p.Kind == protocol.Tenant && action == merkletrie.Insert:
 		return r.event(c, Approved, p.Provider, p.Consumer, "tenant.yaml "+how), true
-	case p.Kind == layout.Tenant && action == merkletrie.Modify:
+	case p.Kind == protocol.Tenant && action == merkletrie.Modify:
 		return r.event(c, TenantChanged, p.Provider, p.Consumer, "tenant.yaml "+how), true
-	case p.Kind == layout.Tenant && action == merkletrie.Delete:
+	case p.Kind == protocol.Tenant && action == merkletrie.Delete:
 		return r.event(c, Revoked, p.Provider, p.Consumer, "tenant.yaml deleted, "+how), true
-	case p.Kind == layout.Request && action == merkletrie.Insert && !byAgent:
+	case p.Kind == protocol.Request && action == merkletrie.Insert && !byAgent:
 		return r.event(c, Requested, p.Provider, p.Consumer, "request.yaml "+how), true
 	}
 	return Event{}, false
 }
 
 // parse maps a repository path to a document under the peering root.
-func (r *reader) parse(name string) (layout.Path, bool) {
+func (r *reader) parse(name string) (protocol.Path, bool) {
 	rel := name
 	if r.root != "." {
 		if !strings.HasPrefix(name, r.root+"/") {
-			return layout.Path{}, false
+			return protocol.Path{}, false
 		}
 		rel = strings.TrimPrefix(name, r.root+"/")
 	}
-	p, ok, err := layout.ParsePath(path.Clean(rel))
+	p, ok, err := protocol.ParsePath(path.Clean(rel))
 	return p, ok && err == nil
 }

@@ -18,26 +18,25 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// Peering names one <root>/<provider>/<consumer> directory of a checkout.
-type Peering struct {
+// CheckoutDir names one <root>/<provider>/<consumer> directory of a checkout.
+type CheckoutDir struct {
 	Checkout, Root     string
 	Provider, Consumer string
 }
 
 // file returns the checkout-relative path of kind, after validating the IDs.
-func (p Peering) file(kind layout.Kind) (string, error) {
+func (p CheckoutDir) file(kind protocol.Kind) (string, error) {
 	for _, id := range []string{p.Provider, p.Consumer} {
 		if err := authv1beta1.ValidateClusterID(id); err != nil {
 			return "", err
 		}
 	}
-	rel := layout.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: kind}.String()
-	if _, _, err := layout.ParsePath(rel); err != nil {
+	rel := protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: kind}.String()
+	if _, _, err := protocol.ParsePath(rel); err != nil {
 		return "", err
 	}
 	return path.Join(filepath.ToSlash(p.Root), rel), nil
@@ -46,7 +45,7 @@ func (p Peering) file(kind layout.Kind) (string, error) {
 // Request writes request.yaml with the consumer's public key (a PEM PUBLIC
 // KEY, or a PEM private key whose public half is used) and returns the
 // commands to commit it.
-func Request(p Peering, keyPEM []byte) (string, error) {
+func Request(p CheckoutDir, keyPEM []byte) (string, error) {
 	key, err := crypto.ParsePublicKey(keyPEM)
 	if err != nil {
 		priv, perr := crypto.ParsePrivateKeyPEM(keyPEM)
@@ -55,15 +54,15 @@ func Request(p Peering, keyPEM []byte) (string, error) {
 		}
 		key = priv.Public()
 	}
-	rel, err := p.file(layout.Request)
+	rel, err := p.file(protocol.Request)
 	if err != nil {
 		return "", err
 	}
-	doc, err := layout.RequestDocument(p.Provider, p.Consumer, key)
+	doc, err := protocol.RequestDocument(p.Provider, p.Consumer, key)
 	if err != nil {
 		return "", err
 	}
-	if err := (&layout.Peering{}).Decode(layout.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: layout.Request}, doc); err != nil {
+	if err := (&protocol.Documents{}).Decode(protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: protocol.Request}, doc); err != nil {
 		return "", err
 	}
 	file := filepath.Join(p.Checkout, filepath.FromSlash(rel))
@@ -80,8 +79,8 @@ func Request(p Peering, keyPEM []byte) (string, error) {
 // Once merged, the provider's agent deletes the Tenant and its RBAC and
 // removes identity.yaml. A kustomization.yaml beside it no longer lists
 // tenant.yaml (see dropTenant), so the directory still builds.
-func Revoke(p Peering) (string, error) {
-	rel, err := p.file(layout.Tenant)
+func Revoke(p CheckoutDir) (string, error) {
+	rel, err := p.file(protocol.Tenant)
 	if err != nil {
 		return "", err
 	}
@@ -93,7 +92,7 @@ func Revoke(p Peering) (string, error) {
 	} else if fi.IsDir() {
 		return "", fmt.Errorf("%s is a directory", rel)
 	}
-	kustRel := path.Join(path.Dir(rel), documents.KustomizationFile)
+	kustRel := path.Join(path.Dir(rel), protocol.KustomizationFile)
 	kustomization, changed, err := dropTenant(filepath.Join(p.Checkout, filepath.FromSlash(kustRel)))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", kustRel, err)
@@ -136,7 +135,7 @@ func dropTenant(file string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	kept := slices.DeleteFunc(slices.Clone(resources.Content), func(n *yamlv3.Node) bool {
-		return path.Clean(n.Value) == string(layout.Tenant)
+		return path.Clean(n.Value) == string(protocol.Tenant)
 	})
 	if len(kept) == len(resources.Content) {
 		return nil, false, nil

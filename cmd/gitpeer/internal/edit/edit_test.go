@@ -10,7 +10,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/verify"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
@@ -31,7 +31,7 @@ func TestRequestWritesAValidDocument(t *testing.T) {
 	for name, keyPEM := range map[string][]byte{"public": pub, "private": priv} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			out, err := Request(Peering{Checkout: dir, Root: "peers", Provider: "provider-a", Consumer: "consumer-1"}, keyPEM)
+			out, err := Request(CheckoutDir{Checkout: dir, Root: "peers", Provider: "provider-a", Consumer: "consumer-1"}, keyPEM)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,8 +43,8 @@ func TestRequestWritesAValidDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pe := &layout.Peering{}
-			if err := pe.Decode(layout.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: layout.Request}, data); err != nil {
+			pe := &protocol.Documents{}
+			if err := pe.Decode(protocol.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: protocol.Request}, data); err != nil {
 				t.Fatal(err)
 			}
 			if string(pe.Request.Spec.PublicKey) != string(pub) {
@@ -56,15 +56,15 @@ func TestRequestWritesAValidDocument(t *testing.T) {
 
 func TestRequestRefuses(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Request(Peering{Checkout: dir, Provider: "provider-a", Consumer: "consumer-1"}, []byte("not a key")); err == nil || !strings.Contains(err.Error(), "public key") {
+	if _, err := Request(CheckoutDir{Checkout: dir, Provider: "provider-a", Consumer: "consumer-1"}, []byte("not a key")); err == nil || !strings.Contains(err.Error(), "public key") {
 		t.Fatalf("bad key: %v", err)
 	}
 	key, _ := crypto.GenerateKey(crypto.Ed25519)
 	pub, _ := crypto.MarshalPublicKeyPEM(key.Public())
-	if _, err := Request(Peering{Checkout: dir, Provider: "provider-a", Consumer: "../x"}, pub); err == nil || !strings.Contains(err.Error(), "RFC 1123") {
+	if _, err := Request(CheckoutDir{Checkout: dir, Provider: "provider-a", Consumer: "../x"}, pub); err == nil || !strings.Contains(err.Error(), "RFC 1123") {
 		t.Fatalf("bad ID: %v", err)
 	}
-	if _, err := Request(Peering{Checkout: dir, Provider: "provider-a", Consumer: "provider-a"}, pub); err == nil {
+	if _, err := Request(CheckoutDir{Checkout: dir, Provider: "provider-a", Consumer: "provider-a"}, pub); err == nil {
 		t.Fatal("peering with itself accepted")
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -91,7 +91,7 @@ func TestRevokeAndCommit(t *testing.T) {
 		}
 	}
 	run("git init -q -b main && git add -A && git commit -q -m init")
-	p := Peering{Checkout: dir, Provider: "provider-a", Consumer: "consumer-1"}
+	p := CheckoutDir{Checkout: dir, Provider: "provider-a", Consumer: "consumer-1"}
 	out, err := Revoke(p)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestRevokeKustomizedDirectory(t *testing.T) {
 			if err := repofixture.Write(root, dir+"kustomization.yaml", []byte(tc.kustomization)); err != nil {
 				t.Fatal(err)
 			}
-			out, err := Revoke(Peering{Checkout: root, Provider: "provider-a", Consumer: "consumer-1"})
+			out, err := Revoke(CheckoutDir{Checkout: root, Provider: "provider-a", Consumer: "consumer-1"})
 			if err != nil {
 				t.Fatal(err)
 			}

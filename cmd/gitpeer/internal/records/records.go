@@ -3,7 +3,7 @@
 // issued to each consumer (reconciler.RecordsSecretName), for an admin who
 // lost the provider's cluster state: the agent's own clone is shallow. It
 // reads the branch's history with the audit package and each peering's
-// Tenant with layout.Load, and writes the Secrets with the agent's own code.
+// Tenant with protocol.Load, and writes the Secrets with the agent's own code.
 package records
 
 import (
@@ -24,7 +24,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Options of Rebuild.
@@ -98,11 +98,11 @@ func (res *Result) apply(e audit.Event) error {
 // trailers of an identity commit and returns the expiry.
 func certificate(serial, expires string) (time.Time, error) {
 	if _, ok := new(big.Int).SetString(serial, 16); !ok {
-		return time.Time{}, fmt.Errorf("Gitpeer-Serial %q is not a hexadecimal serial", serial)
+		return time.Time{}, fmt.Errorf("%s %q is not a hexadecimal serial", protocol.TrailerSerial, serial)
 	}
 	notAfter, err := time.Parse(time.RFC3339, expires)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("Gitpeer-Expires %q: %w", expires, err)
+		return time.Time{}, fmt.Errorf("%s %q: %w", protocol.TrailerExpires, expires, err)
 	}
 	return notAfter, nil
 }
@@ -114,7 +114,7 @@ func (res *Result) pin(dir string, opts Options, lastIssue map[string]string) er
 	if err != nil {
 		return err
 	}
-	repo, err := gitsync.OpenLocal(top, gitsync.Config{Path: opts.Path, MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
+	repo, err := gitsync.OpenLocal(top, gitsync.Config{Path: opts.Path, MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
 	if err != nil {
 		return err
 	}
@@ -139,15 +139,15 @@ func tenantKeyPin(repo *gitsync.Repo, commit plumbing.Hash, provider, consumer s
 	if err != nil {
 		return "", err
 	}
-	loaded := layout.Load(listing, repo.NewRound(commit), func(p, c string) bool {
+	loaded := protocol.Load(listing, repo.NewRound(commit), func(p, c string) bool {
 		return p == provider && (c == "" || c == consumer)
 	})
 	pe := loaded.Peerings[provider+"/"+consumer]
 	switch {
 	case pe == nil:
 		return "", errors.New("no peering directory")
-	case pe.Invalid[layout.Tenant] != nil:
-		return "", pe.Invalid[layout.Tenant]
+	case pe.Invalid[protocol.Tenant] != nil:
+		return "", pe.Invalid[protocol.Tenant]
 	case pe.Tenant == nil:
 		return "", errors.New("no tenant.yaml")
 	}

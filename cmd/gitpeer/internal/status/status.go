@@ -20,8 +20,8 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler"
 )
 
-// Peering is one row of `gitpeer status`.
-type Peering struct {
+// Row is one row of `gitpeer status`.
+type Row struct {
 	// Namespace and Repository name the PeeringRepository; empty for a
 	// Tenant or Identity that no PeeringRepository reports.
 	Namespace  string                      `json:"namespace,omitempty"`
@@ -51,7 +51,7 @@ type Report struct {
 	Repositories []Repository `json:"repositories"`
 	// Peerings are the peerings listed by the PeeringRepositories' status, the
 	// Tenants and Identities they own, and those no PeeringRepository accounts for.
-	Peerings []Peering `json:"peerings"`
+	Peerings []Row `json:"peerings"`
 }
 
 // Repository sums up the peerings of one PeeringRepository.
@@ -78,8 +78,8 @@ func Collect(ctx context.Context, c client.Reader, namespace string) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	report := &Report{Repositories: []Repository{}, Peerings: []Peering{}}
-	take := func(k string) (Peering, bool) {
+	report := &Report{Repositories: []Repository{}, Peerings: []Row{}}
+	take := func(k string) (Row, bool) {
 		p, ok := objects[k]
 		delete(objects, k)
 		return p, ok
@@ -114,7 +114,7 @@ func Collect(ctx context.Context, c client.Reader, namespace string) (*Report, e
 
 // liqoObjects returns the Tenants and Identities of the cluster as peerings,
 // by key, and their keys in listing order (Tenants first).
-func liqoObjects(ctx context.Context, c client.Reader) (map[string]Peering, []string, error) {
+func liqoObjects(ctx context.Context, c client.Reader) (map[string]Row, []string, error) {
 	var tenants authv1beta1.TenantList
 	if err := c.List(ctx, &tenants); err != nil {
 		return nil, nil, fmt.Errorf("list Tenants: %w", err)
@@ -123,15 +123,15 @@ func liqoObjects(ctx context.Context, c client.Reader) (map[string]Peering, []st
 	if err := c.List(ctx, &identities); err != nil {
 		return nil, nil, fmt.Errorf("list Identities: %w", err)
 	}
-	objects := map[string]Peering{}
+	objects := map[string]Row{}
 	var order []string
-	add := func(p Peering) {
+	add := func(p Row) {
 		k := key(p.Role, p.Peer)
 		objects[k] = p
 		order = append(order, k)
 	}
 	for _, t := range tenants.Items {
-		p := Peering{Role: gitpeerv1alpha1.ProviderRole, Peer: string(t.Spec.ClusterID), Object: t.Namespace + "/" + t.Name,
+		p := Row{Role: gitpeerv1alpha1.ProviderRole, Peer: string(t.Spec.ClusterID), Object: t.Namespace + "/" + t.Name,
 			Condition: string(t.Spec.TenantCondition), owner: t.Labels[reconciler.OwnerLabel]}
 		if t.Status.AuthParams != nil {
 			p.Expires = expiry(t.Status.AuthParams.SignedCRT)
@@ -139,7 +139,7 @@ func liqoObjects(ctx context.Context, c client.Reader) (map[string]Peering, []st
 		add(p)
 	}
 	for _, id := range identities.Items {
-		add(Peering{Role: gitpeerv1alpha1.ConsumerRole, Peer: string(id.Spec.ClusterID), Object: id.Namespace + "/" + id.Name,
+		add(Row{Role: gitpeerv1alpha1.ConsumerRole, Peer: string(id.Spec.ClusterID), Object: id.Namespace + "/" + id.Name,
 			Expires: expiry(id.Spec.AuthParams.SignedCRT), owner: id.Labels[reconciler.OwnerLabel]})
 	}
 	return objects, order, nil

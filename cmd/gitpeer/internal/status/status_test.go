@@ -16,7 +16,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/repofixture"
@@ -49,7 +49,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenant, err := layout.NewTenant("consumer-1", issued.Key, issued.SignedNonce)
+	tenant, err := protocol.NewTenant("consumer-1", issued.Key, issued.SignedNonce)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err := c.Status().Update(ctx, tenant); err != nil {
 		t.Fatal(err)
 	}
-	stray, err := layout.NewTenant("consumer-9", issued.Key, issued.SignedNonce)
+	stray, err := protocol.NewTenant("consumer-9", issued.Key, issued.SignedNonce)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	}
 	create(ctx, t, c, repo)
 	// A peering the status does not list (it lists at most 50): its Tenant is shown as the repository's.
-	unlisted, err := layout.NewTenant("consumer-5", issued.Key, issued.SignedNonce)
+	unlisted, err := protocol.NewTenant("consumer-5", issued.Key, issued.SignedNonce)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
@@ -67,7 +67,7 @@ func TestAgentAndVerifyAgree(t *testing.T) {
 			byVerify[r.Path] = r.Reason
 		}
 	}
-	repo, err := gitsync.OpenLocal(c.root, gitsync.Config{MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
+	repo, err := gitsync.OpenLocal(c.root, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
@@ -39,16 +39,16 @@ func TestHostileCheckouts(t *testing.T) {
 			}
 			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
 		}},
-		// The agent rejects it with the same message (test/e2e csr_test.go), from layout.Peering.VerifyRequestKey.
+		// The agent rejects it with the same message (test/e2e csr_test.go), from protocol.Documents.CheckRequestKey.
 		{name: "whole tenant made with another key than the request's", path: proposedDir + "tenant.yaml", wantErr: "tenant public key is not the key of request.yaml: another key signed this Tenant than the one that requested the peering", mutate: func(t *testing.T, c *checkout) {
-			tt, err := layout.NewTenant("consumer-2", newKey(t), c.proposed.SignedNonce)
+			tt, err := protocol.NewTenant("consumer-2", newKey(t), c.proposed.SignedNonce)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
 		}},
 		{name: "replayed tenant signed over an older nonce", path: proposedDir + "tenant.yaml", wantErr: "tenant signature:", mutate: func(t *testing.T, c *checkout) {
-			doc, err := layout.NonceDocument("provider-a", "consumer-2", crypto.GenerateNonce())
+			doc, err := protocol.NonceDocument("provider-a", "consumer-2", crypto.GenerateNonce())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestHostileCheckouts(t *testing.T) {
 			c.remove(t, proposedDir+"nonce.yaml")
 		}},
 		{name: "issued tenant replaced by one over an old nonce with a new key", path: issuedDir + "tenant.yaml", also: issuedDir + "identity.yaml", wantErr: "not the key of request.yaml", mutate: func(t *testing.T, c *checkout) {
-			tt, err := layout.NewTenant("consumer-1", newKey(t), crypto.GenerateNonce())
+			tt, err := protocol.NewTenant("consumer-1", newKey(t), crypto.GenerateNonce())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +196,7 @@ func (c *checkout) identity(t *testing.T, ca *repofixture.CA, key gocrypto.Signe
 
 func (c *checkout) writeIdentity(t *testing.T, caPEM, cert []byte) {
 	t.Helper()
-	doc, err := layout.IdentityDocument("provider-a", "consumer-1", authv1beta1.AuthParams{APIServer: "https://provider-a.example:6443", CA: caPEM, SignedCRT: cert})
+	doc, err := protocol.IdentityDocument("provider-a", "consumer-1", authv1beta1.AuthParams{APIServer: "https://provider-a.example:6443", CA: caPEM, SignedCRT: cert})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // TestKustomizedDirectory checks that verify builds a directory holding a
@@ -76,7 +76,7 @@ func TestDirectoryVerdicts(t *testing.T) {
 			}
 			c.write(t, issuedDir+"copy.yaml", tenant)
 			if tc.huge {
-				c.write(t, issuedDir+"notes.txt", []byte(strings.Repeat("x", layout.MaxFileSize+1)))
+				c.write(t, issuedDir+"notes.txt", []byte(strings.Repeat("x", protocol.MaxFileSize+1)))
 			}
 			if tc.deleteTenant {
 				if err := os.Remove(filepath.Join(c.root, issuedDir+"tenant.yaml")); err != nil {

@@ -10,35 +10,35 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // directory is one <providerID>/<consumerID> folder: the documents that
 // decoded (ok) and are now checked against each other.
 type directory struct {
-	pe layout.Peering
-	ok map[layout.Kind]bool
+	pe protocol.Documents
+	ok map[protocol.Kind]bool
 }
 
 // newDirectory returns the directory of pe with the documents that decoded.
-func newDirectory(pe *layout.Peering) *directory {
-	d := &directory{pe: *pe, ok: map[layout.Kind]bool{}}
-	for _, k := range layout.Kinds {
+func newDirectory(pe *protocol.Documents) *directory {
+	d := &directory{pe: *pe, ok: map[protocol.Kind]bool{}}
+	for _, k := range protocol.Kinds {
 		d.ok[k] = pe.Invalid[k] == nil && documentOf(pe, k)
 	}
 	return d
 }
 
 // documentOf reports whether pe holds a decoded document of kind k.
-func documentOf(pe *layout.Peering, k layout.Kind) bool {
+func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
 	switch k {
-	case layout.Request:
+	case protocol.Request:
 		return pe.Request != nil
-	case layout.Nonce:
+	case protocol.Nonce:
 		return pe.Nonce != nil
-	case layout.Tenant:
+	case protocol.Tenant:
 		return pe.Tenant != nil
-	case layout.Identity:
+	case protocol.Identity:
 		return pe.Identity != nil
 	}
 	return false
@@ -49,25 +49,25 @@ func documentOf(pe *layout.Peering, k layout.Kind) bool {
 // the consumer can check.
 func (d *directory) check(now time.Time) []Result {
 	var out []Result
-	for _, k := range layout.Kinds {
+	for _, k := range protocol.Kinds {
 		if !d.ok[k] {
 			continue
 		}
 		var reason string
 		var err error
 		switch k {
-		case layout.Request:
+		case protocol.Request:
 			reason = fmt.Sprintf("peering request of %s with %s", d.pe.Consumer, d.pe.Provider)
-		case layout.Nonce:
+		case protocol.Nonce:
 			reason = fmt.Sprintf("nonce for %s", d.pe.Consumer)
-		case layout.Tenant:
+		case protocol.Tenant:
 			reason, err = d.checkTenant(now)
 			reason += "; " + ProviderChecks
-		case layout.Identity:
+		case protocol.Identity:
 			reason, err = d.checkIdentity(now)
 			reason += "; " + ConsumerChecks
 		}
-		r := Result{Path: layout.Path{Provider: d.pe.Provider, Consumer: d.pe.Consumer, Kind: k}.String(), Valid: err == nil, Reason: reason}
+		r := Result{Path: protocol.Path{Provider: d.pe.Provider, Consumer: d.pe.Consumer, Kind: k}.String(), Valid: err == nil, Reason: reason}
 		if err != nil {
 			r.Reason = err.Error()
 		}
@@ -77,22 +77,22 @@ func (d *directory) check(now time.Time) []Result {
 }
 
 // verdict says what a provider does with the directory, as far as the branch
-// decides it: it reads layout.Peering as the agent's provider does. results
+// decides it: it reads protocol.Documents as the agent's provider does. results
 // are the directory's document results. A verdict is never invalid itself:
 // the files it follows from carry the validity.
 func (d *directory) verdict(results []Result) Result {
 	pe := &d.pe
-	r := Result{Path: layout.Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir() + "/", Directory: true, Valid: true}
+	r := Result{Path: protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir() + "/", Directory: true, Valid: true}
 	switch {
 	case pe.BuildFailed != nil:
 		r.Reason = "directory fails closed: its kustomization yields no valid Tenant; the provider drains an issued Tenant (its RoleBinding goes) and issues and renews nothing until it is fixed"
-	case pe.Tenant == nil && pe.Invalid[layout.Tenant] != nil:
+	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
 		r.Reason = "directory skipped: tenant.yaml is invalid; nothing is issued or revoked until it is fixed or deleted"
-	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[layout.Identity] != nil):
+	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[protocol.Identity] != nil):
 		r.Reason = "directory revokes: tenant.yaml is gone; the provider deletes the Tenant and its RoleBinding and removes identity.yaml"
 	case pe.Tenant == nil:
 		r.Reason = "no tenant.yaml: nothing is issued (waiting for a merged tenant.yaml)"
-	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(layout.Tenant) }):
+	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(protocol.Tenant) }):
 		r.Reason = fmt.Sprintf("directory issues: tenant.yaml is valid; the Tenant is %s", condition(pe.Tenant.Spec.TenantCondition))
 	default:
 		r.Reason = "directory refused: tenant.yaml does not verify; nothing is issued"
@@ -121,20 +121,20 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("tenant public key: %w", err)
 	}
-	if err := d.pe.VerifyRequestKey(key); err != nil {
+	if err := d.pe.CheckRequestKey(key); err != nil {
 		return "", err
 	}
 	if _, err := crypto.ValidateCSR(t.Spec.CSR, consumer, key); err != nil {
 		return "", fmt.Errorf("tenant CSR: %w", err)
 	}
 	sigErr := errors.New("tenant signature: no nonce.yaml beside it to verify against")
-	if d.ok[layout.Nonce] {
-		if _, sigErr = layout.VerifyTenant(t, d.pe.Nonce.Spec.Nonce, consumer); sigErr == nil {
+	if d.ok[protocol.Nonce] {
+		if _, sigErr = protocol.CheckTenant(t, d.pe.Nonce.Spec.Nonce, consumer); sigErr == nil {
 			return fmt.Sprintf("signed over nonce.yaml by its key; CSR for CN=%s, O=%s", consumer, authv1beta1.CertificateOrganization), nil
 		}
 	}
-	if d.ok[layout.Identity] {
-		cert, err := layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now)
+	if d.ok[protocol.Identity] {
+		cert, err := protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now)
 		if err == nil {
 			return fmt.Sprintf("issued: identity.yaml certifies its key (serial %s); the nonce it signed has been rotated", cert.SerialNumber.Text(16)), nil
 		}
@@ -161,13 +161,13 @@ func (d *directory) checkIdentity(now time.Time) (string, error) {
 			return "", fmt.Errorf("identity: tenant.yaml beside it has no valid key: %w", err)
 		}
 		source = "the key of tenant.yaml"
-	case d.ok[layout.Request]:
+	case d.ok[protocol.Request]:
 		if key, err = crypto.ParsePublicKey(d.pe.Request.Spec.PublicKey); err != nil {
 			return "", err
 		}
 		source = "the key of request.yaml"
 	}
-	if cert, err = layout.VerifyIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
+	if cert, err = protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
 		return "", fmt.Errorf("%w (checked against %s)", err, source)
 	}
 	chain := "chains to its CA"

@@ -1,6 +1,6 @@
 // Package verify checks a commit of a peering repository offline, as the
 // repository's CI runs `gitpeer verify`: it reads the commit's Git tree with
-// gitsync and layout.Load exactly as the agent does (file modes, duplicate
+// gitsync and protocol.Load exactly as the agent does (file modes, duplicate
 // entries, caps, strict decoding, kustomize builds), then checks Tenant
 // signatures and CSRs and Identity certificates. It needs no cluster and no
 // network; the rules that need the provider's cluster state are left to it.
@@ -13,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // Result is the verdict on one file.
@@ -53,7 +52,7 @@ const (
 
 // Check verifies every file under opts.Path in a commit of the Git
 // repository at repo (a worktree or a bare repository), reading the commit's
-// tree through gitsync and decoding it with layout.Load exactly as the agent
+// tree through gitsync and decoding it with protocol.Load exactly as the agent
 // does, and returns one Result per file, sorted by path. The working tree is
 // never read. It fails only when the commit cannot be read.
 func Check(repo string, opts Options) ([]Result, error) {
@@ -63,7 +62,7 @@ func Check(repo string, opts Options) ([]Result, error) {
 	if opts.Revision == "" {
 		opts.Revision = "HEAD"
 	}
-	r, err := gitsync.OpenLocal(repo, gitsync.Config{Path: opts.Path, MaxFileSize: layout.MaxFileSize, Limits: layout.Limits})
+	r, err := gitsync.OpenLocal(repo, gitsync.Config{Path: opts.Path, MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +75,7 @@ func Check(repo string, opts Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	loaded := layout.Load(listing, r.NewRound(commit), func(string, string) bool { return true })
+	loaded := protocol.Load(listing, r.NewRound(commit), func(string, string) bool { return true })
 	results := judge(listing, loaded, opts.Now)
 	prefix := strings.Trim(opts.Path, "/")
 	for i := range results {
@@ -100,10 +99,10 @@ func Invalid(results []Result) int {
 	return n
 }
 
-// judge turns what layout.Load read into results: its rejections, the
+// judge turns what protocol.Load read into results: its rejections, the
 // cross-file checks of every peering directory, and a result for every other
 // entry of the listing.
-func judge(listing *gitsync.Listing, loaded *layout.Loaded, now time.Time) []Result {
+func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []Result {
 	var results []Result
 	rejected := map[string]bool{}
 	for _, rj := range loaded.Rejected {
@@ -128,15 +127,16 @@ func judge(listing *gitsync.Listing, loaded *layout.Loaded, now time.Time) []Res
 	return results
 }
 
-// fileResult is the result of a file layout.Load did not reject, unless the
+// fileResult is the result of a file protocol.Load did not reject, unless the
 // cross-file checks of its directory give it one.
-func fileResult(rel string, loaded *layout.Loaded) (Result, bool) {
-	_, ok, _ := layout.ParsePath(rel)
-	dir, name := path.Split(rel)
+func fileResult(rel string, loaded *protocol.Loaded) (Result, bool) {
+	_, ok, _ := protocol.ParsePath(rel)
+	kustomized, isKustomization := protocol.KustomizedDir(rel)
+	name := path.Base(rel)
 	switch {
 	case ok:
 		return Result{}, false
-	case name == documents.KustomizationFile && strings.Count(rel, "/") == 2 && loaded.Peerings[strings.TrimSuffix(dir, "/")] != nil:
+	case isKustomization && loaded.Peerings[kustomized] != nil:
 		return Result{Path: rel, Valid: true, Reason: "built with kustomize; the documents below are checked as built"}, true
 	case knownName(name):
 		return Result{Path: rel, Reason: name + " is at the wrong depth: documents live at <providerID>/<consumerID>/" + name}, true
@@ -145,13 +145,13 @@ func fileResult(rel string, loaded *layout.Loaded) (Result, bool) {
 }
 
 func knownName(name string) bool {
-	return slices.Contains(layout.Kinds, layout.Kind(name))
+	return slices.Contains(protocol.Kinds, protocol.Kind(name))
 }
 
-// trimPath drops the "path: " and "invalid document: " prefixes layout puts
+// trimPath drops the "path: " and "invalid document: " prefixes protocol puts
 // on its errors, since the result already names the file, and joins lines.
 func trimPath(err error, rel string) string {
 	msg := strings.TrimPrefix(err.Error(), rel+": ")
-	msg = strings.TrimPrefix(msg, layout.ErrInvalid.Error()+": ")
+	msg = strings.TrimPrefix(msg, protocol.ErrInvalid.Error()+": ")
 	return strings.ReplaceAll(msg, "\n", "; ")
 }

@@ -16,7 +16,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
@@ -30,7 +30,7 @@ const (
 // consumer-2 with a Tenant proposed over the current nonce.
 type checkout struct {
 	root             string
-	issued, proposed *repofixture.Peering
+	issued, proposed *repofixture.StagedDirectory
 	ca               *repofixture.CA
 }
 
@@ -49,7 +49,7 @@ func newCheckout(t *testing.T) *checkout {
 	if c.proposed, err = repofixture.Build("provider-a", "consumer-2", repofixture.TenantProposed, o); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*repofixture.Peering{c.issued, c.proposed} {
+	for _, p := range []*repofixture.StagedDirectory{c.issued, c.proposed} {
 		if err := p.WriteTo(c.root); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func (c *checkout) writeYAML(t *testing.T, rel string, v any) {
 // tenant returns consumer-2's Tenant as its agent built it, for mutation.
 func (c *checkout) tenant(t *testing.T) *authv1beta1.Tenant {
 	t.Helper()
-	tt, err := layout.NewTenant("consumer-2", c.proposed.Key, c.proposed.SignedNonce)
+	tt, err := protocol.NewTenant("consumer-2", c.proposed.Key, c.proposed.SignedNonce)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package layout
+package protocol
 
 import (
 	gocrypto "crypto"
@@ -232,7 +232,7 @@ func TestDecode(t *testing.T) {
 			if tc.path != nil {
 				p = *tc.path
 			}
-			pe := &Peering{Provider: p.Provider, Consumer: p.Consumer}
+			pe := &Documents{Provider: p.Provider, Consumer: p.Consumer}
 			err := pe.Decode(p, tc.data)
 			if tc.wantErr == "" {
 				if err != nil {
@@ -267,7 +267,7 @@ func TestDecodeAliasBombIsFast(t *testing.T) {
 		doc += "a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.TrimSuffix(strings.Repeat("*a"+string(rune('0'+i-1))+",", 10), ",") + "]\n"
 	}
 	start := time.Now()
-	err := (&Peering{}).Decode(at(Tenant), []byte(doc))
+	err := (&Documents{}).Decode(at(Tenant), []byte(doc))
 	if err == nil || !strings.Contains(err.Error(), "anchors and aliases") {
 		t.Fatalf("err = %v", err)
 	}
@@ -276,7 +276,7 @@ func TestDecodeAliasBombIsFast(t *testing.T) {
 	}
 }
 
-func TestVerifyTenant(t *testing.T) {
+func TestCheckTenant(t *testing.T) {
 	key, other := newKey(t), newKey(t)
 	nonce, oldNonce := crypto.GenerateNonce(), crypto.GenerateNonce()
 	good := signedTenant(t, key, consumer, nonce)
@@ -319,7 +319,7 @@ func TestVerifyTenant(t *testing.T) {
 		}), wantErr: "tenant signature:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := VerifyTenant(tc.tenant, nonce, consumer)
+			got, err := CheckTenant(tc.tenant, nonce, consumer)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -335,7 +335,7 @@ func TestVerifyTenant(t *testing.T) {
 		})
 	}
 	// The same valid Tenant checked for another consumer fails on the CN.
-	if _, err := VerifyTenant(good, nonce, "consumer-2"); err == nil || !strings.Contains(err.Error(), "common name") {
+	if _, err := CheckTenant(good, nonce, "consumer-2"); err == nil || !strings.Contains(err.Error(), "common name") {
 		t.Fatalf("tenant verified for another consumer: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package layout
+package protocol
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// Peering is the decoded documents of one directory <providerID>/<consumerID>.
+// Documents holds the decoded documents of one peering directory <providerID>/<consumerID>.
 // A nil field means the file is absent, or was invalid and reported: then
 // Invalid holds why, so that a bad file is never mistaken for a removed one.
-type Peering struct {
+type Documents struct {
 	Provider, Consumer string
 	Request            *documents.PeeringRequest
 	Nonce              *documents.Nonce
@@ -28,7 +28,7 @@ type Peering struct {
 }
 
 // MarkInvalid records that the file of kind k is present but was skipped.
-func (pe *Peering) MarkInvalid(k Kind, err error) {
+func (pe *Documents) MarkInvalid(k Kind, err error) {
 	if pe.Invalid == nil {
 		pe.Invalid = map[Kind]error{}
 	}
@@ -37,7 +37,7 @@ func (pe *Peering) MarkInvalid(k Kind, err error) {
 
 // Decode strictly decodes the file at p and checks its type and that the IDs
 // inside it are the IDs in its path. It stores the result in peering.
-func (pe *Peering) Decode(p Path, data []byte) error {
+func (pe *Documents) Decode(p Path, data []byte) error {
 	if err := pe.decode(p, data); err != nil {
 		err = fmt.Errorf("%s: %w", p, err)
 		pe.MarkInvalid(p.Kind, err)
@@ -46,7 +46,7 @@ func (pe *Peering) Decode(p Path, data []byte) error {
 	return nil
 }
 
-func (pe *Peering) decode(p Path, data []byte) error {
+func (pe *Documents) decode(p Path, data []byte) error {
 	switch p.Kind {
 	case Request:
 		var r documents.PeeringRequest

@@ -10,22 +10,23 @@ import (
 	"strings"
 )
 
-// Type is the sender of a webhook: it decides how a request is authenticated
-// and which header names its event.
-type Type string
+// Forge is the Git host (forge) that sends a webhook: it decides how a request
+// is authenticated and which header names its event. (The Liqo roles are
+// "provider" and "consumer"; a Git host is never called a provider.)
+type Forge string
 
-// The supported senders. Gitea covers Forgejo, which signs the same way.
+// The supported forges. Gitea covers Forgejo, which signs the same way.
 const (
 	// GitHub signs the body with HMAC-SHA256 in X-Hub-Signature-256 ("sha256=<hex>").
-	GitHub Type = "github"
+	GitHub Forge = "github"
 	// GitLab sends the token itself in X-Gitlab-Token.
-	GitLab Type = "gitlab"
+	GitLab Forge = "gitlab"
 	// Gitea (and Forgejo) sign the body with HMAC-SHA256 in X-Gitea-Signature
 	// (X-Forgejo-Signature), as bare hex.
-	Gitea Type = "gitea"
+	Gitea Forge = "gitea"
 	// Generic expects "Authorization: Bearer <token>"; a JSON body with a ref is
 	// optional.
-	Generic Type = "generic"
+	Generic Forge = "generic"
 )
 
 // The reasons a request is refused, for the log only: the answer is the same.
@@ -39,9 +40,9 @@ var (
 // refusing it costs the same work as refusing a wrong credential.
 var decoyToken = []byte("gitpeer-webhook-decoy-token")
 
-// parseType returns the Type named by an annotation value; empty means Generic.
-func parseType(s string) (Type, bool) {
-	switch t := Type(strings.ToLower(strings.TrimSpace(s))); t {
+// parseForge returns the Forge named by an annotation value; empty means Generic.
+func parseForge(s string) (Forge, bool) {
+	switch t := Forge(strings.ToLower(strings.TrimSpace(s))); t {
 	case "":
 		return Generic, true
 	case GitHub, GitLab, Gitea, Generic:
@@ -51,8 +52,8 @@ func parseType(s string) (Type, bool) {
 	}
 }
 
-// verify authenticates a request of this type against token.
-func (t Type) verify(h http.Header, body, token []byte) error {
+// authenticate checks a request from this forge against token.
+func (t Forge) authenticate(h http.Header, body, token []byte) error {
 	switch t {
 	case GitHub:
 		sig, ok := strings.CutPrefix(h.Get("X-Hub-Signature-256"), "sha256=")
@@ -79,7 +80,7 @@ func (t Type) verify(h http.Header, body, token []byte) error {
 
 // isPush reports the event a request announces and whether it is a push.
 // Generic requests are always pushes.
-func (t Type) isPush(h http.Header) (event string, push bool) {
+func (t Forge) isPush(h http.Header) (event string, push bool) {
 	switch t {
 	case GitHub:
 		event = h.Get("X-GitHub-Event")

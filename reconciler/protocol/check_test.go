@@ -1,4 +1,4 @@
-package layout_test
+package protocol_test
 
 import (
 	"crypto/rand"
@@ -11,11 +11,11 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
-func TestVerifyIdentity(t *testing.T) {
+func TestCheckIdentity(t *testing.T) {
 	const consumer = "consumer-1"
 	now := time.Now()
 	key, err := crypto.GenerateKey(crypto.Ed25519)
@@ -56,7 +56,7 @@ func TestVerifyIdentity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: "https://p:6443", CA: tc.ca, SignedCRT: tc.cert}}}
-			_, err := layout.VerifyIdentity(id, key.Public(), consumer, now)
+			_, err := protocol.CheckIdentity(id, key.Public(), consumer, now)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)

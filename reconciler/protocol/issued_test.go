@@ -1,4 +1,4 @@
-package layout
+package protocol
 
 import (
 	gocrypto "crypto"
@@ -14,10 +14,10 @@ import (
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 )
 
-// TestVerifyIssued: the provider stores and publishes a signed certificate
+// TestCheckIssued: the provider stores and publishes a signed certificate
 // only when it is for the Tenant's key and names exactly CN=<consumer>,
 // O=[liqo.io], whatever the signer returned.
-func TestVerifyIssued(t *testing.T) {
+func TestCheckIssued(t *testing.T) {
 	signer, tenantKey := newKey(t), newKey(t)
 	// issue is a certificate for k's public key with subject CN=cn, O=orgs, as a signer returns it.
 	issue := func(k gocrypto.Signer, cn string, orgs ...string) []byte {
@@ -46,7 +46,7 @@ func TestVerifyIssued(t *testing.T) {
 		{"not a certificate", []byte("garbage"), "issued certificate:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cert, err := VerifyIssued(tc.cert, tenantKey.Public(), consumer)
+			cert, err := CheckIssued(tc.cert, tenantKey.Public(), consumer)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("want valid, got %v", err)
@@ -59,9 +59,9 @@ func TestVerifyIssued(t *testing.T) {
 	}
 }
 
-// TestVerifyRequestKey: a Tenant must carry the key of request.yaml, and a
+// TestCheckRequestKey: a Tenant must carry the key of request.yaml, and a
 // Tenant without a valid request.yaml beside it is refused.
-func TestVerifyRequestKey(t *testing.T) {
+func TestCheckRequestKey(t *testing.T) {
 	requested := newKey(t)
 	request := &documents.PeeringRequest{Spec: documents.PeeringRequestSpec{PublicKey: pubPEM(t, requested)}}
 	for _, tc := range []struct {
@@ -75,8 +75,8 @@ func TestVerifyRequestKey(t *testing.T) {
 		{"no request.yaml", nil, requested.Public(), "no valid request.yaml beside it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pe := &Peering{Provider: provider, Consumer: consumer, Request: tc.request}
-			err := pe.VerifyRequestKey(tc.key)
+			pe := &Documents{Provider: provider, Consumer: consumer, Request: tc.request}
+			err := pe.CheckRequestKey(tc.key)
 			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("want error %q, got %v", tc.wantErr, err)
 			}

@@ -1,4 +1,4 @@
-package layout
+package protocol
 
 import (
 	gocrypto "crypto"
@@ -11,12 +11,12 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// VerifyTenant checks a Tenant as the provider must before issuing anything:
+// CheckTenant checks a Tenant as the provider must before issuing anything:
 // its public key parses, its signature is over nonce (the provider's own
 // current nonce), and its CSR passes the strict rules for consumer (CN, O
 // exactly liqo.io, no extensions, key equal to the Tenant's key). It returns
 // the Tenant's public key.
-func VerifyTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.PublicKey, error) {
+func CheckTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.PublicKey, error) {
 	key, err := crypto.ParsePublicKey(t.Spec.PublicKey)
 	if err != nil {
 		return nil, fmt.Errorf("tenant public key: %w", err)
@@ -30,11 +30,11 @@ func VerifyTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.Publi
 	return key, nil
 }
 
-// VerifyIdentity checks that an Identity's certificate belongs to key, chains
+// CheckIdentity checks that an Identity's certificate belongs to key, chains
 // to the CA inside the Identity (unless that CA is empty, as Liqo allows for a
 // publicly trusted API server), allows client authentication, is valid at now,
 // and names consumer (CN) in exactly the group liqo.io (O).
-func VerifyIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer string, now time.Time) (*x509.Certificate, error) {
+func CheckIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer string, now time.Time) (*x509.Certificate, error) {
 	cert, err := crypto.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, id.Spec.AuthParams.CA, key, now)
 	if err != nil {
 		return nil, fmt.Errorf("identity certificate: %w", err)
@@ -45,11 +45,11 @@ func VerifyIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer s
 	return cert, nil
 }
 
-// VerifyRequestKey checks that key, the public key of the peering's Tenant,
+// CheckRequestKey checks that key, the public key of the peering's Tenant,
 // is the key of its request.yaml: the key that asked for the peering is the
 // only one a Tenant may carry. It fails when request.yaml is absent or
 // invalid. The provider agent and `gitpeer verify` both use it.
-func (pe *Peering) VerifyRequestKey(key gocrypto.PublicKey) error {
+func (pe *Documents) CheckRequestKey(key gocrypto.PublicKey) error {
 	if pe.Request == nil {
 		return fmt.Errorf("%w: tenant public key: no valid request.yaml beside it to compare with", ErrInvalid)
 	}
@@ -63,11 +63,11 @@ func (pe *Peering) VerifyRequestKey(key gocrypto.PublicKey) error {
 	return nil
 }
 
-// VerifyIssued checks a certificate the provider's signer issued for a
+// CheckIssued checks a certificate the provider's signer issued for a
 // consumer before the provider stores or publishes it: it is one PEM
 // certificate, for key (the verified Tenant's key), with the subject
 // CheckSubject requires.
-func VerifyIssued(certPEM []byte, key gocrypto.PublicKey, consumer string) (*x509.Certificate, error) {
+func CheckIssued(certPEM []byte, key gocrypto.PublicKey, consumer string) (*x509.Certificate, error) {
 	cert, err := crypto.ParseCertificatePEM(certPEM)
 	if err != nil {
 		return nil, fmt.Errorf("issued certificate: %w", err)

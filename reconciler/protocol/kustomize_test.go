@@ -1,4 +1,4 @@
-package layout
+package protocol
 
 import (
 	"encoding/base64"
@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
@@ -24,9 +23,9 @@ func kustomizedDir(t *testing.T, nonce, kustomization string, extra map[string]s
 		t.Fatal(err)
 	}
 	files := map[string][]byte{
-		string(Tenant):              marshal(t, signedTenant(t, k, consumer, nonce)),
-		string(Request):             request,
-		documents.KustomizationFile: []byte(kustomization),
+		string(Tenant):    marshal(t, signedTenant(t, k, consumer, nonce)),
+		string(Request):   request,
+		KustomizationFile: []byte(kustomization),
 	}
 	for name, data := range extra {
 		files[name] = []byte(data)
@@ -84,7 +83,7 @@ spec: {tenantCondition: Cordoned}
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			nonce := testNonce(t)
-			pe := &Peering{Provider: provider, Consumer: consumer}
+			pe := &Documents{Provider: provider, Consumer: consumer}
 			if err := pe.Kustomize(kustomizedDir(t, nonce, tc.kustomization, tc.extra)); err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +93,7 @@ spec: {tenantCondition: Cordoned}
 			if got := pe.Tenant.Spec.TenantCondition; got != tc.want {
 				t.Fatalf("tenantCondition = %q, want %q", got, tc.want)
 			}
-			if _, err := VerifyTenant(pe.Tenant, nonce, consumer); err != nil {
+			if _, err := CheckTenant(pe.Tenant, nonce, consumer); err != nil {
 				t.Fatalf("a patched tenantCondition must leave the signed fields verifiable: %v", err)
 			}
 		})
@@ -109,12 +108,12 @@ func TestKustomizePatchOfSignedFieldFailsVerification(t *testing.T) {
 	} {
 		t.Run(field, func(t *testing.T) {
 			nonce := testNonce(t)
-			pe := &Peering{Provider: provider, Consumer: consumer}
+			pe := &Documents{Provider: provider, Consumer: consumer}
 			k := "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"replace\", \"path\": \"/spec/" + field + "\", \"value\": \"" + value + "\"}]'\n"
 			if err := pe.Kustomize(kustomizedDir(t, nonce, k, nil)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := VerifyTenant(pe.Tenant, nonce, consumer); err == nil {
+			if _, err := CheckTenant(pe.Tenant, nonce, consumer); err == nil {
 				t.Fatalf("a Tenant whose %s was patched still verifies", field)
 			}
 		})
@@ -152,7 +151,7 @@ func TestKustomizeRefusals(t *testing.T) {
 		{name: "too large", kustomization: "resources: [tenant.yaml]\n", extra: map[string]string{"big.txt": strings.Repeat("x", MaxBuildSize)}, wantErr: "the directory's files exceed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pe := &Peering{Provider: provider, Consumer: consumer}
+			pe := &Documents{Provider: provider, Consumer: consumer}
 			err := pe.Kustomize(kustomizedDir(t, testNonce(t), tc.kustomization, tc.extra))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
@@ -178,7 +177,7 @@ func TestKustomizeRefusals(t *testing.T) {
 }
 
 func TestKustomizeBuiltObjectsAreCheckedStrictly(t *testing.T) {
-	pe := &Peering{Provider: provider, Consumer: consumer}
+	pe := &Documents{Provider: provider, Consumer: consumer}
 	k := "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Evicted\"}]'\n"
 	err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, nil))
 	if err == nil || !strings.Contains(err.Error(), `provider-a/consumer-1/tenant.yaml: invalid document: unknown spec.tenantCondition "Evicted" (as built by kustomization.yaml)`) {
@@ -188,7 +187,7 @@ func TestKustomizeBuiltObjectsAreCheckedStrictly(t *testing.T) {
 		t.Fatalf("tenant %v, invalid %v, request %v", pe.Tenant, pe.Invalid, pe.Request)
 	}
 
-	pe = &Peering{Provider: provider, Consumer: consumer}
+	pe = &Documents{Provider: provider, Consumer: consumer}
 	k = "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/extra\", \"value\": \"x\"}]'\n"
 	if err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, nil)); err == nil || !strings.Contains(err.Error(), `tenant.yaml: invalid document: unknown field "spec.extra"`) {
 		t.Fatalf("err = %v", err)
@@ -196,7 +195,7 @@ func TestKustomizeBuiltObjectsAreCheckedStrictly(t *testing.T) {
 }
 
 func TestKustomizeReadsUnlistedDocumentsAsTheyAre(t *testing.T) {
-	pe := &Peering{Provider: provider, Consumer: consumer}
+	pe := &Documents{Provider: provider, Consumer: consumer}
 	files := kustomizedDir(t, testNonce(t), "resources: [tenant.yaml]\n", nil)
 	if err := pe.Kustomize(files); err != nil {
 		t.Fatal(err)
@@ -205,7 +204,7 @@ func TestKustomizeReadsUnlistedDocumentsAsTheyAre(t *testing.T) {
 		t.Fatalf("tenant %v, request %v, invalid %v", pe.Tenant, pe.Request, pe.Invalid)
 	}
 
-	pe = &Peering{Provider: provider, Consumer: consumer}
+	pe = &Documents{Provider: provider, Consumer: consumer}
 	files[string(Request)] = []byte("kind: [\n")
 	if err := pe.Kustomize(files); err == nil || !strings.HasPrefix(err.Error(), "provider-a/consumer-1/request.yaml: invalid document: malformed YAML") {
 		t.Fatalf("err = %v", err)
@@ -259,7 +258,7 @@ func TestKustomizeNeverStartsGit(t *testing.T) {
 	}
 	for name, kustomization := range fields {
 		for _, ref := range refs {
-			pe := &Peering{Provider: provider, Consumer: consumer}
+			pe := &Documents{Provider: provider, Consumer: consumer}
 			err := pe.Kustomize(kustomizedDir(t, testNonce(t), kustomization(ref), nil))
 			if err == nil || !strings.Contains(err.Error(), "remote resources are not allowed") {
 				t.Errorf("%s %q: err = %v, want it refused as remote", name, ref, err)
@@ -313,7 +312,7 @@ func TestKustomizeNeverKeepsADeletedTenant(t *testing.T) {
 			if tc.deleteTenant {
 				delete(files, string(Tenant))
 			}
-			pe := &Peering{Provider: provider, Consumer: consumer}
+			pe := &Documents{Provider: provider, Consumer: consumer}
 			err := pe.Kustomize(files)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
@@ -346,7 +345,7 @@ func TestKustomizeCaseVariantPatch(t *testing.T) {
 			wantErr: "merge keys (<<) are not allowed"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			pe := &Peering{Provider: provider, Consumer: consumer}
+			pe := &Documents{Provider: provider, Consumer: consumer}
 			err := pe.Kustomize(kustomizedDir(t, testNonce(t), k, map[string]string{"drain.yaml": tc.drain, "sneak.yaml": tc.sneak}))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
@@ -369,7 +368,7 @@ func TestKustomizeCaseVariantTenantField(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			files := kustomizedDir(t, testNonce(t), k, nil)
 			files[string(Tenant)] = []byte(strings.Replace(string(files[string(Tenant)]), "spec:", "spec:\n  tenantcondition: Active", 1))
-			pe := &Peering{Provider: provider, Consumer: consumer}
+			pe := &Documents{Provider: provider, Consumer: consumer}
 			err := pe.Kustomize(files)
 			if pe.Tenant != nil {
 				t.Fatalf("tenant read with condition %q", pe.Tenant.Spec.TenantCondition)

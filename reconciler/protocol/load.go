@@ -1,4 +1,4 @@
-package layout
+package protocol
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/gitsync"
 )
 
@@ -62,7 +61,7 @@ type Rejection struct {
 type Loaded struct {
 	// Peerings holds the documents of each peering directory in scope, by
 	// <providerID>/<consumerID>; kinds present but skipped are marked invalid.
-	Peerings map[string]*Peering
+	Peerings map[string]*Documents
 	// Rejected lists every skipped file in scope, with why.
 	Rejected []Rejection
 	// unread holds, by provider ID, why a provider directory could not be listed.
@@ -76,7 +75,7 @@ type Loaded struct {
 // skipped (symlinks, executables, submodules, refused directories) are
 // present: their documents are marked invalid, never absent.
 func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
-	l := &Loaded{Peerings: map[string]*Peering{}, unread: map[string]error{}}
+	l := &Loaded{Peerings: map[string]*Documents{}, unread: map[string]error{}}
 	for _, sk := range listing.Skipped {
 		l.skipped(sk, scope)
 	}
@@ -89,10 +88,10 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 		if err == nil {
 			var data []byte
 			if data, err = src.ReadFile(f.Path); err == nil {
-				err = l.Peering(p.Provider, p.Consumer).Decode(p, data)
+				err = l.Documents(p.Provider, p.Consumer).Decode(p, data)
 			} else {
 				err = withPath(f.Path, err)
-				l.Peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, err)
+				l.Documents(p.Provider, p.Consumer).MarkInvalid(p.Kind, err)
 			}
 		}
 		if err != nil {
@@ -105,13 +104,13 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 	return l
 }
 
-// Peering returns the documents of <provider>/<consumer>, created on first
+// Documents returns the documents of <provider>/<consumer>, created on first
 // use; in a provider directory that could not be listed, every kind is invalid.
-func (l *Loaded) Peering(provider, consumer string) *Peering {
+func (l *Loaded) Documents(provider, consumer string) *Documents {
 	k := path.Join(provider, consumer)
 	pe := l.Peerings[k]
 	if pe == nil {
-		pe = &Peering{Provider: provider, Consumer: consumer}
+		pe = &Documents{Provider: provider, Consumer: consumer}
 		if err := l.unread[provider]; err != nil {
 			markAll(pe, err)
 		}
@@ -134,11 +133,11 @@ func (l *Loaded) skipped(sk *gitsync.FileError, scope Scope) {
 		l.unread[parts[0]] = sk
 		l.reject(sk.Path, sk)
 	case len(parts) == 2 && scope(parts[0], parts[1]):
-		markAll(l.Peering(parts[0], parts[1]), sk)
+		markAll(l.Documents(parts[0], parts[1]), sk)
 		l.reject(sk.Path, sk)
 	case len(parts) >= 3 && scope(parts[0], parts[1]):
 		if p, ok, err := ParsePath(sk.Path); ok && err == nil {
-			l.Peering(p.Provider, p.Consumer).MarkInvalid(p.Kind, sk)
+			l.Documents(p.Provider, p.Consumer).MarkInvalid(p.Kind, sk)
 		} else if !ok && !errors.Is(sk, gitsync.ErrLimitExceeded) && !errors.Is(sk, gitsync.ErrMalformedTree) {
 			return // not a document: ignored, unless it hides a kustomization's files
 		}
@@ -152,8 +151,8 @@ func (l *Loaded) skipped(sk *gitsync.FileError, scope Scope) {
 func kustomizedDirs(listing *gitsync.Listing) map[string]bool {
 	dirs := map[string]bool{}
 	for _, f := range listing.Files {
-		if dir, name := path.Split(f.Path); name == documents.KustomizationFile && strings.Count(f.Path, "/") == 2 {
-			dirs[strings.TrimSuffix(dir, "/")] = true
+		if dir, ok := KustomizedDir(f.Path); ok {
+			dirs[dir] = true
 		}
 	}
 	return dirs
@@ -161,17 +160,17 @@ func kustomizedDirs(listing *gitsync.Listing) map[string]bool {
 
 // kustomize reads every regular file of the peering directory dir, after
 // checking from their sizes that they fit in MaxBuildSize together, and
-// builds its documents with Peering.Kustomize. A file that cannot be read, or
+// builds its documents with Documents.Kustomize. A file that cannot be read, or
 // a directory over the cap, refuses the build like a failed one
-// (Peering.RefuseBuild): present documents are invalid, never absent, and a
+// (Documents.RefuseBuild): present documents are invalid, never absent, and a
 // present tenant.yaml fails closed.
 func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, scope Scope) {
 	p, err := ParseDir(dir)
 	if err != nil || !scope(p.Provider, p.Consumer) {
 		return // invalid IDs are reported with the directory's documents
 	}
-	pe := l.Peering(p.Provider, p.Consumer)
-	kustomization := path.Join(dir, documents.KustomizationFile)
+	pe := l.Documents(p.Provider, p.Consumer)
+	kustomization := path.Join(dir, KustomizationFile)
 	fail := func(err error) {
 		err = fmt.Errorf("%w; %s is not built", err, kustomization)
 		pe.RefuseBuild(func(k Kind) bool {
@@ -235,7 +234,7 @@ func withPath(p string, err error) error {
 	return fmt.Errorf("%s: %w", p, err)
 }
 
-func markAll(pe *Peering, err error) {
+func markAll(pe *Documents, err error) {
 	for _, k := range Kinds {
 		pe.MarkInvalid(k, err)
 	}

@@ -28,7 +28,7 @@ const (
 	trustedKeySSHSuffix     = ".sshpub"
 )
 
-// verify checks, when spec.verify is set, the signatures of the commits
+// verifySignatures checks, when spec.verify is set, the signatures of the commits
 // between the last processed commit (exclusive; none: the whole history) and
 // the new head, as spec.verify.mode selects them. On failure the head is not
 // acted upon: the condition, an event and a log line name the oldest
@@ -36,7 +36,7 @@ const (
 // retried at the interval. Nothing is deleted or revoked, and the last
 // processed commit does not advance, so every commit since it, the agent's own
 // included, is verified again at the next attempt.
-func (s *session) verify(ctx context.Context) error {
+func (s *session) verifySignatures(ctx context.Context) error {
 	spec := s.obj.Spec.Verify
 	if spec == nil {
 		conditions.Delete(s.obj, ConditionSourceVerified)
@@ -84,7 +84,7 @@ func (s *session) unverified(ctx context.Context, spec *gitpeerv1alpha1.VerifySp
 	if err != nil {
 		return nil, fmt.Errorf("trusted keys Secret %s: %w", spec.SecretRef.Name, err)
 	}
-	var opts gitsync.VerifyOptions
+	var opts gitsync.SignatureOptions
 	switch mode {
 	case gitpeerv1alpha1.VerifyHEAD:
 		opts.HeadOnly = true
@@ -93,12 +93,12 @@ func (s *session) unverified(ctx context.Context, spec *gitpeerv1alpha1.VerifySp
 	default:
 		opts.Dirs = relevantDirs(s.obj)
 	}
-	return s.repo.VerifyCommitsWith(last, s.head, keys, opts)
+	return s.repo.VerifyCommitSignaturesWith(last, s.head, keys, opts)
 }
 
 // relevantDirs are the directories, relative to spec.path, holding the files
 // the agent acts upon: <clusterID> as a provider and <providerID>/<clusterID>
-// for each wanted provider as a consumer (layout.ParsePath's layout).
+// for each wanted provider as a consumer (protocol.ParsePath's layout).
 func relevantDirs(obj *gitpeerv1alpha1.PeeringRepository) []string {
 	me := string(obj.Spec.ClusterID)
 	var dirs []string

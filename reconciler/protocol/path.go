@@ -1,9 +1,4 @@
-// Package layout reads the files of a peering repository: it maps paths to
-// (provider, consumer, kind), decodes each file strictly, checks that the IDs in
-// its path are the IDs inside it, and verifies Tenants and Identities with the
-// crypto package. The agent and `gitpeer verify` share it, so a repository's CI
-// rejects exactly what the agent would.
-package layout
+package protocol
 
 import (
 	"fmt"
@@ -11,19 +6,28 @@ import (
 	"strings"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 )
 
 // Kind is which document a file holds, named by its file name.
 type Kind string
 
-// The documents of a peering directory <providerID>/<consumerID>/.
+// The documents of a peering directory <providerID>/<consumerID>, by file
+// name. Any other name is ignored.
 const (
-	Request  Kind = documents.RequestFile
-	Nonce    Kind = documents.NonceFile
-	Tenant   Kind = documents.TenantFile
-	Identity Kind = documents.IdentityFile
+	// Request holds the consumer's PeeringRequest.
+	Request Kind = "request.yaml"
+	// Nonce holds the provider's Nonce.
+	Nonce Kind = "nonce.yaml"
+	// Tenant holds the consumer's Tenant (authentication.liqo.io/v1beta1).
+	Tenant Kind = "tenant.yaml"
+	// Identity holds the provider's Identity (authentication.liqo.io/v1beta1).
+	Identity Kind = "identity.yaml"
 )
+
+// KustomizationFile, in a peering directory, makes gitpeer build the
+// directory with kustomize and read the built documents instead of the files
+// themselves (see KustomizedDir).
+const KustomizationFile = "kustomization.yaml"
 
 // Kinds lists every document kind in handshake order.
 var Kinds = []Kind{Request, Nonce, Tenant, Identity}
@@ -68,6 +72,19 @@ func ParseDir(dir string) (Path, error) {
 		return p, fmt.Errorf("%s: %w", dir, err)
 	}
 	return p, nil
+}
+
+// KustomizedDir is the kustomized-directory rule: a kustomization.yaml
+// directly in a peering directory <providerID>/<consumerID> (rel is relative
+// to the peering root) makes that directory built with kustomize. It returns
+// the directory, and ok false for any other path, including a
+// kustomization.yaml at another depth, which is an ordinary ignored file.
+func KustomizedDir(rel string) (dir string, ok bool) {
+	dir, name := path.Split(rel)
+	if name != KustomizationFile || strings.Count(rel, "/") != 2 {
+		return "", false
+	}
+	return strings.TrimSuffix(dir, "/"), true
 }
 
 // validate checks the IDs of p.

@@ -10,10 +10,10 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 )
 
-// TestVerifyCommitsWith checks which commits each selection verifies: an
+// TestVerifyCommitSignaturesWith checks which commits each selection verifies: an
 // agent signs its commits under peers/p/c, someone else pushes unsigned
 // commits under peers/p/other, outside the root, and under peers/p/c.
-func TestVerifyCommitsWith(t *testing.T) {
+func TestVerifyCommitSignaturesWith(t *testing.T) {
 	f := newFixture(t, "verify-scope")
 	key := testKey(t)
 	signer, err := gitsync.NewSSHSigner(key, nil)
@@ -49,24 +49,24 @@ func TestVerifyCommitsWith(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		from, to plumbing.Hash
-		opts     gitsync.VerifyOptions
+		opts     gitsync.SignatureOptions
 		want     []plumbing.Hash
 	}{
-		{"root", plumbing.ZeroHash, head, gitsync.VerifyOptions{},
+		{"root", plumbing.ZeroHash, head, gitsync.SignatureOptions{},
 			[]plumbing.Hash{unsigned["peers/p/c/tenant.yaml"], unsigned["peers/p/other/tenant.yaml"]}},
-		{"own dir", plumbing.ZeroHash, head, gitsync.VerifyOptions{Dirs: []string{"p/c"}},
+		{"own dir", plumbing.ZeroHash, head, gitsync.SignatureOptions{Dirs: []string{"p/c"}},
 			[]plumbing.Hash{unsigned["peers/p/c/tenant.yaml"]}},
-		{"own dir, before the unsigned commit there", plumbing.ZeroHash, unsigned["README.md"], gitsync.VerifyOptions{Dirs: []string{"p/c"}}, nil},
-		{"other dir", signed, head, gitsync.VerifyOptions{Dirs: []string{"p/c", "p/other"}},
+		{"own dir, before the unsigned commit there", plumbing.ZeroHash, unsigned["README.md"], gitsync.SignatureOptions{Dirs: []string{"p/c"}}, nil},
+		{"other dir", signed, head, gitsync.SignatureOptions{Dirs: []string{"p/c", "p/other"}},
 			[]plumbing.Hash{unsigned["peers/p/c/tenant.yaml"], unsigned["peers/p/other/tenant.yaml"]}},
-		{"absent dir", plumbing.ZeroHash, head, gitsync.VerifyOptions{Dirs: []string{"q/c"}}, nil},
-		{"all", signed, head, gitsync.VerifyOptions{All: true},
+		{"absent dir", plumbing.ZeroHash, head, gitsync.SignatureOptions{Dirs: []string{"q/c"}}, nil},
+		{"all", signed, head, gitsync.SignatureOptions{All: true},
 			[]plumbing.Hash{unsigned["peers/p/c/tenant.yaml"], unsigned["README.md"], unsigned["peers/p/other/tenant.yaml"]}},
-		{"head only", signed, head, gitsync.VerifyOptions{HeadOnly: true}, []plumbing.Hash{head}},
-		{"head only, signed", plumbing.ZeroHash, signed, gitsync.VerifyOptions{HeadOnly: true}, nil},
+		{"head only", signed, head, gitsync.SignatureOptions{HeadOnly: true}, []plumbing.Hash{head}},
+		{"head only, signed", plumbing.ZeroHash, signed, gitsync.SignatureOptions{HeadOnly: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bad, err := agent.VerifyCommitsWith(tc.from, tc.to, trusted, tc.opts)
+			bad, err := agent.VerifyCommitSignaturesWith(tc.from, tc.to, trusted, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestVerifyCommitsWith(t *testing.T) {
 		})
 	}
 
-	if _, err := agent.VerifyCommitsWith(plumbing.ZeroHash, head, trusted, gitsync.VerifyOptions{Dirs: []string{"p/../x"}}); err == nil {
+	if _, err := agent.VerifyCommitSignaturesWith(plumbing.ZeroHash, head, trusted, gitsync.SignatureOptions{Dirs: []string{"p/../x"}}); err == nil {
 		t.Fatal("an unsafe directory was accepted")
 	}
 }

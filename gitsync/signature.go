@@ -59,8 +59,8 @@ func (u Unverified) String() string {
 	return fmt.Sprintf("%s by %s: %s", u.Commit, u.Author, u.Reason)
 }
 
-// VerifyOptions selects the commits VerifyCommitsWith checks.
-type VerifyOptions struct {
+// SignatureOptions selects the commits VerifyCommitSignaturesWith checks.
+type SignatureOptions struct {
 	// HeadOnly checks the commit to alone, whatever it changes.
 	HeadOnly bool
 	// All checks every commit reachable from to and not from from, whatever
@@ -73,17 +73,17 @@ type VerifyOptions struct {
 	Dirs []string
 }
 
-// VerifyCommits checks the signature of every commit reachable from to and
+// VerifyCommitSignatures checks the signature of every commit reachable from to and
 // not from from (zero: the whole history) that changes the configured root,
 // and returns those not signed by a trusted key.
-func (r *Repo) VerifyCommits(from, to plumbing.Hash, keys *TrustedKeys) ([]Unverified, error) {
-	return r.VerifyCommitsWith(from, to, keys, VerifyOptions{})
+func (r *Repo) VerifyCommitSignatures(from, to plumbing.Hash, keys *TrustedKeys) ([]Unverified, error) {
+	return r.VerifyCommitSignaturesWith(from, to, keys, SignatureOptions{})
 }
 
-// VerifyCommitsWith checks the signature of the commits reachable from to and
+// VerifyCommitSignaturesWith checks the signature of the commits reachable from to and
 // not from from (zero: the whole history) that opts selects, and returns
 // those not signed by a trusted key, newest first.
-func (r *Repo) VerifyCommitsWith(from, to plumbing.Hash, keys *TrustedKeys, opts VerifyOptions) ([]Unverified, error) {
+func (r *Repo) VerifyCommitSignaturesWith(from, to plumbing.Hash, keys *TrustedKeys, opts SignatureOptions) ([]Unverified, error) {
 	dirs := opts.Dirs
 	if len(dirs) == 0 {
 		dirs = []string{""}
@@ -93,7 +93,7 @@ func (r *Repo) VerifyCommitsWith(from, to plumbing.Hash, keys *TrustedKeys, opts
 			continue
 		}
 		if _, err := cleanRel(d); err != nil {
-			return nil, fmt.Errorf("gitsync: verify: %w", err)
+			return nil, fmt.Errorf("gitsync: verify commit signatures: %w", err)
 		}
 	}
 	r.mu.Lock()

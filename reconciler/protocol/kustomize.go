@@ -1,4 +1,4 @@
-package layout
+package protocol
 
 import (
 	"bytes"
@@ -65,11 +65,11 @@ var kinds = map[[2]string]Kind{
 // does not decode makes its kind invalid. While tenant.yaml is present but
 // yields no valid Tenant, BuildFailed says why: the provider then fails
 // closed. The returned error joins every problem.
-func (pe *Peering) Kustomize(files map[string][]byte) error {
+func (pe *Documents) Kustomize(files map[string][]byte) error {
 	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
 	built, err := buildDocuments(dir, files)
 	if err != nil {
-		err = fmt.Errorf("%s: %w", path.Join(dir, documents.KustomizationFile), err)
+		err = fmt.Errorf("%s: %w", path.Join(dir, KustomizationFile), err)
 		pe.RefuseBuild(func(k Kind) bool { return hasFile(files, k) }, err)
 		return err
 	}
@@ -81,7 +81,7 @@ func (pe *Peering) Kustomize(files map[string][]byte) error {
 		case !hasFile(files, k):
 		case ok:
 			if err := pe.Decode(p, data); err != nil {
-				err = fmt.Errorf("%w (as built by %s)", err, documents.KustomizationFile)
+				err = fmt.Errorf("%w (as built by %s)", err, KustomizationFile)
 				pe.MarkInvalid(k, err)
 				errs = append(errs, err)
 			}
@@ -101,7 +101,7 @@ func (pe *Peering) Kustomize(files map[string][]byte) error {
 // for err: every document whose file is present (present reports it) is
 // invalid, so none reads as absent, and with tenant.yaml present the
 // directory fails closed (BuildFailed). Absent documents stay absent.
-func (pe *Peering) RefuseBuild(present func(Kind) bool, err error) {
+func (pe *Documents) RefuseBuild(present func(Kind) bool, err error) {
 	for _, k := range Kinds {
 		if present(k) {
 			pe.MarkInvalid(k, err)
@@ -145,7 +145,7 @@ func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, 
 		if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(name)) {
 			err = checkKustomization(data)
 		}
-		if err != nil && name != documents.KustomizationFile {
+		if err != nil && name != KustomizationFile {
 			err = fmt.Errorf("in %s: %w", name, err)
 		}
 		if err != nil {
@@ -158,8 +158,8 @@ func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, 
 			return nil, err
 		}
 	}
-	if _, ok := files[documents.KustomizationFile]; !ok {
-		return nil, fmt.Errorf("%w: no %s", ErrInvalid, documents.KustomizationFile)
+	if _, ok := files[KustomizationFile]; !ok {
+		return nil, fmt.Errorf("%w: no %s", ErrInvalid, KustomizationFile)
 	}
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
