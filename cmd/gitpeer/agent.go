@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
@@ -41,6 +42,8 @@ type agentOptions struct {
 	webhookTLSKey  string
 	trustedProxies []string
 	concurrent     int
+	minRetryDelay  time.Duration
+	maxRetryDelay  time.Duration
 	watchNamespace string
 	dataDir        string
 }
@@ -76,6 +79,8 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	fs.StringVar(&o.webhookTLSKey, "webhook-tls-key-file", "", "The PEM private key of --webhook-tls-cert-file.")
 	fs.StringSliceVar(&o.trustedProxies, "webhook-trusted-proxies", nil, "CIDRs of proxies (e.g. the Ingress controller's pods) whose X-Forwarded-For header names a webhook request's source for the per-source rate limit. Default: none, the source is the TCP peer.")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "The number of PeeringRepositories reconciled at once.")
+	fs.DurationVar(&o.minRetryDelay, "min-retry-delay", reconciler.DefaultMinRetryDelay, "The first delay before retrying a round that failed on a transient error (Git server unreachable, API server unavailable); it doubles on each failure.")
+	fs.DurationVar(&o.maxRetryDelay, "max-retry-delay", reconciler.DefaultMaxRetryDelay, "The longest delay before retrying a round that failed on a transient error.")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "Watch PeeringRepositories (and serve webhooks) in this namespace only; default: all namespaces.")
 	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(os.TempDir(), "gitpeer"), "The directory holding the persistent clones; mount a volume here in a Deployment.")
 	return cmd
@@ -101,7 +106,9 @@ func (o *agentOptions) run(ctx context.Context) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg,
 		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: o.dataDir,
 	}
-	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{MaxConcurrentReconciles: o.concurrent}); err != nil {
+	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{
+		MaxConcurrentReconciles: o.concurrent, MinRetryDelay: o.minRetryDelay, MaxRetryDelay: o.maxRetryDelay,
+	}); err != nil {
 		return fmt.Errorf("setting up the controller: %w", err)
 	}
 	if o.webhookAddr != "" && o.webhookAddr != "0" {

@@ -102,6 +102,10 @@ func (c *Cluster) Apply(ctx context.Context, repoURL string, interval time.Durat
 	return obj, c.Client.Create(ctx, obj)
 }
 
+// MaxRetryDelay caps the agents' backoff after a transient failure, so tests
+// see them recover within seconds of the end of an outage.
+const MaxRetryDelay = 5 * time.Second
+
 // StartAgent runs the cluster's agent (a controller manager) in this process
 // until StopAgent; log receives its logs.
 func (c *Cluster) StartAgent(log logr.Logger) error {
@@ -119,7 +123,7 @@ func (c *Cluster) StartAgent(log logr.Logger) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: c.CP.Config,
 		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: c.dataDir,
 	}
-	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{SkipNameValidation: true}); err != nil {
+	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{SkipNameValidation: true, MaxRetryDelay: MaxRetryDelay}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
