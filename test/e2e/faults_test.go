@@ -26,6 +26,7 @@ var _ = Describe("Faults", Ordered, func() {
 	review := "gitpeer/" + providerID + "/" + consumerID
 	var provider, consumer *cluster
 	var providerProxy, consumerProxy *gitserver.Proxy
+	restarted := make(chan error, 1)
 
 	BeforeAll(func(ctx SpecContext) {
 		provider, consumer = newCluster(providerID), newCluster(consumerID)
@@ -36,12 +37,8 @@ var _ = Describe("Faults", Ordered, func() {
 		applyOverHTTP(ctx, consumer, consumerProxy, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}}
 		})
-	})
-
-	It("survive the API server restarted in the middle of the provider's round", func(ctx SpecContext) {
 		// The provider's first push is its nonce: the round has created the tenant namespace and
 		// the nonce Secret, and its status and events are still to be written.
-		restarted := make(chan error, 1)
 		providerProxy.OnPush(func() {
 			provider.cp.StopAPIServer()
 			go func() {
@@ -51,6 +48,9 @@ var _ = Describe("Faults", Ordered, func() {
 		})
 		provider.startAgent()
 		consumer.startAgent()
+	})
+
+	It("survive the API server restarted in the middle of the provider's round", func(ctx SpecContext) {
 		Eventually(restarted).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
 
 		expectEvent(ctx, provider, gitpeerv1alpha1.KubernetesAPIUnavailableReason, "retrying with backoff")
