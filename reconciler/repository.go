@@ -167,9 +167,6 @@ func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepo
 	case obj.Spec.Suspend:
 	case err != nil:
 		markFailure(obj, err)
-	case conditions.IsFalse(obj, ConditionSourceVerified):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonVerificationFailed, "%s", conditions.GetMessage(obj, ConditionSourceVerified))
 	case conditions.IsFalse(obj, ConditionFilesValid):
 		conditions.Delete(obj, meta.ReconcilingCondition)
 		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", conditions.GetMessage(obj, ConditionFilesValid))
