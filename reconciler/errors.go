@@ -96,6 +96,9 @@ var gitFailures = []gitFailure{
 	{gitsync.ErrBranchNotFound, gitpeerv1alpha1.BranchNotFoundReason, true, func(url, _ string) string {
 		return fmt.Sprintf("push an initial commit to the branch in %s, or fix spec.branch", url)
 	}},
+	{gitsync.ErrHistoryRewritten, gitpeerv1alpha1.HistoryRewrittenReason, true, func(string, string) string {
+		return "review the branch and set annotation " + gitpeerv1alpha1.AcknowledgeRewriteAnnotation + " to its new head"
+	}},
 	{gitsync.ErrUnreachable, gitpeerv1alpha1.GitServerUnreachableReason, false, func(url, _ string) string {
 		return fmt.Sprintf("retrying with backoff; check that %s is up and reachable from the agent", url)
 	}},

@@ -35,6 +35,7 @@ func TestTypedErrors(t *testing.T) {
 		{"certificate", fmt.Errorf("ls-remote: %w", gitsync.ErrCertificateUntrusted), "stall", gitpeerv1alpha1.CertificateUntrustedReason, "as ca.crt to Secret git", time.Minute},
 		{"repository", fmt.Errorf("ls-remote: %w", gitsync.ErrRepositoryNotFound), "stall", gitpeerv1alpha1.RepositoryNotFoundReason, "check spec.url ssh://git.example/r.git", time.Minute},
 		{"branch", fmt.Errorf("%w: main", gitsync.ErrBranchNotFound), "stall", gitpeerv1alpha1.BranchNotFoundReason, "or fix spec.branch", time.Minute},
+		{"rewritten raw", &gitsync.HistoryError{}, "stall", gitpeerv1alpha1.HistoryRewrittenReason, "set annotation gitpeer.io/acknowledge-rewrite to its new head", time.Minute},
 		{"rewritten", &Stalling{Reason: ReasonHistoryRewritten, Err: errors.New("branch main was rewritten")}, "stall", gitpeerv1alpha1.HistoryRewrittenReason, "rewritten", time.Minute},
 		{"git down", fmt.Errorf("ls-remote: %w: %w", gitsync.ErrUnreachable, apiDown), "retry", gitpeerv1alpha1.GitServerUnreachableReason, "retrying with backoff; check that ssh://git.example/r.git is up", 0},
 		{"push lost", &gitsync.PushError{Branch: "main", Attempts: 5, Last: errors.New("non-fast-forward")}, "retry", gitpeerv1alpha1.GitOperationFailedReason, "retrying with backoff", 0},

@@ -78,6 +78,7 @@ var _ = Describe("Faults", Ordered, func() {
 				g.Expect(conditionOf(obj, meta.ReadyCondition)).To(And(HaveField("Status", metav1.ConditionFalse),
 					HaveField("Reason", gitpeerv1alpha1.GitServerUnreachableReason)))
 				g.Expect(conditionOf(obj, meta.ReconcilingCondition)).To(HaveField("Reason", meta.ProgressingWithRetryReason))
+				GinkgoWriter.Println(c.id, "Ready:", conditionOf(obj, meta.ReadyCondition).Message)
 			}).WithTimeout(time.Minute).Should(Succeed())
 			expectEvent(ctx, c, gitpeerv1alpha1.GitServerUnreachableReason, "retrying with backoff")
 		}
@@ -87,6 +88,7 @@ var _ = Describe("Faults", Ordered, func() {
 		time.Sleep(time.Until(cutAt.Add(outage)))
 		// Each agent kept trying, backing off: not once per 1 s interval (60 tries).
 		for _, p := range []*gitserver.Proxy{providerProxy, consumerProxy} {
+			GinkgoWriter.Printf("connections refused during the outage: %d\n", p.Refused.Load())
 			Expect(p.Refused.Load()).To(And(BeNumerically(">=", 5), BeNumerically("<", 30)))
 		}
 		providerProxy.Restore()
