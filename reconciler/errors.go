@@ -137,7 +137,7 @@ func typedError(obj *gitpeerv1alpha1.PeeringRepository, err error) error {
 		return &Waiting{Reason: gitpeerv1alpha1.SecretNotFoundReason, RequeueAfter: obj.GetRequeueAfter(),
 			Err: fmt.Errorf("%w; create it, it is looked for again every %s", err, obj.GetRequeueAfter())}
 	case apiUnavailable(err):
-		return &Generic{Reason: gitpeerv1alpha1.KubernetesAPIUnavailableReason, Err: fmt.Errorf("%w; retrying with backoff", err)}
+		return &Generic{Reason: gitpeerv1alpha1.KubernetesAPIUnavailableReason, Err: fmt.Errorf("the Kubernetes API server is unavailable: %w; retrying with backoff", err)}
 	}
 	return &Generic{Reason: meta.ReconciliationFailedReason, Err: err}
 }
