@@ -6,6 +6,7 @@ package agent
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/go-logr/logr"
@@ -29,6 +30,9 @@ type Options struct {
 	DataDir string
 	// Concurrent is the number of PeeringRepositories reconciled at once.
 	Concurrent int
+	// MinRetryDelay and MaxRetryDelay bound the backoff after a round failed on a
+	// transient error; zero means reconciler.DefaultMinRetryDelay / DefaultMaxRetryDelay.
+	MinRetryDelay, MaxRetryDelay time.Duration
 	// WatchNamespace restricts the PeeringRepositories watched (and the
 	// webhooks served) to one namespace; empty means all namespaces.
 	WatchNamespace string
@@ -76,6 +80,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{
 		MaxConcurrentReconciles: o.Concurrent, SkipNameValidation: o.SkipNameValidation,
+		MinRetryDelay: o.MinRetryDelay, MaxRetryDelay: o.MaxRetryDelay,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}

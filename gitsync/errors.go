@@ -15,9 +15,15 @@ var (
 	// ErrHostKeyMismatch means the SSH server presented a host key that is not
 	// the one in known_hosts (or the host is not in known_hosts at all).
 	ErrHostKeyMismatch = errors.New("ssh host key verification failed")
-	// ErrUnreachable means the server could not be reached or the repository
-	// does not exist.
+	// ErrCertificateUntrusted means the HTTPS server's certificate does not
+	// verify against the system roots and the configured CA bundle.
+	ErrCertificateUntrusted = errors.New("git server certificate not trusted")
+	// ErrUnreachable means the server could not be reached, did not answer in
+	// time, or dropped the connection: a transient condition.
 	ErrUnreachable = errors.New("git server unreachable")
+	// ErrRepositoryNotFound means the server answered but has no such
+	// repository (or does not show it to these credentials).
+	ErrRepositoryNotFound = errors.New("git repository not found")
 	// ErrBranchNotFound means the remote has no such branch.
 	ErrBranchNotFound = errors.New("branch not found on remote")
 	// ErrPushRejected means a push was still rejected after every retry.

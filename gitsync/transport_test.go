@@ -40,7 +40,7 @@ func TestBearerTokenOverCustomCA(t *testing.T) {
 	}
 	mustWrite(t, f.open(u, auth), "over tls", gitsync.Put("a.yaml", []byte("a")))
 
-	if _, err := f.open(u, &gitsync.Auth{BearerToken: "s3cret"}).Poll(ctx(t)); err == nil || errors.Is(err, gitsync.ErrAuthFailed) {
+	if _, err := f.open(u, &gitsync.Auth{BearerToken: "s3cret"}).Poll(ctx(t)); !errors.Is(err, gitsync.ErrCertificateUntrusted) {
 		t.Fatalf("untrusted certificate accepted or misreported: %v", err)
 	}
 	if _, err := f.open(u, &gitsync.Auth{BearerToken: "wrong", CA: ca}).Poll(ctx(t)); !errors.Is(err, gitsync.ErrAuthFailed) {

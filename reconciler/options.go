@@ -1,7 +1,17 @@
 package reconciler
 
 import (
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Default bounds of the backoff after a transient failure (a *Generic error).
+const (
+	DefaultMinRetryDelay = 750 * time.Millisecond
+	DefaultMaxRetryDelay = 5 * time.Minute
 )
 
 // ControllerOptions tunes the controller.
@@ -10,8 +20,22 @@ type ControllerOptions struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation allows several agents in one process (tests, the demo).
 	SkipNameValidation bool
+	// MinRetryDelay and MaxRetryDelay bound the exponential backoff after a
+	// transient failure; zero means DefaultMinRetryDelay and DefaultMaxRetryDelay.
+	MinRetryDelay, MaxRetryDelay time.Duration
 }
 
 func (o ControllerOptions) controller() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1), SkipNameValidation: &o.SkipNameValidation}
+	minDelay, maxDelay := o.MinRetryDelay, o.MaxRetryDelay
+	if minDelay <= 0 {
+		minDelay = DefaultMinRetryDelay
+	}
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxRetryDelay
+	}
+	return controller.Options{
+		MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
+		SkipNameValidation:      &o.SkipNameValidation,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](minDelay, max(minDelay, maxDelay)),
+	}
 }

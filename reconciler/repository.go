@@ -41,25 +41,25 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// Condition reasons (also the event reasons).
+// Condition types and reasons (also the event reasons), defined in apis/gitpeer/v1alpha1.
 const (
 	ReasonSucceeded         = meta.SucceededReason
 	ReasonProgressing       = meta.ProgressingReason
 	ReasonGitFailed         = gitpeerv1alpha1.GitOperationFailedReason
 	ReasonHistoryRewritten  = gitpeerv1alpha1.HistoryRewrittenReason
 	ReasonInvalidFile       = gitpeerv1alpha1.InvalidDocumentReason
-	ReasonRejected          = "Rejected"
-	ReasonIssued            = "IdentityIssued"
-	ReasonRenewed           = "IdentityRenewed"
-	ReasonRevoked           = "Revoked"
-	ReasonSuspended         = "Suspended"
-	ReasonKeyError          = "ClusterKeyError"
-	ReasonPeeringReady      = "PeeringReady"
-	ReasonTenantProposed    = "TenantProposed"
-	ReasonNonceIssued       = "NonceIssued"
-	ReasonRequested         = "Requested"
-	ConditionFilesValid     = "FilesValid"
-	ConditionPeeringsHealth = "PeeringsHealthy"
+	ReasonRejected          = gitpeerv1alpha1.RejectedReason
+	ReasonIssued            = gitpeerv1alpha1.IdentityIssuedReason
+	ReasonRenewed           = gitpeerv1alpha1.IdentityRenewedReason
+	ReasonRevoked           = gitpeerv1alpha1.RevokedReason
+	ReasonSuspended         = gitpeerv1alpha1.SuspendedReason
+	ReasonKeyError          = gitpeerv1alpha1.ClusterKeyErrorReason
+	ReasonPeeringReady      = gitpeerv1alpha1.PeeringReadyReason
+	ReasonTenantProposed    = gitpeerv1alpha1.TenantProposedReason
+	ReasonNonceIssued       = gitpeerv1alpha1.NonceIssuedReason
+	ReasonRequested         = gitpeerv1alpha1.RequestedReason
+	ConditionFilesValid     = gitpeerv1alpha1.FilesValidCondition
+	ConditionPeeringsHealth = gitpeerv1alpha1.PeeringsHealthyCondition
 )
 
 // PeeringRepositoryReconciler reconciles PeeringRepository objects.
@@ -124,9 +124,10 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 
+	var roundErr error // typed (errors.go)
 	patcher := patch.NewSerialPatcher(obj, r.Client)
 	defer func() {
-		r.summarize(obj, retErr)
+		r.summarize(obj, roundErr)
 		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
 			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth,
 		}}, patch.WithFieldOwner("gitpeer")); err != nil {
@@ -145,33 +146,28 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 
 	s, err := r.newSession(ctx, obj)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err == nil {
+		err = s.sync(ctx)
 	}
-	if err := s.sync(ctx); err != nil {
-		var stall *stallError
-		if errors.As(err, &stall) {
-			return ctrl.Result{RequeueAfter: obj.GetRequeueAfter()}, nil
-		}
-		return ctrl.Result{}, err
+	if err != nil {
+		roundErr = typedError(obj, err)
+		r.report(ctx, obj, roundErr)
+		return resultOf(obj, roundErr)
 	}
 	s.run(ctx)
 	return ctrl.Result{RequeueAfter: s.requeueAfter()}, nil
 }
 
-// summarize derives Ready from the other conditions and the reconcile error,
-// the way Flux controllers do, and records the observed generation.
+// summarize derives Ready from the other conditions and the round's typed
+// error, the way Flux controllers do, and records the observed generation.
 func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepository, err error) {
+	if !obj.Spec.Suspend && !stalls(err) {
+		conditions.Delete(obj, meta.StalledCondition)
+	}
 	switch {
 	case obj.Spec.Suspend:
-	case conditions.IsTrue(obj, meta.StalledCondition):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, conditions.GetReason(obj, meta.StalledCondition), "%s", conditions.GetMessage(obj, meta.StalledCondition))
 	case err != nil:
-		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonGitFailed, "%s", err.Error())
-	case conditions.IsFalse(obj, ConditionSourceVerified):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonVerificationFailed, "%s", conditions.GetMessage(obj, ConditionSourceVerified))
+		markFailure(obj, err)
 	case conditions.IsFalse(obj, ConditionFilesValid):
 		conditions.Delete(obj, meta.ReconcilingCondition)
 		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", conditions.GetMessage(obj, ConditionFilesValid))
@@ -183,13 +179,10 @@ func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepo
 		conditions.MarkTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
 	}
 	boundConditionMessages(obj)
-	if err == nil {
+	if err == nil || stalls(err) {
 		obj.Status.ObservedGeneration = obj.Generation
 	}
 }
-
-// stallError stops the reconciliation until a person acts.
-type stallError struct{ error }
 
 // session is one reconciliation of one PeeringRepository.
 type session struct {
@@ -219,8 +212,10 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 	}
 	key, err := crypto.LoadOrCreateKey(ctx, r.apiReader(), obj.Namespace, crypto.Ed25519)
 	if err != nil {
-		r.event(obj, corev1.EventTypeWarning, ReasonKeyError, "%v", err)
-		return nil, err
+		if apiUnavailable(err) {
+			return nil, err
+		}
+		return nil, &Generic{Reason: ReasonKeyError, Err: fmt.Errorf("cluster key: %w", err)}
 	}
 	return &session{r: r, obj: obj, repo: repo, key: key, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
 }
@@ -240,7 +235,6 @@ func (s *session) sync(ctx context.Context) error {
 	defer cancel()
 	head, err := observeGit("poll", func() (plumbing.Hash, error) { return s.repo.Poll(pollCtx) })
 	if err != nil {
-		s.r.event(obj, corev1.EventTypeWarning, ReasonGitFailed, "%v", err)
 		return err
 	}
 	s.head = head
@@ -251,18 +245,12 @@ func (s *session) sync(ctx context.Context) error {
 				return err
 			}
 			if obj.GetAnnotations()[gitpeerv1alpha1.AcknowledgeRewriteAnnotation] != head.String() {
-				msg := fmt.Sprintf("branch %s was rewritten: %s does not descend from %s; review it and set annotation %s=%s",
-					obj.GetBranch(), head, last, gitpeerv1alpha1.AcknowledgeRewriteAnnotation, head)
-				if !conditions.IsStalled(obj) {
-					s.r.event(obj, corev1.EventTypeWarning, ReasonHistoryRewritten, "%s", msg)
-				}
-				conditions.MarkStalled(obj, ReasonHistoryRewritten, "%s", msg)
-				return &stallError{errors.New(msg)}
+				return &Stalling{Reason: ReasonHistoryRewritten, Err: fmt.Errorf("branch %s was rewritten: %s does not descend from %s; review it and set annotation %s=%s",
+					obj.GetBranch(), head, last, gitpeerv1alpha1.AcknowledgeRewriteAnnotation, head)}
 			}
 			s.r.event(obj, corev1.EventTypeNormal, ReasonHistoryRewritten, "rewritten history acknowledged at %s", head)
 		}
 	}
-	conditions.Delete(obj, meta.StalledCondition)
 	if err := s.verifySignatures(ctx); err != nil {
 		return err
 	}

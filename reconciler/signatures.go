@@ -8,8 +8,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/go-git/go-git/v5/plumbing"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
@@ -18,7 +16,7 @@ import (
 // ConditionSourceVerified reports, when spec.verify is set, whether the
 // commits the agent is about to act upon are signed by trusted keys.
 const (
-	ConditionSourceVerified  = "SourceVerified"
+	ConditionSourceVerified  = gitpeerv1alpha1.SourceVerifiedCondition
 	ReasonVerificationFailed = gitpeerv1alpha1.CommitVerificationFailedReason
 )
 
@@ -32,7 +30,7 @@ const (
 // between the last processed commit (exclusive; none: the whole history) and
 // the new head, as spec.verify.mode selects them. On failure the head is not
 // acted upon: the condition, an event and a log line name the oldest
-// unverified commit, and a *stallError ends the reconciliation, which is
+// unverified commit, and a *Stalling ends the reconciliation, which is
 // retried at the interval. Nothing is deleted or revoked, and the last
 // processed commit does not advance, so every commit since it, the agent's own
 // included, is verified again at the next attempt.
@@ -55,12 +53,11 @@ func (s *session) verifySignatures(ctx context.Context) error {
 		conditions.MarkTrue(s.obj, ConditionSourceVerified, ReasonSucceeded, "commits up to %s verified (mode %s)", shortHash(s.head.String()), mode)
 		return nil
 	}
-	var msg, subject string
+	var msg string
 	if err != nil {
 		msg = fmt.Sprintf("cannot verify the commits up to %s: %v", s.head, err)
 	} else {
 		oldest := bad[len(bad)-1] // bad is newest first
-		subject = oldest.Commit.String()
 		msg = fmt.Sprintf("commit %s by %s is not signed by a trusted key: %s (%d unverified commit(s) in mode %s)",
 			oldest.Commit, oldest.Author, oldest.Reason, len(bad), mode)
 		if c := s.obj.Spec.Commit; c == nil || c.SigningKey == nil {
@@ -68,10 +65,8 @@ func (s *session) verifySignatures(ctx context.Context) error {
 		}
 	}
 	msg = fmt.Sprintf("%s; not acting on %s, staying at %s", msg, shortHash(s.head.String()), shortHash(last.String()))
-	log.FromContext(ctx).Info("commit verification failed", "head", s.head.String(), "reason", msg)
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonVerificationFailed, subject, "%s", msg)
 	conditions.MarkFalse(s.obj, ConditionSourceVerified, ReasonVerificationFailed, "%s", msg)
-	return &stallError{errors.New(msg)}
+	return &Stalling{Reason: ReasonVerificationFailed, Err: errors.New(msg)}
 }
 
 // unverified returns the commits mode selects that no trusted key signed.

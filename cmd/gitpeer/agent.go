@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
@@ -18,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitpeer/gitpeer/agent"
+	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 // agentOptions are the flags of `gitpeer agent`.
@@ -34,6 +36,8 @@ type agentOptions struct {
 	webhookTLSKey  string
 	trustedProxies []string
 	concurrent     int
+	minRetryDelay  time.Duration
+	maxRetryDelay  time.Duration
 	watchNamespace string
 	dataDir        string
 }
@@ -69,6 +73,8 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	fs.StringVar(&o.webhookTLSKey, "webhook-tls-key-file", "", "The PEM private key of --webhook-tls-cert-file.")
 	fs.StringSliceVar(&o.trustedProxies, "webhook-trusted-proxies", nil, "CIDRs of proxies (e.g. the Ingress controller's pods) whose X-Forwarded-For header names a webhook request's source for the per-source rate limit. Default: none, the source is the TCP peer.")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "The number of PeeringRepositories reconciled at once.")
+	fs.DurationVar(&o.minRetryDelay, "min-retry-delay", reconciler.DefaultMinRetryDelay, "The first delay before retrying a round that failed on a transient error (Git server unreachable, API server unavailable); it doubles on each failure.")
+	fs.DurationVar(&o.maxRetryDelay, "max-retry-delay", reconciler.DefaultMaxRetryDelay, "The longest delay before retrying a round that failed on a transient error.")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "Watch PeeringRepositories (and serve webhooks) in this namespace only; default: all namespaces.")
 	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(os.TempDir(), "gitpeer"), "The directory holding the persistent clones; mount a volume here in a Deployment.")
 	return cmd
@@ -109,6 +115,7 @@ func (o *agentOptions) agentOptions(log logr.Logger) (agent.Options, error) {
 	}
 	return agent.Options{
 		DataDir: o.dataDir, Concurrent: o.concurrent, WatchNamespace: o.watchNamespace,
+		MinRetryDelay: o.minRetryDelay, MaxRetryDelay: o.maxRetryDelay,
 		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, LeaderElection: o.leaderElection, Logger: log,
 		Webhook: agent.WebhookOptions{
 			Addr: o.webhookAddr, TLSCertFile: o.webhookTLSCert, TLSKeyFile: o.webhookTLSKey, TrustedProxies: proxies,

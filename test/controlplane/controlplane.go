@@ -55,6 +55,8 @@ type ControlPlane struct {
 	pki       *pki
 	processes []*process
 	ownDir    bool
+	bin       string   // the directory of the binaries
+	apiArgs   []string // kube-apiserver's flags, for RestartAPIServer
 }
 
 // controllers are the kube-controller-manager controllers the handshake needs:
@@ -107,7 +109,7 @@ var errPortInUse = errors.New("port taken before it could be bound")
 
 func start(ctx context.Context, bin, dir string) (cp *ControlPlane, err error) {
 	began := time.Now()
-	cp = &ControlPlane{Dir: dir}
+	cp = &ControlPlane{Dir: dir, bin: bin}
 	if dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "gitpeer-controlplane-"); err != nil {
 			return nil, err
@@ -146,16 +148,17 @@ func start(ctx context.Context, bin, dir string) (cp *ControlPlane, err error) {
 	); err != nil {
 		return cp, err
 	}
-	if err = cp.run(bin, "kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
-		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
-		"--tls-cert-file="+files.servingCert, "--tls-private-key-file="+files.servingKey,
-		"--client-ca-file="+files.caCert,
+	cp.apiArgs = []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[2]),
+		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
+		"--tls-cert-file=" + files.servingCert, "--tls-private-key-file=" + files.servingKey,
+		"--client-ca-file=" + files.caCert,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+files.saPub, "--service-account-signing-key-file="+files.saKey,
+		"--service-account-key-file=" + files.saPub, "--service-account-signing-key-file=" + files.saKey,
 		"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC", "--allow-privileged=true",
-	); err != nil {
+	}
+	if err = cp.run(bin, "kube-apiserver", cp.apiArgs...); err != nil {
 		return cp, err
 	}
 
@@ -273,6 +276,36 @@ func (cp *ControlPlane) clientConfig(user string, groups []string) (*rest.Config
 // signed by the cluster CA, for tests that need a non-admin identity.
 func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config, error) {
 	return cp.clientConfig(user, groups)
+}
+
+// StopAPIServer stops kube-apiserver; etcd and the controller-manager keep
+// running, so the cluster's state survives. StartAPIServer brings it back.
+func (cp *ControlPlane) StopAPIServer() {
+	cp.apiServer().stop(10 * time.Second)
+}
+
+// StartAPIServer starts kube-apiserver again, with the same flags, address
+// and certificates, and waits until it is ready.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	p, err := startProcess(cp.Dir, filepath.Join(cp.bin, "kube-apiserver"), cp.apiArgs...)
+	if err != nil {
+		return err
+	}
+	for i, old := range cp.processes {
+		if old.name == "kube-apiserver" {
+			cp.processes[i] = p
+		}
+	}
+	return cp.waitFor(ctx, "kube-apiserver /readyz", cp.apiServerReady)
+}
+
+func (cp *ControlPlane) apiServer() *process {
+	for _, p := range cp.processes {
+		if p.name == "kube-apiserver" {
+			return p
+		}
+	}
+	panic("controlplane: no kube-apiserver")
 }
 
 // Stop stops every component (controller-manager first, etcd last) and removes

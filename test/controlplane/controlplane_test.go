@@ -115,4 +115,13 @@ var _ = Describe("Control plane", func() {
 		_, err = kubernetes.NewForConfigOrDie(foreign).CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 		Expect(apierrors.IsUnauthorized(err)).To(BeTrue(), "foreign credentials: %v", err)
 	})
+
+	It("restarts its API server keeping the cluster's state", func(ctx SpecContext) {
+		kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"}}
+		Expect(k8s.Create(ctx, kept)).To(Succeed())
+		cp.StopAPIServer()
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(kept), kept)).NotTo(Succeed(), "the API server is down")
+		Expect(cp.StartAPIServer(ctx)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
+	})
 })

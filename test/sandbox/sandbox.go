@@ -104,6 +104,10 @@ func (c *Cluster) Apply(ctx context.Context, repoURL string, interval time.Durat
 	return obj, c.Client.Create(ctx, obj)
 }
 
+// MaxRetryDelay caps the agents' backoff after a transient failure, so tests
+// see them recover within seconds of the end of an outage.
+const MaxRetryDelay = 5 * time.Second
+
 // StartAgent runs the cluster's agent in this process until StopAgent, wired
 // as `gitpeer agent` wires it (package agent), with its push webhook receiver
 // on a loopback port (WebhookURL); log receives its logs.
@@ -114,7 +118,7 @@ func (c *Cluster) StartAgent(log logr.Logger) error {
 	}
 	mgr, err := agent.New(c.CP.Config, agent.Options{
 		DataDir: c.dataDir, MetricsAddr: "0", HealthAddr: "0", Logger: log,
-		Webhook: agent.WebhookOptions{Addr: addr}, SkipNameValidation: true,
+		Webhook: agent.WebhookOptions{Addr: addr}, SkipNameValidation: true, MaxRetryDelay: MaxRetryDelay,
 	})
 	if err != nil {
 		return err

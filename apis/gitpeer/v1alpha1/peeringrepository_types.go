@@ -74,24 +74,6 @@ const (
 	RequestAgainAnnotation = "gitpeer.io/request-again"
 )
 
-// Reasons of the PeeringRepository conditions (the condition types are Flux's meta.ReadyCondition,
-// meta.ReconcilingCondition and meta.StalledCondition).
-const (
-	// GitOperationFailedReason signals that a Git operation (fetch, push) failed.
-	GitOperationFailedReason = "GitOperationFailed"
-	// HistoryRewrittenReason signals that the branch was rewritten (not a fast-forward of the last
-	// processed commit); the agent is stalled until AcknowledgeRewriteAnnotation is set.
-	HistoryRewrittenReason = "HistoryRewritten"
-	// CommitVerificationFailedReason signals that a commit the agent must act on is not signed by a
-	// trusted key.
-	CommitVerificationFailedReason = "CommitVerificationFailed"
-	// InvalidDocumentReason signals that a file of the repository was rejected (see the message and
-	// the events for its path and the reason).
-	InvalidDocumentReason = "InvalidDocument"
-	// InvalidSpecReason signals that the PeeringRepository spec cannot be acted upon.
-	InvalidSpecReason = "InvalidSpec"
-)
-
 // PeeringRepositorySpec defines the Git repository used as the channel of the Liqo authentication
 // handshake and the roles this cluster plays in it.
 // +kubebuilder:validation:XValidation:rule="(has(self.provider) && self.provider.enabled) || (has(self.consumer) && has(self.consumer.providers) && size(self.consumer.providers) > 0)",message="enable the provider role or list at least one provider in consumer.providers"

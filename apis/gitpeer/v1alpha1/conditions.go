@@ -1,0 +1,90 @@
+package v1alpha1
+
+// Condition types of a PeeringRepository besides Flux's meta.ReadyCondition,
+// meta.ReconcilingCondition and meta.StalledCondition.
+const (
+	// FilesValidCondition is False while files of the repository are skipped as invalid.
+	FilesValidCondition = "FilesValid"
+	// PeeringsHealthyCondition is False while a peering failed (see status.peerings).
+	PeeringsHealthyCondition = "PeeringsHealthy"
+	// SourceVerifiedCondition reports, when spec.verify is set, whether the commits the agent is
+	// about to act upon are signed by trusted keys.
+	SourceVerifiedCondition = "SourceVerified"
+)
+
+// Reasons of the PeeringRepository conditions that stall the agent until a person acts (Stalled
+// and Ready are False with the reason; the message says what to do). A stalled PeeringRepository
+// is checked again at spec.interval, never sooner, since the fix usually lies outside it (a
+// Secret, the Git server, the branch).
+const (
+	// AuthenticationFailedReason signals that the Git server refused the credentials of
+	// spec.secretRef.
+	AuthenticationFailedReason = "AuthenticationFailed"
+	// HostKeyMismatchReason signals that the SSH server's host key is not the one in the
+	// known_hosts of spec.secretRef.
+	HostKeyMismatchReason = "HostKeyMismatch"
+	// CertificateUntrustedReason signals that the HTTPS server's certificate does not verify
+	// against the system roots and the ca.crt of spec.secretRef.
+	CertificateUntrustedReason = "CertificateUntrusted"
+	// RepositoryNotFoundReason signals that the Git server has no repository at spec.url (or
+	// hides it from these credentials).
+	RepositoryNotFoundReason = "RepositoryNotFound"
+	// BranchNotFoundReason signals that spec.branch does not exist in the repository.
+	BranchNotFoundReason = "BranchNotFound"
+	// HistoryRewrittenReason signals that the branch was rewritten (not a fast-forward of the last
+	// processed commit); the agent is stalled until AcknowledgeRewriteAnnotation is set.
+	HistoryRewrittenReason = "HistoryRewritten"
+	// CommitVerificationFailedReason signals that a commit the agent must act on is not signed by a
+	// trusted key.
+	CommitVerificationFailedReason = "CommitVerificationFailed"
+)
+
+// Reasons of transient failures: Ready is False, Reconciling True, and the agent retries with
+// exponential backoff until it succeeds.
+const (
+	// GitServerUnreachableReason signals that the Git server could not be reached, did not
+	// answer in time or dropped the connection.
+	GitServerUnreachableReason = "GitServerUnreachable"
+	// KubernetesAPIUnavailableReason signals that the cluster's API server could not be reached
+	// or was unavailable.
+	KubernetesAPIUnavailableReason = "KubernetesAPIUnavailable"
+	// GitOperationFailedReason signals that a Git operation (fetch, push) failed otherwise, e.g.
+	// a push that kept losing the race with other writers.
+	GitOperationFailedReason = "GitOperationFailed"
+	// ClusterKeyErrorReason signals that the cluster's key could not be loaded or created.
+	ClusterKeyErrorReason = "ClusterKeyError"
+)
+
+// Reasons of a round waiting for something to happen: Ready is False, Reconciling True, and the
+// agent looks again at spec.interval.
+const (
+	// SecretNotFoundReason signals that a Secret the spec refers to does not exist (yet).
+	SecretNotFoundReason = "SecretNotFound"
+)
+
+// Other reasons of the PeeringRepository conditions and events.
+const (
+	// InvalidDocumentReason signals that a file of the repository was rejected (see the message and
+	// the events for its path and the reason).
+	InvalidDocumentReason = "InvalidDocument"
+	// InvalidSpecReason signals that the PeeringRepository spec cannot be acted upon.
+	InvalidSpecReason = "InvalidSpec"
+	// SuspendedReason signals that spec.suspend is set.
+	SuspendedReason = "Suspended"
+	// RejectedReason signals a Tenant or peering the agent refused (see the message).
+	RejectedReason = "Rejected"
+	// RequestedReason: the consumer committed its request.
+	RequestedReason = "Requested"
+	// NonceIssuedReason: the provider committed a nonce for a consumer.
+	NonceIssuedReason = "NonceIssued"
+	// TenantProposedReason: the consumer pushed its signed Tenant for review.
+	TenantProposedReason = "TenantProposed"
+	// IdentityIssuedReason: the provider committed a consumer's first identity.
+	IdentityIssuedReason = "IdentityIssued"
+	// IdentityRenewedReason: the provider committed a renewed identity.
+	IdentityRenewedReason = "IdentityRenewed"
+	// PeeringReadyReason: the consumer built its kubeconfig from the provider's identity.
+	PeeringReadyReason = "PeeringReady"
+	// RevokedReason: a peering was revoked.
+	RevokedReason = "Revoked"
+)
