@@ -92,4 +92,3 @@ func limit(s string, n int) string {
 	}
 	return strings.ToValidUTF8(s[:n-len("…")], "") + "…"
 }
-

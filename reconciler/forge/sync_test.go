@@ -1,0 +1,44 @@
+package forge
+
+import (
+	"context"
+	"testing"
+)
+
+// TestSyncRequests replays, for GitHub and GitLab, what their APIs answer to the requests Sync
+// sends through go-github and GitLab's client-go: the requests must be exactly the recorded ones.
+func TestSyncRequests(t *testing.T) {
+	for _, tc := range []struct {
+		fixture  string
+		provider Provider
+		check    CheckState
+		want     Action
+		state    State
+	}{
+		{"github-open", GitHub, CheckSuccess, Opened, Open},
+		{"github-update", GitHub, CheckSuccess, Updated, Open},
+		{"github-closed", GitHub, CheckSuccess, WasClosed, Closed},
+		{"github-reproposed", GitHub, CheckSuccess, Opened, Open},
+		{"gitlab-open", GitLab, CheckFailure, Opened, Open},
+		{"gitlab-update", GitLab, CheckFailure, Updated, Open},
+		{"gitlab-merged", GitLab, CheckFailure, WasMerged, Merged},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			srv := replay(t, tc.fixture)
+			c, err := New(Repository{Provider: tc.provider, APIURL: srv.URL, Owner: "team", Name: "peering"}, "token")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Sync(context.Background(), c, Proposal{
+				Head: "gitpeer/hub/edge-1", Base: "main", Title: "Peering: edge-1 asks hub for an identity", Facts: testFacts(),
+				Check: Check{Context: "gitpeer/verify", State: tc.check, Description: "offline checks"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Action != tc.want || res.PullRequest.State != tc.state {
+				t.Fatalf("Sync: %s, pull request %s; want %s, %s", res.Action, res.PullRequest.State, tc.want, tc.state)
+			}
+		})
+	}
+}
