@@ -87,6 +87,8 @@ type Client interface {
 	SetCheck(ctx context.Context, sha string, c Check) error
 	// DeleteBranch deletes a branch; a branch that is already gone is not an error.
 	DeleteBranch(ctx context.Context, branch string) error
+	// ReadFile returns the content of the file at path in commit or branch ref.
+	ReadFile(ctx context.Context, ref, path string) ([]byte, error)
 }
 
 // Repository locates a repository on a forge.

@@ -94,6 +94,15 @@ func (g *gitea) DeleteBranch(ctx context.Context, branch string) error {
 	return err
 }
 
+func (g *gitea) ReadFile(ctx context.Context, ref, path string) ([]byte, error) {
+	c, err := g.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, _, err := c.GetFile(g.owner, g.name, ref, path)
+	return data, err
+}
+
 func fromGitea(pr *sdk.PullRequest) *PullRequest {
 	out := &PullRequest{Number: pr.Index, URL: pr.HTMLURL, State: Open, Title: pr.Title, Body: pr.Body}
 	if pr.Head != nil {

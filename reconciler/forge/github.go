@@ -2,6 +2,7 @@ package forge
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -67,6 +68,18 @@ func (g *gitHub) DeleteBranch(ctx context.Context, branch string) error {
 		return nil
 	}
 	return err
+}
+
+func (g *gitHub) ReadFile(ctx context.Context, ref, path string) ([]byte, error) {
+	file, _, _, err := g.c.Repositories.GetContents(ctx, g.owner, g.name, path, &github.RepositoryContentGetOptions{Ref: ref})
+	if err != nil {
+		return nil, err
+	}
+	if file == nil {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	content, err := file.GetContent()
+	return []byte(content), err
 }
 
 func fromGitHub(pr *github.PullRequest) *PullRequest {

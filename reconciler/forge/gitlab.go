@@ -68,6 +68,11 @@ func (g *gitLab) DeleteBranch(ctx context.Context, branch string) error {
 	return err
 }
 
+func (g *gitLab) ReadFile(ctx context.Context, ref, path string) ([]byte, error) {
+	data, _, err := g.c.RepositoryFiles.GetRawFile(g.project, path, &gitlab.GetRawFileOptions{Ref: &ref}, gitlab.WithContext(ctx))
+	return data, err
+}
+
 func fromGitLab(mr *gitlab.BasicMergeRequest) *PullRequest {
 	out := &PullRequest{Number: mr.IID, URL: mr.WebURL, State: Open, Head: mr.SHA, Title: mr.Title, Body: mr.Description}
 	switch mr.State {

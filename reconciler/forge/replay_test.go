@@ -24,6 +24,8 @@ type exchange struct {
 	Contains map[string]string `json:"contains,omitempty"`
 	Status   int               `json:"status"`
 	Response json.RawMessage   `json:"response,omitempty"`
+	// Raw is a response body that is not JSON (a raw file).
+	Raw string `json:"raw,omitempty"`
 }
 
 // replay serves the exchanges of testdata/<name>.json in order: each request must be the next
@@ -54,6 +56,12 @@ func replay(t *testing.T, name string) *httptest.Server {
 		if err := want.matches(r); err != "" {
 			t.Errorf("%s: exchange %d: %s", name, next, err)
 			http.Error(w, err, http.StatusTeapot)
+			return
+		}
+		if want.Raw != "" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(want.Status)
+			_, _ = io.WriteString(w, want.Raw)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -13,8 +13,9 @@ type Proposal struct {
 	Title string
 	// Facts are what the consumer proposes; the description is rendered from them.
 	Facts Facts
-	// Check is the status posted on the pull request's head.
-	Check Check
+	// Verify runs the offline checks on the proposal as the pull request holds it: read returns a
+	// file of its head. It returns the status to post on the head and the description's lines.
+	Verify func(ctx context.Context, read func(path string) ([]byte, error)) (Check, []string)
 }
 
 // Action is what Sync did.
@@ -42,7 +43,7 @@ type Result struct {
 
 // Sync brings the forge in line with p: it opens the pull request from p.Head into p.Base, or
 // updates the open one (its description says what changed since the proposal it described), and
-// posts p.Check on its head. A merged or closed pull request of the same proposal (same Facts.ID)
+// posts the result of p.Verify, run on the files of its head, as a status on that head. A merged or closed pull request of the same proposal (same Facts.ID)
 // is reported and its branch deleted; it is never reopened. A later proposal (a new nonce, a new
 // key) opens a new pull request once the consumer has pushed it.
 func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
@@ -54,9 +55,12 @@ func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 		return finished(ctx, c, p.Head, pr)
 	}
 	var previous *Facts
+	ref := p.Head // a new pull request will start at the branch's head
 	if pr != nil && pr.State == Open {
-		previous = parseFacts(pr.Body)
+		previous, ref = parseFacts(pr.Body), pr.Head
 	}
+	check, lines := p.Verify(ctx, func(path string) ([]byte, error) { return c.ReadFile(ctx, ref, path) })
+	p.Facts.Checks = lines
 	body, err := Describe(p.Facts, previous)
 	if err != nil {
 		return Result{}, err
@@ -73,10 +77,23 @@ func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%s pull request %s → %s: %w", res.Action, p.Head, p.Base, err)
 	}
-	if err := c.SetCheck(ctx, res.PullRequest.Head, p.Check); err != nil {
+	if err := c.SetCheck(ctx, res.PullRequest.Head, check); err != nil {
 		return Result{}, fmt.Errorf("post status on %s: %w", res.PullRequest.Head, err)
 	}
 	return res, nil
+}
+
+// Finish deletes the review branch head once its most recent pull request into base is merged or
+// closed; an open one, or none, is left alone (Unchanged).
+func Finish(ctx context.Context, c Client, head, base string) (Result, error) {
+	pr, err := c.Find(ctx, head, base)
+	if err != nil {
+		return Result{}, fmt.Errorf("find pull request %s → %s: %w", head, base, err)
+	}
+	if pr == nil || pr.State == Open {
+		return Result{PullRequest: pr, Action: Unchanged}, nil
+	}
+	return finished(ctx, c, head, pr)
 }
 
 // finished deletes the review branch of a merged or closed pull request.

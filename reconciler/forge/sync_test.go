@@ -31,7 +31,16 @@ func TestSyncRequests(t *testing.T) {
 			}
 			res, err := Sync(context.Background(), c, Proposal{
 				Head: "gitpeer/hub/edge-1", Base: "main", Title: "Peering: edge-1 asks hub for an identity", Facts: testFacts(),
-				Check: Check{Context: "gitpeer/verify", State: tc.check, Description: "offline checks"},
+				Verify: func(_ context.Context, read func(string) ([]byte, error)) (Check, []string) {
+					data, err := read("hub/edge-1/tenant.yaml")
+					if err != nil {
+						t.Fatalf("read tenant.yaml of the head: %v", err)
+					}
+					if string(data) != "kind: Tenant\n" {
+						t.Fatalf("tenant.yaml of the head = %q", data)
+					}
+					return Check{Context: "gitpeer/verify", State: tc.check, Description: "offline checks"}, testFacts().Checks
+				},
 			})
 			if err != nil {
 				t.Fatal(err)
