@@ -62,7 +62,7 @@ func (s *session) request(ctx context.Context, pe *layout.Peering) outcome {
 	if err != nil {
 		return outcome{err: err}
 	}
-	if err := s.write(ctx, gitsync.Message{
+	if err := s.writeRequest(ctx, pe, gitsync.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
 		Action:  "request", Provider: pe.Provider, Consumer: pe.Consumer,
 	}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Request}.String(), doc)); err != nil {

@@ -8,10 +8,12 @@ import (
 	"path"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/reconciler/verdict"
@@ -29,6 +31,27 @@ const (
 	ReasonPullRequestFailed = "PullRequestFailed"
 )
 
+// writeRequest commits request.yaml: to the branch, or, when the consumer opens pull requests
+// (and may push only to its review branches), to its review branch, where it reaches the branch
+// through a reviewed pull request like the Tenant.
+func (s *session) writeRequest(ctx context.Context, pe *layout.Peering, msg gitsync.Message, change gitsync.FileChange) error {
+	if spec := s.obj.Spec.Consumer; spec.PullRequest == nil || spec.Direct {
+		return s.write(ctx, msg, change)
+	}
+	branch, err := s.reviewBranch(pe)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
+	defer cancel()
+	_, err = observeGit("write", func() (plumbing.Hash, error) {
+		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
+		s.wrote = res.Pushed
+		return res.Commit, err
+	})
+	return err
+}
+
 // followPullRequest keeps the pull request of pe's review branch in line with o, the outcome of
 // this round's consumer step for pe, when spec.consumer.pullRequest is set: while the Tenant waits
 // for approval it opens or updates the request and posts the offline checks of its tenant.yaml;
@@ -37,7 +60,11 @@ const (
 // proposal changes. A forge error is reported and leaves o's phase as it is.
 func (s *session) followPullRequest(ctx context.Context, pe *layout.Peering, o outcome) outcome {
 	spec := s.obj.Spec.Consumer
-	if spec == nil || spec.PullRequest == nil || spec.Direct || o.err != nil || pe.Nonce == nil && pe.Tenant == nil {
+	if spec == nil || spec.PullRequest == nil || spec.Direct || o.err != nil {
+		return o
+	}
+	requesting := pe.Request == nil && o.phase == gitpeerv1alpha1.PhaseRequested
+	if pe.Nonce == nil && pe.Tenant == nil && !requesting {
 		return o
 	}
 	merged := s.ownTenantMerged(pe) == nil
@@ -53,7 +80,7 @@ func (s *session) followPullRequest(ctx context.Context, pe *layout.Peering, o o
 		var res forge.Result
 		if merged {
 			res, err = forge.Finish(ctx, c, branch, s.obj.GetBranch())
-		} else if o.phase == gitpeerv1alpha1.PhaseAwaitingApproval {
+		} else if requesting || o.phase == gitpeerv1alpha1.PhaseAwaitingApproval {
 			res, err = forge.Sync(ctx, c, s.proposal(pe, branch))
 		}
 		if err == nil {
@@ -85,7 +112,7 @@ func (s *session) reportPullRequest(pe *layout.Peering, o outcome, res forge.Res
 	var note string
 	switch res.Action {
 	case forge.WasClosed:
-		note = fmt.Sprintf("pull request %s was closed without merging; review branch deleted; not reopened until the provider's nonce or this cluster's key changes", pr.URL)
+		note = fmt.Sprintf("pull request %s was closed without merging; not reopened until the provider's nonce or this cluster's key changes", pr.URL)
 	case forge.WasMerged:
 		note = fmt.Sprintf("pull request %s merged; review branch deleted", pr.URL)
 	default:
@@ -115,18 +142,25 @@ func (s *session) forgeClient(ctx context.Context, spec *gitpeerv1alpha1.PullReq
 func (s *session) proposal(pe *layout.Peering, branch string) forge.Proposal {
 	dir := path.Join(s.obj.Spec.Path, layout.Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir())
 	key, _ := keyFingerprint(s.key.Public())
-	nonce := sha256.Sum256([]byte(pe.Nonce.Spec.Nonce))
-	return forge.Proposal{
+	p := forge.Proposal{
 		Head: branch, Base: s.obj.GetBranch(),
 		Title: fmt.Sprintf("Peering: %s asks %s for an identity", pe.Consumer, pe.Provider),
 		Facts: forge.Facts{
-			Consumer: pe.Consumer, Provider: pe.Provider, KeyFingerprint: key, NonceDigest: hex.EncodeToString(nonce[:]),
+			Consumer: pe.Consumer, Provider: pe.Provider, KeyFingerprint: key,
 			TenantNamespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer)), BaseCommit: s.head.String(), Path: dir,
 		},
 		Verify: func(ctx context.Context, read func(string) ([]byte, error)) (forge.Check, []string) {
 			return s.checkProposed(pe, read)
 		},
 	}
+	if pe.Nonce == nil { // the request itself: it grants nothing
+		p.Title = fmt.Sprintf("Peering request: %s asks %s for a nonce", pe.Consumer, pe.Provider)
+		p.Facts.Request, p.KeepClosed = true, true // the kept branch stops the agent from pushing it again
+		return p
+	}
+	nonce := sha256.Sum256([]byte(pe.Nonce.Spec.Nonce))
+	p.Facts.NonceDigest = hex.EncodeToString(nonce[:])
+	return p
 }
 
 // checkProposed runs the offline checks of `gitpeer verify` (verdict) on pe as a merge of the pull
@@ -139,16 +173,20 @@ func (s *session) checkProposed(pe *layout.Peering, read func(string) ([]byte, e
 			merged.Invalid[k] = err
 		}
 	}
-	rel := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Tenant}
+	kind := layout.Tenant
+	if pe.Nonce == nil {
+		kind, merged.Request = layout.Request, nil
+	}
+	rel := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: kind}
 	data, err := read(path.Join(s.obj.Spec.Path, rel.String()))
 	if err == nil {
 		_ = merged.Decode(rel, data) // a rejection is recorded in merged.Invalid and reported below
 	} else {
-		merged.MarkInvalid(layout.Tenant, fmt.Errorf("%s: cannot read it at the pull request's head: %w", rel, err))
+		merged.MarkInvalid(kind, fmt.Errorf("%s: cannot read it at the pull request's head: %w", rel, err))
 	}
 	check := forge.Check{Context: CheckContext, State: forge.CheckSuccess}
 	var lines []string
-	if err := merged.Invalid[layout.Tenant]; err != nil {
+	if err := merged.Invalid[kind]; err != nil {
 		check.State = forge.CheckFailure
 		lines = append(lines, "failed: "+err.Error())
 	}

@@ -29,6 +29,8 @@ type Facts struct {
 	BaseCommit string `json:"baseCommit"`
 	// Path is the peering directory in the repository, <providerID>/<consumerID>.
 	Path string `json:"path"`
+	// Request marks the proposal of request.yaml itself, before the provider issued a nonce.
+	Request bool `json:"request,omitempty"`
 	// Terms are what the provider published it grants; nil when it published none.
 	Terms *Terms `json:"terms,omitempty"`
 	// Checks are the results of the offline checks, one line each.
@@ -134,7 +136,17 @@ func Describe(f Facts, previous *Facts) (string, error) {
 	return b.String(), nil
 }
 
-var descriptionTemplate = template.Must(template.New("description").Parse(`## Peering request: {{.Consumer}} asks {{.Provider}} for an identity
+var descriptionTemplate = template.Must(template.New("description").Parse(`{{if .Request}}## Peering request: {{.Consumer}} asks {{.Provider}} for a nonce
+
+Merging adds ` + "`{{.Path}}/request.yaml`" + ` with the key below. It grants nothing: the provider ` + "`{{.Provider}}`" + ` answers with ` + "`nonce.yaml`" + `, and the consumer then proposes ` + "`tenant.yaml`" + ` in a pull request that says what merging it grants.
+
+### Who asks
+- Consumer cluster: ` + "`{{.Consumer}}`" + `
+- Its key (SHA-256 of the public key): ` + "`{{.KeyFingerprint}}`" + `
+
+### Checks
+{{range .Checks}}- {{.}}
+{{end}}{{else}}## Peering request: {{.Consumer}} asks {{.Provider}} for an identity
 {{if .Changes}}
 ### What changed since the last proposal
 {{range .Changes}}- {{.}}
@@ -157,4 +169,4 @@ Delete ` + "`{{.Path}}/tenant.yaml`" + ` on the branch (or the whole folder): th
 
 ### Checks
 {{range .Checks}}- {{.}}
-{{end}}`))
+{{end}}{{end}}`))

@@ -40,11 +40,13 @@ var update = flag.Bool("update", false, "rewrite the golden descriptions in test
 
 // TestDescribeGolden pins the descriptions a reviewer reads: a first proposal, a re-proposal after
 // the provider rotated its nonce (it says what changed, and keeps saying it on the next update),
-// and a provider that published no terms.
+// a provider that published no terms, and the proposal of request.yaml itself.
 func TestDescribeGolden(t *testing.T) {
 	prev := previousFacts()
 	noTerms := testFacts()
 	noTerms.Terms = nil
+	request := testFacts()
+	request.Request, request.NonceDigest, request.Terms = true, "", nil
 	reproposed, err := Describe(testFacts(), &prev)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +62,7 @@ func TestDescribeGolden(t *testing.T) {
 		f    Facts
 		prev *Facts
 	}{
-		"first": {testFacts(), nil}, "reproposed": {testFacts(), &prev}, "no-terms": {noTerms, nil},
+		"first": {testFacts(), nil}, "reproposed": {testFacts(), &prev}, "no-terms": {noTerms, nil}, "request": {request, nil},
 	} {
 		got, err := Describe(tc.f, tc.prev)
 		if err != nil {

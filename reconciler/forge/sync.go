@@ -16,6 +16,9 @@ type Proposal struct {
 	// Verify runs the offline checks on the proposal as the pull request holds it: read returns a
 	// file of its head. It returns the status to post on the head and the description's lines.
 	Verify func(ctx context.Context, read func(path string) ([]byte, error)) (Check, []string)
+	// KeepClosed keeps the review branch of a pull request closed without merging, for a proposal
+	// whose author would otherwise push it again (the consumer's request.yaml).
+	KeepClosed bool
 }
 
 // Action is what Sync did.
@@ -52,6 +55,9 @@ func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 		return Result{}, fmt.Errorf("find pull request %s → %s: %w", p.Head, p.Base, err)
 	}
 	if pr != nil && pr.State != Open && proposalID(pr.Body) == p.Facts.ID() {
+		if pr.State == Closed && p.KeepClosed {
+			return Result{PullRequest: pr, Action: WasClosed}, nil
+		}
 		return finished(ctx, c, p.Head, pr)
 	}
 	var previous *Facts
