@@ -33,8 +33,9 @@ type Facts struct {
 	Request bool `json:"request,omitempty"`
 	// Terms are what the provider published it grants; nil when it published none.
 	Terms *Terms `json:"terms,omitempty"`
-	// Checks are the results of the offline checks, one line each.
-	Checks []string `json:"-"`
+	// Checks are the results of the offline checks, one line each, of the files at CheckedRef.
+	Checks     []string `json:"-"`
+	CheckedRef string   `json:"-"`
 	// Changes say what differs from the previous proposal on the same pull request.
 	Changes []string `json:"changes,omitempty"`
 }
@@ -144,7 +145,7 @@ Merging adds ` + "`{{.Path}}/request.yaml`" + ` with the key below. It grants no
 - Consumer cluster: ` + "`{{.Consumer}}`" + `
 - Its key (SHA-256 of the public key): ` + "`{{.KeyFingerprint}}`" + `
 
-### Checks
+### Checks of {{.CheckedRef}}
 {{range .Checks}}- {{.}}
 {{end}}{{else}}## Peering request: {{.Consumer}} asks {{.Provider}} for an identity
 {{if .Changes}}
@@ -167,6 +168,6 @@ Merging adds ` + "`{{.Path}}/tenant.yaml`" + `. The provider ` + "`{{.Provider}}
 ### How to revoke
 Delete ` + "`{{.Path}}/tenant.yaml`" + ` on the branch (or the whole folder): the provider deletes the Tenant and its bindings, stops renewing and removes ` + "`identity.yaml`" + `. An issued certificate stays valid until it expires.
 
-### Checks
+### Checks of {{.CheckedRef}}
 {{range .Checks}}- {{.}}
 {{end}}{{end}}`))

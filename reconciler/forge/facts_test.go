@@ -9,7 +9,8 @@ func testFacts() Facts {
 		TenantNamespace: "liqo-tenant-edge-1", BaseCommit: "9fceb02d0ae598e95dc970b74767f19372d61af8", Path: "hub/edge-1",
 		Terms: &Terms{ClusterRole: "liqo-remote-controlplane", Rules: []string{"get, list, watch on resourceslices.authentication.liqo.io"},
 			CertificateTTL: "24h0m0s", Renewal: "after 2/3 of its lifetime, without a new approval", Source: "hub/provider.yaml"},
-		Checks: []string{"passed: tenant.yaml is signed over nonce.yaml by the key of request.yaml; CSR for CN=edge-1, O=liqo.io"},
+		CheckedRef: "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+		Checks:     []string{"passed: tenant.yaml is signed over nonce.yaml by the key of request.yaml; CSR for CN=edge-1, O=liqo.io"},
 	}
 }
 

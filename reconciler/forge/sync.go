@@ -66,7 +66,7 @@ func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 		previous, ref = parseFacts(pr.Body), pr.Head
 	}
 	check, lines := p.Verify(ctx, func(path string) ([]byte, error) { return c.ReadFile(ctx, ref, path) })
-	p.Facts.Checks = lines
+	p.Facts.Checks, p.Facts.CheckedRef = lines, ref
 	body, err := Describe(p.Facts, previous)
 	if err != nil {
 		return Result{}, err
@@ -82,6 +82,9 @@ func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("%s pull request %s → %s: %w", res.Action, p.Head, p.Base, err)
+	}
+	if res.Action == Unchanged {
+		return res, nil // the description names the commit checked: the status on that head is current
 	}
 	if err := c.SetCheck(ctx, res.PullRequest.Head, check); err != nil {
 		return Result{}, fmt.Errorf("post status on %s: %w", res.PullRequest.Head, err)
