@@ -10,18 +10,21 @@ import (
 func TestSyncRequests(t *testing.T) {
 	for _, tc := range []struct {
 		fixture  string
+		request  bool
 		provider Provider
 		check    CheckState
 		want     Action
 		state    State
 	}{
-		{"github-open", GitHub, CheckSuccess, Opened, Open},
-		{"github-update", GitHub, CheckSuccess, Updated, Open},
-		{"github-closed", GitHub, CheckSuccess, WasClosed, Closed},
-		{"github-reproposed", GitHub, CheckSuccess, Opened, Open},
-		{"gitlab-open", GitLab, CheckFailure, Opened, Open},
-		{"gitlab-update", GitLab, CheckFailure, Updated, Open},
-		{"gitlab-merged", GitLab, CheckFailure, WasMerged, Merged},
+		{"github-open", false, GitHub, CheckSuccess, Opened, Open},
+		{"github-update", false, GitHub, CheckSuccess, Updated, Open},
+		{"github-closed", false, GitHub, CheckSuccess, WasClosed, Closed},
+		// A closed request keeps its branch: no DELETE is recorded.
+		{"github-request-closed", true, GitHub, CheckSuccess, WasClosed, Closed},
+		{"github-reproposed", false, GitHub, CheckSuccess, Opened, Open},
+		{"gitlab-open", false, GitLab, CheckFailure, Opened, Open},
+		{"gitlab-update", false, GitLab, CheckFailure, Updated, Open},
+		{"gitlab-merged", false, GitLab, CheckFailure, WasMerged, Merged},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			srv := replay(t, tc.fixture)
@@ -29,8 +32,12 @@ func TestSyncRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			facts := testFacts()
+			if tc.request {
+				facts.NonceDigest = ""
+			}
 			res, err := Sync(context.Background(), c, Proposal{
-				Head: "gitpeer/hub/edge-1", Base: "main", Title: "Peering: edge-1 asks hub for an identity", Facts: testFacts(),
+				Head: "gitpeer/hub/edge-1", Base: "main", Title: "Peering: edge-1 asks hub for an identity", Facts: facts, KeepClosed: tc.request,
 				Verify: func(_ context.Context, read func(string) ([]byte, error)) (Check, []string) {
 					data, err := read("hub/edge-1/tenant.yaml")
 					if err != nil {

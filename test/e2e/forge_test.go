@@ -131,7 +131,7 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		_, _, err = admin.CreateBranchProtection(owner, name, sdk.CreateBranchProtectionOption{
 			RuleName: "main", EnablePush: true, EnablePushWhitelist: true, PushWhitelistUsernames: []string{providerUser.Name},
 			RequiredApprovals: 1, EnableApprovalsWhitelist: true, ApprovalsWhitelistUsernames: []string{owner},
-			EnableStatusCheck: true, StatusCheckContexts: []string{reconciler.CheckContext}, BlockOnRejectedReviews: true,
+			EnableStatusCheck: true, StatusCheckContexts: []string{reconciler.CheckContext}, BlockOnRejectedReviews: true, BlockAdminMergeOverride: true,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		asReviewer, err = forge.Client(reviewer.Token)
