@@ -201,7 +201,7 @@ func (s *session) checkProposed(pe *layout.Peering, read func(string) ([]byte, e
 			lines = append(lines, "passed: "+r.Path+": "+strings.TrimSuffix(r.Reason, "; "+verdict.ProviderChecks))
 		}
 	}
-	lines = append(lines, "not checked here, "+verdict.ProviderChecks+" after merge")
+	lines = append(lines, strings.Replace(verdict.ProviderChecks, "checked by the provider:", "checked by the provider after merge, not here:", 1))
 	check.Description = "offline checks passed; the provider checks its nonce Secret, key pin and revoked serials after merge"
 	if check.State == forge.CheckFailure {
 		check.Description = "offline checks failed: the provider would refuse this Tenant; see the description"
