@@ -79,7 +79,9 @@ func New(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.AdminToken = strings.TrimSpace(token)
+	// Gitea logs to stdout too (as root it warns): the token is the last line.
+	lines := strings.Split(strings.TrimSpace(token), "\n")
+	s.AdminToken = strings.TrimSpace(lines[len(lines)-1])
 	if err := s.startWeb(bin); err != nil {
 		return nil, err
 	}
