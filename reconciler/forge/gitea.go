@@ -38,7 +38,8 @@ func (g *gitea) Find(ctx context.Context, head, base string) (*PullRequest, erro
 			return nil, err
 		}
 		for _, pr := range prs {
-			if pr.Head != nil && pr.Base != nil && pr.Head.Ref == head && pr.Base.Ref == base {
+			// Head.Name is the head branch's name; Head.Ref becomes refs/pull/<n>/head once it is deleted.
+			if pr.Head != nil && pr.Base != nil && (pr.Head.Name == head || pr.Head.Ref == head) && pr.Base.Ref == base {
 				return fromGitea(pr), nil
 			}
 		}
@@ -99,7 +100,7 @@ func (g *gitea) ReadFile(ctx context.Context, ref, path string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	data, _, err := c.GetFile(g.owner, g.name, ref, path)
+	data, _, err := c.GetRawFile(g.owner, g.name, path, ref) // ?ref=: a branch name may hold slashes
 	return data, err
 }
 

@@ -47,7 +47,7 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		var out []*sdk.PullRequest
 		for _, pr := range prs {
-			if pr.Head.Ref == head && pr.Base.Ref == "main" {
+			if pr.Head.Name == head && pr.Base.Ref == "main" { // Head.Ref is refs/pull/<n>/head once the branch is deleted
 				out = append(out, pr)
 			}
 		}
