@@ -9,6 +9,14 @@ ETCD_VERSION := $(shell awk '$$1=="go.etcd.io/etcd/server/v3" && NF>1 {print $$2
 TOOLS_BIN ?= $(CURDIR)/.cache/tools/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 export GITPEER_TOOLS_BIN := $(TOOLS_BIN)
 TOOLS := $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager $(TOOLS_BIN)/etcd
+# Gitea, the real forge of the pull-request tests (test/gitea), from the tools module
+# test/giteatools (Gitea's own replace lines) with cgo sqlite. It reads its locales and templates
+# from its module directory in the module cache (STATIC_ROOT_PATH), which the build downloads.
+GITEA_VERSION := $(shell awk '$$1=="code.gitea.io/gitea" {print $$2; exit}' test/giteatools/go.mod)
+GITEA := $(CURDIR)/.cache/gitea/gitea-$(GITEA_VERSION)
+GITEA_TAGS := sqlite sqlite_unlock_notify
+export GITPEER_GITEA := $(GITEA)
+export GITPEER_GITEA_ROOT := $(shell go env GOMODCACHE)/code.gitea.io/gitea@$(GITEA_VERSION)
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
@@ -22,7 +30,7 @@ VERSION := $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact
 endif
 
 .PHONY: tools test deps demo build image
-tools: $(TOOLS)
+tools: $(TOOLS) $(GITEA)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager:
 	@mkdir -p $(TOOLS_BIN)
@@ -34,6 +42,12 @@ $(TOOLS_BIN)/etcd:
 	@echo ">> building etcd $(ETCD_VERSION) from the Go module proxy (first time only)"
 	cd test/tools && go build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
 
+$(GITEA): | deps
+	@mkdir -p $(@D)
+	@echo ">> building gitea $(GITEA_VERSION) from the Go module proxy (first time only, takes minutes)"
+	cd test/giteatools && CGO_ENABLED=1 go build -trimpath -tags '$(GITEA_TAGS)' \
+		-ldflags "-s -w -X main.Version=$(patsubst v%,%,$(GITEA_VERSION)) -X 'main.Tags=$(GITEA_TAGS)'" -o $@ code.gitea.io/gitea
+
 # Every test in the repository: unit tests and the ginkgo suites, which start real
 # control planes (from `make tools`) and real Git servers.
 GO_TEST_FLAGS ?= -timeout 60m
@@ -44,12 +58,13 @@ test: tools deps image
 		GITPEER_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" go test $(GO_TEST_FLAGS) ./...
 
 # Programs the tests drive besides Go: git (the Git server and the reviewer), ssh-keygen (git's SSH
-# commit signing), and the CA bundle `make image` copies into the image. Installed from Debian when
+# commit signing), gcc (cgo for the Gitea build), and the CA bundle `make image` copies into the image. Installed from Debian when
 # missing. (The config/ test uses kubectl when present.)
 deps:
 	@missing=""; \
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v ssh-keygen >/dev/null || missing="$$missing openssh-client"; \
+	command -v gcc >/dev/null || missing="$$missing gcc libc6-dev"; \
 	test -s $(CA_BUNDLE) || missing="$$missing ca-certificates"; \
 	if [ -n "$$missing" ]; then echo ">> installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
 

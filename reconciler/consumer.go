@@ -62,7 +62,7 @@ func (s *session) request(ctx context.Context, pe *protocol.Documents) outcome {
 	if err != nil {
 		return outcome{err: err}
 	}
-	if err := s.write(ctx, protocol.Message{
+	if err := s.writeRequest(ctx, pe, protocol.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
 		Action:  protocol.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
 	}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)); err != nil {

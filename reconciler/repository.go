@@ -343,7 +343,8 @@ func (s *session) run(ctx context.Context) {
 	}
 	if s.obj.IsConsumer() {
 		for _, p := range s.obj.Spec.Consumer.Providers {
-			s.record(ctx, string(p), gitpeerv1alpha1.ConsumerRole, s.consume(ctx, s.peering(string(p), me)))
+			pe := s.peering(string(p), me)
+			s.record(ctx, string(p), gitpeerv1alpha1.ConsumerRole, s.followPullRequest(ctx, pe, s.consume(ctx, pe)))
 		}
 	}
 	if err := s.forgetUnlistedProviders(ctx); err != nil {

@@ -259,6 +259,13 @@ type ConsumerSpec struct {
 	// +optional
 	Direct bool `json:"direct,omitempty"`
 
+	// PullRequest opens and follows, on the forge hosting the repository, the pull request (GitLab:
+	// merge request) of each review branch: it is opened once and updated afterwards, describes
+	// what merging grants, and carries the offline checks as a commit status on its head. The
+	// review branch is deleted once the request is merged or closed. Ignored when Direct is true.
+	// +optional
+	PullRequest *PullRequestSpec `json:"pullRequest,omitempty"`
+
 	// TrustedCAs pins, per provider, the CA bundle its Identity must offer. For a provider listed
 	// here the consumer accepts identity.yaml only if its spec.authParams.ca holds exactly the
 	// certificates of the Secret's 'ca.crt', and takes no pin on first use. For other providers
@@ -268,6 +275,34 @@ type ConsumerSpec struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	TrustedCAs []TrustedCA `json:"trustedCAs,omitempty"`
+}
+
+// ForgeProvider is a kind of forge.
+// +kubebuilder:validation:Enum=github;gitlab;gitea
+type ForgeProvider string
+
+// PullRequestSpec configures the pull requests of a consumer's review branches.
+type PullRequestSpec struct {
+	// Provider is the kind of forge: github (github.com and GitHub Enterprise Server), gitlab, or
+	// gitea (Gitea and Forgejo). Inferred from the repository URL for github.com, gitlab.com and
+	// codeberg.org; required for other hosts.
+	// +optional
+	Provider ForgeProvider `json:"provider,omitempty"`
+
+	// APIURL is the root of the forge's API. Defaults, from the repository URL's host:
+	// https://api.github.com/ for github.com, https://<host>/api/v3/ for GitHub Enterprise Server,
+	// and https://<host>/ for GitLab and Gitea (http for an http repository URL).
+	// +kubebuilder:validation:Pattern="^https?://.*$"
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	APIURL string `json:"apiURL,omitempty"`
+
+	// SecretRef names a Secret, in the namespace of the PeeringRepository, holding the forge API
+	// token under the key 'token' (as Flux's notification Provider secrets do). It needs to open and
+	// edit pull requests, post commit statuses and delete the review branches: see examples/forge
+	// for the scopes per forge.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
 }
 
 // TrustedCA is the CA bundle an admin configured for one provider.

@@ -15,22 +15,12 @@ import (
 
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/verdict"
 )
 
-// Result is the verdict on one file.
-type Result struct {
-	// Path is the file's slash-separated path relative to the repository.
-	Path string `json:"path"`
-	// Valid is false when the agent would reject the file (or CI should).
-	Valid bool `json:"valid"`
-	// Reason says what was checked, or why the file is invalid.
-	Reason string `json:"reason"`
-	// Ignored marks files gitpeer does not read; they are listed only on request.
-	Ignored bool `json:"ignored,omitempty"`
-	// Directory marks the verdict on a peering directory as a whole (its Path
-	// ends in "/"): what the provider does with it. It is not a file.
-	Directory bool `json:"directory,omitempty"`
-}
+// Result is the verdict on one file; the checks of a peering directory are verdict's, which the
+// consumer agent also runs before proposing a Tenant.
+type Result = verdict.Result
 
 // Options of Check.
 type Options struct {
@@ -46,8 +36,8 @@ type Options struct {
 // Rules verify cannot check without a cluster's state: a Tenant's result
 // says they are left to the provider, an Identity's to the consumer.
 const (
-	ProviderChecks = "checked by the provider: the nonce against its Secret, the pinned key, revoked serials"
-	ConsumerChecks = "checked by the consumer: the CA it pinned at first use"
+	ProviderChecks = verdict.ProviderChecks
+	ConsumerChecks = verdict.ConsumerChecks
 )
 
 // Check verifies every file under opts.Path in a commit of the Git
@@ -122,7 +112,7 @@ func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []R
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(loaded.Peerings)) {
-		results = append(results, newDirectory(loaded.Peerings[k]).check(now)...)
+		results = append(results, verdict.Peering(loaded.Peerings[k], now)...)
 	}
 	return results
 }

@@ -1,0 +1,210 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/forge"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/verdict"
+)
+
+// ForgeTokenKey is the key of the forge API token in the Secret of spec.consumer.pullRequest.
+const ForgeTokenKey = "token"
+
+// CheckContext names the commit status the consumer posts on its pull requests.
+const CheckContext = "gitpeer/verify"
+
+// Reasons of the pull-request events.
+const (
+	ReasonPullRequest       = "PullRequest"
+	ReasonPullRequestFailed = "PullRequestFailed"
+)
+
+// writeRequest commits request.yaml: to the branch, or, when the consumer opens pull requests
+// (and may push only to its review branches), to its review branch, where it reaches the branch
+// through a reviewed pull request like the Tenant.
+func (s *session) writeRequest(ctx context.Context, pe *protocol.Documents, msg protocol.Message, change gitsync.FileChange) error {
+	if spec := s.obj.Spec.Consumer; spec.PullRequest == nil || spec.Direct {
+		return s.write(ctx, msg, change)
+	}
+	branch, err := s.reviewBranch(pe)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
+	defer cancel()
+	_, err = observeGit("write", func() (plumbing.Hash, error) {
+		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
+		s.wrote = res.Pushed
+		return res.Commit, err
+	})
+	return err
+}
+
+// followPullRequest keeps the pull request of pe's review branch in line with o, the outcome of
+// this round's consumer step for pe, when spec.consumer.pullRequest is set: while the Tenant waits
+// for approval it opens or updates the request and posts the offline checks of its tenant.yaml;
+// once the Tenant is merged (the round it is first seen) or the request closed, it deletes the
+// review branch. A closed request is reported in the peering's message and not reopened until the
+// proposal changes. A forge error is reported and leaves o's phase as it is.
+func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents, o outcome) outcome {
+	spec := s.obj.Spec.Consumer
+	if spec == nil || spec.PullRequest == nil || spec.Direct || o.err != nil {
+		return o
+	}
+	requesting := pe.Request == nil && o.phase == gitpeerv1alpha1.PhaseRequested
+	if pe.Nonce == nil && pe.Tenant == nil && !requesting {
+		return o
+	}
+	merged := s.ownTenantMerged(pe) == nil
+	if merged && s.previousPhase(pe.Provider) != gitpeerv1alpha1.PhaseAwaitingApproval {
+		return o // cleaned up when the merge was first seen; no forge call every round after
+	}
+	branch, err := s.reviewBranch(pe)
+	if err != nil {
+		return outcome{err: err}
+	}
+	c, err := s.forgeClient(ctx, spec.PullRequest)
+	if err == nil {
+		var res forge.Result
+		if merged {
+			res, err = forge.Finish(ctx, c, branch, s.obj.GetBranch())
+		} else if requesting || o.phase == gitpeerv1alpha1.PhaseAwaitingApproval {
+			res, err = forge.Sync(ctx, c, s.proposal(pe, branch))
+		}
+		if err == nil {
+			return s.reportPullRequest(pe, o, res)
+		}
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonPullRequestFailed, pe.Provider, "pull request for provider %s: %v", pe.Provider, err)
+	o.message += fmt.Sprintf("; pull request: %v", err)
+	return o
+}
+
+// previousPhase is the phase the status recorded for the consumer peering with provider.
+func (s *session) previousPhase(provider string) gitpeerv1alpha1.PeeringPhase {
+	for _, p := range s.obj.Status.Peerings {
+		if string(p.PeerID) == provider && p.Role == gitpeerv1alpha1.ConsumerRole {
+			return p.Phase
+		}
+	}
+	return ""
+}
+
+// reportPullRequest adds what happened to the pull request to o's message, with an event when
+// something did.
+func (s *session) reportPullRequest(pe *protocol.Documents, o outcome, res forge.Result) outcome {
+	pr := res.PullRequest
+	if pr == nil {
+		return o
+	}
+	var note string
+	switch res.Action {
+	case forge.WasClosed:
+		note = fmt.Sprintf("pull request %s was closed without merging; not reopened until the provider's nonce or this cluster's key changes", pr.URL)
+	case forge.WasMerged:
+		note = fmt.Sprintf("pull request %s merged; review branch deleted", pr.URL)
+	default:
+		note = fmt.Sprintf("pull request %s", pr.URL)
+	}
+	if res.Action != forge.Unchanged {
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPullRequest, pe.Provider, "pull request %s for provider %s %s", pr.URL, pe.Provider, res.Action)
+	}
+	o.message += "; " + note
+	return o
+}
+
+// forgeClient returns the client of the forge hosting the repository, with the Secret's token.
+func (s *session) forgeClient(ctx context.Context, spec *gitpeerv1alpha1.PullRequestSpec) (forge.Client, error) {
+	repo, err := forge.Locate(s.obj.Spec.URL, forge.Provider(spec.Provider), spec.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := s.r.secret(ctx, s.obj.Namespace, spec.SecretRef.Name)
+	if err != nil {
+		return nil, fmt.Errorf("forge token: %w", err)
+	}
+	return forge.New(repo, strings.TrimSpace(string(secret.Data[ForgeTokenKey])))
+}
+
+// proposal is the pull request of pe's Tenant: what it grants, and its checks.
+func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal {
+	dir := path.Join(s.obj.Spec.Path, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir())
+	key, _ := keyFingerprint(s.key.Public())
+	p := forge.Proposal{
+		Head: branch, Base: s.obj.GetBranch(),
+		Title: fmt.Sprintf("Peering: %s asks %s for an identity", pe.Consumer, pe.Provider),
+		Facts: forge.Facts{
+			Consumer: pe.Consumer, Provider: pe.Provider, KeyFingerprint: key,
+			TenantNamespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer)), BaseCommit: s.head.String(), Path: dir,
+		},
+		Verify: func(ctx context.Context, read func(string) ([]byte, error)) (forge.Check, []string) {
+			return s.checkProposed(pe, read)
+		},
+	}
+	if pe.Nonce == nil { // the request itself: it grants nothing
+		p.Title = fmt.Sprintf("Peering request: %s asks %s for a nonce", pe.Consumer, pe.Provider)
+		p.Facts.Request, p.KeepClosed = true, true // the kept branch stops the agent from pushing it again
+		return p
+	}
+	nonce := sha256.Sum256([]byte(pe.Nonce.Spec.Nonce))
+	p.Facts.NonceDigest = hex.EncodeToString(nonce[:])
+	return p
+}
+
+// checkProposed runs the offline checks of `gitpeer verify` (verdict) on pe as a merge of the pull
+// request would leave it: the branch's request.yaml and nonce.yaml with the tenant.yaml of the
+// pull request's head. Rules only the provider can check are listed as such, never as passed.
+func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) (forge.Check, []string) {
+	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Invalid: map[protocol.Kind]error{}}
+	for k, err := range pe.Invalid {
+		if k != protocol.Tenant && k != protocol.Identity {
+			merged.Invalid[k] = err
+		}
+	}
+	kind := protocol.Tenant
+	if pe.Nonce == nil {
+		kind, merged.Request = protocol.Request, nil
+	}
+	rel := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: kind}
+	data, err := read(path.Join(s.obj.Spec.Path, rel.String()))
+	if err == nil {
+		_ = merged.Decode(rel, data) // a rejection is recorded in merged.Invalid and reported below
+	} else {
+		merged.MarkInvalid(kind, fmt.Errorf("%s: cannot read it at the pull request's head: %w", rel, err))
+	}
+	check := forge.Check{Context: CheckContext, State: forge.CheckSuccess}
+	var lines []string
+	if err := merged.Invalid[kind]; err != nil {
+		check.State = forge.CheckFailure
+		lines = append(lines, "failed: "+err.Error())
+	}
+	for _, r := range verdict.Peering(merged, s.r.Now()) {
+		switch {
+		case r.Directory:
+			lines = append(lines, r.Path+": "+r.Reason)
+		case !r.Valid:
+			check.State = forge.CheckFailure
+			lines = append(lines, "failed: "+r.Path+": "+r.Reason)
+		default:
+			lines = append(lines, "passed: "+r.Path+": "+strings.TrimSuffix(r.Reason, "; "+verdict.ProviderChecks))
+		}
+	}
+	lines = append(lines, strings.Replace(verdict.ProviderChecks, "checked by the provider:", "checked by the provider after merge, not here:", 1))
+	check.Description = "offline checks passed; the provider checks its nonce Secret, key pin and revoked serials after merge"
+	if check.State == forge.CheckFailure {
+		check.Description = "offline checks failed: the provider would refuse this Tenant; see the description"
+	}
+	return check, lines
+}

@@ -1,0 +1,326 @@
+// Package gitea starts a real Gitea forge for tests: the gitea binary `make
+// tools` builds from the Go module proxy (test/giteatools), run from a
+// temporary directory with sqlite, loopback HTTP only and no SSH. Users,
+// tokens and repositories are created through its REST API with Gitea's own
+// SDK, as a forge admin would.
+package gitea
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "code.gitea.io/sdk/gitea"
+)
+
+// TB is the part of testing.TB the harness needs; *testing.T and ginkgo's
+// GinkgoT() satisfy it.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+	TempDir() string
+}
+
+// Server is a running Gitea.
+type Server struct {
+	// URL is the HTTP root of the forge, e.g. http://127.0.0.1:41234/.
+	URL string
+	// Admin is the site administrator created at start; AdminToken is its API token (all scopes).
+	Admin, AdminPassword, AdminToken string
+
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start runs Gitea until the test ends.
+func Start(t TB) *Server {
+	t.Helper()
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatalf("start gitea: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// New runs Gitea with its data under dir. Call Stop when done.
+func New(dir string) (*Server, error) {
+	bin, static, err := findGitea()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Admin: "forge-admin", AdminPassword: randomString(), dir: dir, done: make(chan struct{})}
+	if err := os.WriteFile(s.configPath(), []byte(appINI(dir, static, port)), 0o600); err != nil {
+		return nil, err
+	}
+	if _, err := s.run(bin, "migrate"); err != nil {
+		return nil, err
+	}
+	if _, err := s.run(bin, "admin", "user", "create", "--admin", "--username", s.Admin, "--password", s.AdminPassword,
+		"--email", s.Admin+"@example.com", "--must-change-password=false"); err != nil {
+		return nil, err
+	}
+	token, err := s.run(bin, "admin", "user", "generate-access-token", "--username", s.Admin, "--token-name", "harness", "--scopes", "all", "--raw")
+	if err != nil {
+		return nil, err
+	}
+	// Gitea logs to stdout too (as root it warns): the token is the last line.
+	lines := strings.Split(strings.TrimSpace(token), "\n")
+	s.AdminToken = strings.TrimSpace(lines[len(lines)-1])
+	if err := s.startWeb(bin); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) configPath() string { return filepath.Join(s.dir, "app.ini") }
+
+// env is the environment of every gitea command: its own HOME (gitea runs git), and the switch
+// that lets it run as root in containers.
+func (s *Server) env() []string {
+	return append(os.Environ(), "HOME="+s.dir, "GITEA_WORK_DIR="+s.dir, "GITEA_I_AM_BEING_UNSAFE_RUNNING_AS_ROOT=true")
+}
+
+// run runs one gitea CLI command against the configuration and returns its output.
+func (s *Server) run(bin string, args ...string) (string, error) {
+	cmd := exec.Command(bin, append([]string{"--config", s.configPath(), "--work-path", s.dir}, args...)...)
+	cmd.Env, cmd.Dir = s.env(), s.dir
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return "", fmt.Errorf("gitea %s: %v: %s%s", strings.Join(args, " "), err, out, exit.Stderr)
+		}
+		return "", fmt.Errorf("gitea %s: %w", strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+// startWeb starts `gitea web` and waits until its API answers.
+func (s *Server) startWeb(bin string) error {
+	log, err := os.Create(filepath.Join(s.dir, "gitea.log"))
+	if err != nil {
+		return err
+	}
+	s.cmd = exec.Command(bin, "--config", s.configPath(), "--work-path", s.dir, "web")
+	s.cmd.Env, s.cmd.Dir, s.cmd.Stdout, s.cmd.Stderr = s.env(), s.dir, log, log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		log.Close()
+		close(s.done)
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return fmt.Errorf("gitea web exited: %s", s.Log())
+		default:
+		}
+		if resp, err := http.Get(s.URL + "api/v1/version"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.Stop()
+	return fmt.Errorf("gitea did not answer within 2m: %s", s.Log())
+}
+
+// Log returns Gitea's log.
+func (s *Server) Log() string {
+	data, _ := os.ReadFile(filepath.Join(s.dir, "gitea.log"))
+	return string(data)
+}
+
+// Stop ends Gitea: SIGTERM, then SIGKILL after 10s.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+// Client returns an API client acting with token.
+func (s *Server) Client(token string) (*sdk.Client, error) {
+	return sdk.NewClient(s.URL, sdk.SetToken(token))
+}
+
+// User is a forge account with an API token.
+type User struct {
+	Name, Password, Token string
+}
+
+// CreateUser creates a user and an API token of it with scopes (e.g. "write:repository").
+func (s *Server) CreateUser(name string, scopes ...sdk.AccessTokenScope) (User, error) {
+	admin, err := s.Client(s.AdminToken)
+	if err != nil {
+		return User{}, err
+	}
+	u := User{Name: name, Password: randomString()}
+	if _, _, err := admin.AdminCreateUser(sdk.CreateUserOption{Username: name, Email: name + "@example.com", Password: u.Password,
+		MustChangePassword: new(bool)}); err != nil {
+		return User{}, fmt.Errorf("create user %s: %w", name, err)
+	}
+	basic, err := sdk.NewClient(s.URL, sdk.SetBasicAuth(name, u.Password))
+	if err != nil {
+		return User{}, err
+	}
+	tok, _, err := basic.CreateAccessToken(sdk.CreateAccessTokenOption{Name: "gitpeer", Scopes: scopes})
+	if err != nil {
+		return User{}, fmt.Errorf("create token of %s: %w", name, err)
+	}
+	u.Token = tok.Token
+	return u, nil
+}
+
+// CreateRepo creates the repository owner/name, owned by the user owner, with an initial commit on main.
+func (s *Server) CreateRepo(owner, name string) (*sdk.Repository, error) {
+	admin, err := s.Client(s.AdminToken)
+	if err != nil {
+		return nil, err
+	}
+	repo, _, err := admin.AdminCreateRepo(owner, sdk.CreateRepoOption{Name: name, AutoInit: true, DefaultBranch: "main", Readme: "Default"})
+	if err != nil {
+		return nil, fmt.Errorf("create repository %s/%s: %w", owner, name, err)
+	}
+	return repo, nil
+}
+
+// findGitea returns the gitea binary and its module directory (STATIC_ROOT_PATH: locales,
+// templates): $GITPEER_GITEA and $GITPEER_GITEA_ROOT as the Makefile sets them, or the only
+// build under .cache/gitea of the enclosing checkout and its version in the module cache.
+func findGitea() (bin, static string, err error) {
+	bin, static = os.Getenv("GITPEER_GITEA"), os.Getenv("GITPEER_GITEA_ROOT")
+	if bin == "" {
+		if bin, err = findCached(); err != nil {
+			return "", "", err
+		}
+	}
+	if static == "" {
+		version := strings.TrimPrefix(filepath.Base(bin), "gitea-")
+		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+		if err != nil {
+			return "", "", fmt.Errorf("go env GOMODCACHE: %w", err)
+		}
+		static = filepath.Join(strings.TrimSpace(string(out)), "code.gitea.io", "gitea@"+version)
+	}
+	if _, err := os.Stat(filepath.Join(static, "options", "locale")); err != nil {
+		return "", "", fmt.Errorf("gitea's module directory %s lacks options/locale: run `make tools` or set GITPEER_GITEA_ROOT", static)
+	}
+	return bin, static, nil
+}
+
+// findCached returns the only gitea build under .cache/gitea of the working directory or a parent.
+func findCached() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		matches, _ := filepath.Glob(filepath.Join(dir, ".cache", "gitea", "gitea-v*"))
+		switch {
+		case len(matches) == 1:
+			return matches[0], nil
+		case len(matches) > 1:
+			return "", fmt.Errorf("several gitea builds in %s: set GITPEER_GITEA (the Makefile does)", filepath.Dir(matches[0]))
+		case filepath.Dir(dir) == dir:
+			return "", errors.New("no gitea binary: run `make tools` or set GITPEER_GITEA")
+		}
+	}
+}
+
+// appINI is Gitea's configuration: installed, sqlite, loopback HTTP, no SSH, no mail, nothing
+// fetched from outside.
+func appINI(dir, static string, port int) string {
+	return fmt.Sprintf(`APP_NAME = gitpeer test forge
+RUN_MODE = prod
+WORK_PATH = %[1]s
+
+[server]
+PROTOCOL = http
+HTTP_ADDR = 127.0.0.1
+HTTP_PORT = %[3]d
+ROOT_URL = http://127.0.0.1:%[3]d/
+DISABLE_SSH = true
+START_SSH_SERVER = false
+OFFLINE_MODE = true
+LFS_START_SERVER = false
+STATIC_ROOT_PATH = %[2]s
+APP_DATA_PATH = %[1]s/data
+
+[database]
+DB_TYPE = sqlite3
+PATH = %[1]s/data/gitea.db
+
+[repository]
+ROOT = %[1]s/repositories
+
+[security]
+INSTALL_LOCK = true
+SECRET_KEY = %[4]s
+
+[service]
+DISABLE_REGISTRATION = true
+
+[mailer]
+ENABLED = false
+
+[actions]
+ENABLED = false
+
+[cron]
+ENABLED = false
+
+[cron.update_checker]
+ENABLED = false
+
+[log]
+MODE = console
+LEVEL = warn
+ROOT_PATH = %[1]s/log
+`, dir, static, port, randomString())
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randomString() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
