@@ -109,8 +109,8 @@ func TestLimits(t *testing.T) {
 	if got := strings.Join(files, ","); got != "d0/a.yaml,d0/b.yaml,d1/a.yaml,d1/b.yaml,d2/a.yaml,d2/b.yaml" {
 		t.Fatalf("files: %s", got)
 	}
-	wantSkipped := "d3: read limit exceeded (directory not read: a listing reads at most 3 directories)\n" +
-		"many: read limit exceeded (directory not read: a listing reads at most 3 directories)"
+	wantSkipped := "d3: read limit exceeded in this round (directory not read: a listing reads at most 3 directories)\n" +
+		"many: read limit exceeded in this round (directory not read: a listing reads at most 3 directories)"
 	if got := strings.Join(skipped, "\n"); got != wantSkipped {
 		t.Fatalf("skipped:\n%s", got)
 	}
@@ -119,10 +119,10 @@ func TestLimits(t *testing.T) {
 	}
 	round := repo.NewRound(head)
 	for i, want := range []error{nil, nil, gitsync.ErrLimitExceeded} {
-		if size, err := round.Size(files[i]); err != nil || size != 1000 {
+		if size, err := round.Size(l.Files[i]); err != nil || size != 1000 {
 			t.Fatalf("Size: %d %v", size, err)
 		}
-		if _, err := round.ReadFile(files[i]); !errors.Is(err, want) && !(want == nil && err == nil) {
+		if _, err := round.ReadFile(l.Files[i]); !errors.Is(err, want) && !(want == nil && err == nil) {
 			t.Fatalf("read %d: %v, want %v", i, err, want)
 		}
 	}
@@ -184,7 +184,7 @@ func TestListWithin(t *testing.T) {
 	if got := strings.Join(asked, ","); got != "aaa,bbb,provider-a,provider-a/consumer-1" {
 		t.Fatalf("directories considered: %s", got)
 	}
-	if data, err := repo.NewRound(head).ReadFile(l.Files[0].Path); err != nil || string(data) != "mine" {
+	if data, err := repo.NewRound(head).ReadFile(l.Files[0]); err != nil || string(data) != "mine" {
 		t.Fatalf("read %q: %v", data, err)
 	}
 	all, err := repo.List(head) // over the cap before it reaches bbb

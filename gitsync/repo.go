@@ -61,7 +61,7 @@ func Open(cfg Config) (*Repo, error) {
 	if err := ensureRemote(repo, cfg.URL); err != nil {
 		return nil, err
 	}
-	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
+	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits)}, nil
 }
 
 // ensureRemote points the origin remote at url.
@@ -135,7 +135,7 @@ func OpenLocal(dir string, cfg Config) (*Repo, error) {
 	if !ok {
 		return nil, fmt.Errorf("gitsync: open %s: unexpected storage %T", dir, repo.Storer)
 	}
-	return &Repo{cfg: cfg, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
+	return &Repo{cfg: cfg, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits)}, nil
 }
 
 // pathInWorktree returns root (slash-separated, relative to dir) relative to

@@ -16,10 +16,10 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 )
 
-// gitRepo returns the persistent clone for obj, reusing the one opened by an
-// earlier reconcile unless the URL, branch, path, credentials or commit
-// settings changed.
-func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*gitsync.Repo, error) {
+// gitRepo returns the persistent clone for obj and its Loader, reusing the
+// ones opened by an earlier reconcile unless the URL, branch, path,
+// credentials or commit settings changed.
+func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*openRepo, error) {
 	cfg := gitsync.Config{
 		URL:    obj.Spec.URL,
 		Branch: obj.GetBranch(),
@@ -57,14 +57,15 @@ func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o := r.repos[client.ObjectKeyFromObject(obj)]; o != nil && o.key == key {
-		return o.repo, nil
+		return o, nil
 	}
 	repo, err := gitsync.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.repos[client.ObjectKeyFromObject(obj)] = &openRepo{repo: repo, key: key}
-	return repo, nil
+	o := &openRepo{repo: repo, loader: new(layout.Loader), key: key}
+	r.repos[client.ObjectKeyFromObject(obj)] = o
+	return o, nil
 }
 
 // forget drops the clone handle of a deleted PeeringRepository.

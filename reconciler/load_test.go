@@ -183,7 +183,7 @@ func TestLoadPeakHeap(t *testing.T) {
 		{name: "a tree of MaxTreeEntries+1 entries", want: gitsync.ErrLimitExceeded, build: func(r *hostileRepo) map[string]plumbing.Hash {
 			return map[string]plumbing.Hash{"consumer-2": entries(r, layout.MaxTreeEntries, rawgit.File("a.yaml", r.Blob(full)), r.Blob(full))}
 		}},
-		{name: "MaxTreeEntries+1 consumer directories", build: dirs(layout.MaxTreeEntries+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
+		{name: "MaxConsumersPerProvider+1 consumer directories", build: dirs(layout.MaxConsumersPerProvider+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
 		{name: "MaxDirectoriesPerRound+3 directories", build: manyDirs, want: gitsync.ErrLimitExceeded},
 		{name: "64 KiB tenants summing over MaxBytesPerRound", build: dirs(layout.MaxBytesPerRound/layout.MaxFileSize+8, full), want: gitsync.ErrLimitExceeded},
 	} {

@@ -82,8 +82,9 @@ type PeeringRepositoryReconciler struct {
 }
 
 type openRepo struct {
-	repo *gitsync.Repo
-	key  string // what the clone was opened with; a change reopens it
+	repo   *gitsync.Repo
+	loader *layout.Loader // what was decoded from the clone, kept across rounds
+	key    string         // what the clone was opened with; a change reopens it
 }
 
 // SetupWithManager registers the reconciler. It reconciles on spec changes and
@@ -194,6 +195,7 @@ type session struct {
 	r        *PeeringRepositoryReconciler
 	obj      *gitpeerv1alpha1.PeeringRepository
 	repo     *gitsync.Repo
+	loader   *layout.Loader
 	key      gocrypto.Signer
 	head     plumbing.Hash
 	loaded   *layout.Loaded
@@ -208,7 +210,7 @@ type session struct {
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
-	repo, err := r.gitRepo(ctx, obj)
+	open, err := r.gitRepo(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +219,7 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 		r.event(obj, corev1.EventTypeWarning, ReasonKeyError, "%v", err)
 		return nil, err
 	}
-	return &session{r: r, obj: obj, repo: repo, key: key, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
+	return &session{r: r, obj: obj, repo: open.repo, loader: open.loader, key: key, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
 }
 
 func (r *PeeringRepositoryReconciler) apiReader() client.Client {
@@ -265,10 +267,11 @@ func (s *session) sync(ctx context.Context) error {
 }
 
 // load decodes the documents of every peering directory the local cluster is
-// part of, with layout.Load as `gitpeer verify` does. Invalid files are
+// part of, with layout.Load as `gitpeer verify` does, reading only the
+// directories that changed since the previous round. Invalid files are
 // reported and skipped.
 func (s *session) load(ctx context.Context) error {
-	loaded, err := LoadCommit(s.repo, s.head, s.obj)
+	loaded, err := LoadChanged(s.loader, s.repo, s.head, s.obj)
 	if err != nil {
 		return err
 	}
@@ -290,12 +293,15 @@ func (s *session) load(ctx context.Context) error {
 // protocol's caps, which count only these directories: nothing else is read.
 // repo must be opened with layout.Limits.
 func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*layout.Loaded, error) {
-	scope := loadScope(obj)
-	listing, err := repo.ListWithin(commit, scope.Covers)
-	if err != nil {
-		return nil, err
-	}
-	return layout.Load(listing, repo.NewRound(commit), scope), nil
+	return LoadChanged(new(layout.Loader), repo, commit, obj)
+}
+
+// LoadChanged is LoadCommit through loader, which keeps what it decoded from
+// one call to the next and reads only the peering directories that changed
+// (layout.Loader): the agent keeps one Loader per clone. The result is
+// LoadCommit's.
+func LoadChanged(loader *layout.Loader, repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*layout.Loaded, error) {
+	return loader.Load(repo, commit, loadScope(obj))
 }
 
 // loadScope selects the peering directories obj's cluster is part of: all of
