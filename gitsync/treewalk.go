@@ -129,7 +129,6 @@ func (d *treeDiff) subtrees(p string, ea, eb *object.TreeEntry) (a, b *object.Tr
 	return a, b, nil
 }
 
-
 // load loads the subtree h at path p, counting it against MaxDirectories.
 func (d *treeDiff) load(p string, h plumbing.Hash) (*object.Tree, error) {
 	if max := d.limits.MaxDirectories; max > 0 && d.dirs >= max {
