@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -49,24 +50,27 @@ func mapsKeys(m map[string]plumbing.Hash) func(func(string) bool) {
 
 // benign returns the tree of a valid issued peering directory.
 func (r *hostileRepo) benign() plumbing.Hash {
-	now := time.Now()
-	ca, err := repofixture.NewCA("provider-a CA", now.Add(-time.Hour), 24*time.Hour)
+	return r.peering("consumer-1", repofixture.Issued, newCA(r.T))
+}
+
+func newCA(t rawgit.TB) *repofixture.CA {
+	ca, err := repofixture.NewCA("provider-a CA", time.Now().Add(-time.Hour), 24*time.Hour)
 	if err != nil {
-		r.T.Fatal(err)
+		t.Fatal(err)
 	}
-	p, err := repofixture.Build("provider-a", "consumer-1", repofixture.Issued,
+	return ca
+}
+
+// peering returns the tree of the valid directory provider-a/consumer at stage.
+func (r *hostileRepo) peering(consumer string, stage repofixture.Stage, ca *repofixture.CA) plumbing.Hash {
+	now := time.Now()
+	p, err := repofixture.Build("provider-a", consumer, stage,
 		repofixture.Options{CA: ca, APIServer: "https://provider-a.example:6443", NotBefore: now.Add(-time.Minute), TTL: time.Hour})
 	if err != nil {
 		r.T.Fatal(err)
 	}
 	var entries []object.TreeEntry
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range p.Files {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(p.Files)) {
 		entries = append(entries, rawgit.File(name, r.Blob(p.Files[name])))
 	}
 	return r.Tree(entries...)
