@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -31,7 +32,13 @@ type Reader interface {
 type Loader struct {
 	mu   sync.Mutex
 	dirs map[string]*keptDir // by <providerID>/<consumerID>
+	// cas holds one copy of each CA the kept Identities carry: every Identity
+	// of a provider repeats its CA, 10,000 copies of it otherwise.
+	cas map[string][]byte
 }
+
+// maxSharedCAs bounds Loader.cas; it is emptied when full.
+const maxSharedCAs = 64
 
 // keptDir is what Load made of one peering directory's tree.
 type keptDir struct {
@@ -74,6 +81,7 @@ func (l *Loader) Load(repo Reader, commit plumbing.Hash, scope Scope) (*Loaded, 
 	for _, d := range listing.Dirs {
 		if !d.Known && isPeeringDir(d.Path) {
 			if k := keep(loaded, rejected[d.Path], d, src.size[d.Path]); k != nil {
+				l.share(k.peering)
 				kept[d.Path] = k
 			}
 		}
@@ -87,6 +95,27 @@ func (l *Loader) Load(repo Reader, commit plumbing.Hash, scope Scope) (*Loaded, 
 func (l *Loader) known(dir string, h plumbing.Hash) bool {
 	k := l.dirs[dir]
 	return k != nil && k.tree == h
+}
+
+// share makes pe's Identity use the Loader's copy of its CA and the
+// canonical copy of its API server's URL.
+func (l *Loader) share(pe *Peering) {
+	if pe == nil || pe.Identity == nil {
+		return
+	}
+	ap := &pe.Identity.Spec.AuthParams
+	ap.APIServer = unique.Make(ap.APIServer).Value()
+	if len(ap.CA) == 0 {
+		return
+	}
+	if ca, ok := l.cas[string(ap.CA)]; ok {
+		ap.CA = ca
+		return
+	}
+	if l.cas == nil || len(l.cas) >= maxSharedCAs {
+		l.cas = map[string][]byte{}
+	}
+	l.cas[string(ap.CA)] = ap.CA
 }
 
 // keep returns what loaded holds of the peering directory d, read in this
