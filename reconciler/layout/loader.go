@@ -68,6 +68,7 @@ func (l *Loader) Load(repo Reader, commit plumbing.Hash, scope Scope) (*Loaded, 
 	}
 	src := &sizedSource{Source: round, size: map[string]int64{}}
 	loaded := Load(listing, src, scope)
+	rejected := rejectedByDir(loaded.Rejected)
 	kept := make(map[string]*keptDir, len(l.dirs))
 	for _, d := range known {
 		k := l.dirs[d.Path]
@@ -77,7 +78,6 @@ func (l *Loader) Load(repo Reader, commit plumbing.Hash, scope Scope) (*Loaded, 
 		}
 		loaded.Rejected = append(loaded.Rejected, k.rejected...)
 	}
-	rejected := rejectedByDir(loaded.Rejected)
 	for _, d := range listing.Dirs {
 		if !d.Known && isPeeringDir(d.Path) {
 			if k := keep(loaded, rejected[d.Path], d, src.size[d.Path]); k != nil {
