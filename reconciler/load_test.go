@@ -219,3 +219,28 @@ func mustLoad(t *testing.T, repo *gitsync.Repo, head plumbing.Hash) *layout.Load
 	}
 	return loaded
 }
+
+// TestLoadTenThousandConsumers checks that a provider directory of 10,000
+// consumers is read whole: before, the cap of 1,024 entries per directory
+// refused it, and 1,024 directories per round left most of it unread.
+func TestLoadTenThousandConsumers(t *testing.T) {
+	r := newHostileRepo(t)
+	tenant := r.Tree(rawgit.File("tenant.yaml", r.Blob([]byte("kind: Tenant\n"))))
+	consumers := map[string]plumbing.Hash{}
+	for i := range 10_000 {
+		consumers[fmt.Sprintf("consumer-x%05d", i)] = tenant
+	}
+	repo, head := r.commit(consumers)
+	loaded := mustLoad(t, repo, head)
+	if len(loaded.Peerings) != 10_001 {
+		t.Errorf("%d peering directories read, want 10,001", len(loaded.Peerings))
+	}
+	for _, rj := range loaded.Rejected {
+		if errors.Is(rj.Err, gitsync.ErrLimitExceeded) {
+			t.Fatalf("%s: %v", rj.Path, rj.Err)
+		}
+	}
+	if pe := loaded.Peering("provider-a", "consumer-1"); pe.Tenant == nil || pe.Identity == nil {
+		t.Errorf("benign peering not read: %+v", pe)
+	}
+}
