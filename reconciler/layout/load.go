@@ -107,7 +107,7 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 	kustomized := kustomizedDirs(listing)
 	for _, f := range listing.Files {
 		p, ok, err := ParsePath(f.Path)
-		if !ok || !scope(p.Provider, p.Consumer) || kustomized[p.Dir()] && err == nil {
+		if !ok || !scope(p.Provider, p.Consumer) || kustomized[p.Dir()] != nil && err == nil {
 			continue
 		}
 		if err == nil {
@@ -124,7 +124,7 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 		}
 	}
 	for _, dir := range sortedNames(kustomized) {
-		l.kustomize(listing, src, dir, scope)
+		l.kustomize(kustomized[dir], src, dir, scope)
 	}
 	return l
 }
@@ -171,25 +171,40 @@ func (l *Loaded) skipped(sk *gitsync.FileError, scope Scope) {
 }
 
 // kustomizedDirs returns the peering directories <providerID>/<consumerID> of
-// listing that hold a kustomization.yaml: their documents are built with
-// kustomize instead of read file by file.
-func kustomizedDirs(listing *gitsync.Listing) map[string]bool {
-	dirs := map[string]bool{}
+// listing that hold a kustomization.yaml, each with the part of listing
+// under it: their documents are built with kustomize instead of read file by
+// file.
+func kustomizedDirs(listing *gitsync.Listing) map[string]*gitsync.Listing {
+	dirs := map[string]*gitsync.Listing{}
 	for _, f := range listing.Files {
 		if dir, name := path.Split(f.Path); name == documents.KustomizationFile && strings.Count(f.Path, "/") == 2 {
-			dirs[strings.TrimSuffix(dir, "/")] = true
+			dirs[strings.TrimSuffix(dir, "/")] = &gitsync.Listing{Commit: listing.Commit}
+		}
+	}
+	if len(dirs) == 0 {
+		return dirs
+	}
+	for _, f := range listing.Files {
+		if sub := dirs[peeringDirOf(f.Path)]; sub != nil {
+			sub.Files = append(sub.Files, f)
+		}
+	}
+	for _, sk := range listing.Skipped {
+		if dir := peeringDirOf(sk.Path); dirs[dir] != nil && strings.HasPrefix(sk.Path, dir+"/") {
+			dirs[dir].Skipped = append(dirs[dir].Skipped, sk)
 		}
 	}
 	return dirs
 }
 
-// kustomize reads every regular file of the peering directory dir, after
+// kustomize reads every regular file of the peering directory dir (listed in
+// sub, the part of the listing under it), after
 // checking from their sizes that they fit in MaxBuildSize together, and
 // builds its documents with Peering.Kustomize. A file that cannot be read, or
 // a directory over the cap, refuses the build like a failed one
 // (Peering.RefuseBuild): present documents are invalid, never absent, and a
 // present tenant.yaml fails closed.
-func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, scope Scope) {
+func (l *Loaded) kustomize(sub *gitsync.Listing, src Source, dir string, scope Scope) {
 	p, err := ParseDir(dir)
 	if err != nil || !scope(p.Provider, p.Consumer) {
 		return // invalid IDs are reported with the directory's documents
@@ -199,11 +214,11 @@ func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, sco
 	fail := func(err error) {
 		err = fmt.Errorf("%w; %s is not built", err, kustomization)
 		pe.RefuseBuild(func(k Kind) bool {
-			return slices.ContainsFunc(listing.Files, func(f gitsync.File) bool { return f.Path == path.Join(dir, string(k)) })
+			return slices.ContainsFunc(sub.Files, func(f gitsync.File) bool { return f.Path == path.Join(dir, string(k)) })
 		}, err)
 		l.reject(kustomization, err)
 	}
-	fs, err := dirFiles(listing, src, dir)
+	fs, err := dirFiles(sub, src)
 	if err != nil {
 		fail(err)
 		return
@@ -222,21 +237,18 @@ func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, sco
 	}
 }
 
-// dirFiles returns the files under dir, refusing the directory when their
-// sizes, read from the object headers, exceed MaxBuildSize, or a directory
-// under it could not be listed.
-func dirFiles(listing *gitsync.Listing, src Source, dir string) ([]gitsync.File, error) {
-	for _, sk := range listing.Skipped {
-		if strings.HasPrefix(sk.Path, dir+"/") && (errors.Is(sk, gitsync.ErrLimitExceeded) || errors.Is(sk, gitsync.ErrMalformedTree)) {
+// dirFiles returns the files of sub, the listing of one directory, refusing
+// the directory when their sizes, read from the object headers, exceed
+// MaxBuildSize, or a directory under it could not be listed.
+func dirFiles(sub *gitsync.Listing, src Source) ([]gitsync.File, error) {
+	for _, sk := range sub.Skipped {
+		if errors.Is(sk, gitsync.ErrLimitExceeded) || errors.Is(sk, gitsync.ErrMalformedTree) {
 			return nil, sk
 		}
 	}
 	var files []gitsync.File
 	var total int64
-	for _, f := range listing.Files {
-		if !strings.HasPrefix(f.Path, dir+"/") {
-			continue
-		}
+	for _, f := range sub.Files {
 		size, err := src.Size(f)
 		if err != nil {
 			return nil, withPath(f.Path, err)
