@@ -49,7 +49,7 @@ type treeDiff struct {
 	storer  storer.EncodedObjectStorer
 	limits  Limits
 	visit   visit
-	within  func(dir string) bool // nil: every directory
+	within  func(dir string) bool                     // nil: every directory
 	known   func(dir string, tree plumbing.Hash) bool // listings only (no "from" side); nil: none
 	skipped []*FileError
 	listed  []Dir // the "to" side's directories, loaded or known
