@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -44,13 +45,36 @@ type Config struct {
 // Limits caps what reading a commit may cost; each cap is checked before the
 // object it concerns is read. A zero field is no cap.
 type Limits struct {
-	// MaxTreeEntries caps the entries of one tree (directory).
+	// MaxTreeEntries caps the entries of one tree (directory), except for the
+	// top trees that MaxTopTreeEntries caps.
 	MaxTreeEntries int
+	// MaxTopTreeEntries, when set, caps instead of MaxTreeEntries the entries
+	// of the root (and of the trees leading to it) and of the directories
+	// fewer than TopLevels levels below it: the directories that list one
+	// entry per peer may be wider than the ones that hold files.
+	MaxTopTreeEntries int
+	// TopLevels is how many levels from the root MaxTopTreeEntries caps (the
+	// root is level 0).
+	TopLevels int
 	// MaxDirectories caps the directories one listing descends into; the
 	// directories beyond it are listed as skipped, never as absent.
 	MaxDirectories int
 	// MaxRoundBytes caps the sum of the sizes of the blobs one Round reads.
 	MaxRoundBytes int64
+}
+
+// treeEntries is the cap on the entries of a tree level levels below the root.
+func (l Limits) treeEntries(level int) int {
+	if l.MaxTopTreeEntries > 0 && level < l.TopLevels {
+		return l.MaxTopTreeEntries
+	}
+	return l.MaxTreeEntries
+}
+
+// levelOf is the level of the directory at path p, relative to the root
+// (which is level 0, and never named so).
+func levelOf(p string) int {
+	return strings.Count(p, "/") + 1
 }
 
 // Retry bounds the retries of a push rejected because the branch moved.

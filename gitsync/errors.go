@@ -47,6 +47,10 @@ var (
 	// ErrLimitExceeded means reading a directory or file would exceed a cap of
 	// Limits; it is refused before anything is read.
 	ErrLimitExceeded = errors.New("read limit exceeded")
+	// ErrRoundLimitExceeded is the ErrLimitExceeded of a cap on one reading
+	// (Limits.MaxDirectories, Limits.MaxRoundBytes) rather than on the object
+	// itself: the same object may be read in a later round.
+	ErrRoundLimitExceeded = fmt.Errorf("%w in this round", ErrLimitExceeded)
 )
 
 // HistoryError reports that New does not descend from Last.
@@ -66,7 +70,7 @@ type FileError struct {
 	// Path is the file's path relative to the configured root.
 	Path string
 	// Reason is one of ErrFileTooLarge, ErrNotRegularFile, ErrUnsafePath,
-	// ErrFileNotFound, ErrMalformedTree, ErrLimitExceeded.
+	// ErrFileNotFound, ErrMalformedTree, ErrLimitExceeded, ErrRoundLimitExceeded.
 	Reason error
 	// Detail says more, e.g. the size or the kind of entry.
 	Detail string

@@ -109,8 +109,8 @@ func TestLimits(t *testing.T) {
 	if got := strings.Join(files, ","); got != "d0/a.yaml,d0/b.yaml,d1/a.yaml,d1/b.yaml,d2/a.yaml,d2/b.yaml" {
 		t.Fatalf("files: %s", got)
 	}
-	wantSkipped := "d3: read limit exceeded (directory not read: a listing reads at most 3 directories)\n" +
-		"many: read limit exceeded (directory not read: a listing reads at most 3 directories)"
+	wantSkipped := "d3: read limit exceeded in this round (directory not read: a listing reads at most 3 directories)\n" +
+		"many: read limit exceeded in this round (directory not read: a listing reads at most 3 directories)"
 	if got := strings.Join(skipped, "\n"); got != wantSkipped {
 		t.Fatalf("skipped:\n%s", got)
 	}
@@ -119,10 +119,10 @@ func TestLimits(t *testing.T) {
 	}
 	round := repo.NewRound(head)
 	for i, want := range []error{nil, nil, gitsync.ErrLimitExceeded} {
-		if size, err := round.Size(files[i]); err != nil || size != 1000 {
+		if size, err := round.Size(l.Files[i]); err != nil || size != 1000 {
 			t.Fatalf("Size: %d %v", size, err)
 		}
-		if _, err := round.ReadFile(files[i]); !errors.Is(err, want) && !(want == nil && err == nil) {
+		if _, err := round.ReadFile(l.Files[i]); !errors.Is(err, want) && !(want == nil && err == nil) {
 			t.Fatalf("read %d: %v, want %v", i, err, want)
 		}
 	}
@@ -184,7 +184,7 @@ func TestListWithin(t *testing.T) {
 	if got := strings.Join(asked, ","); got != "aaa,bbb,provider-a,provider-a/consumer-1" {
 		t.Fatalf("directories considered: %s", got)
 	}
-	if data, err := repo.NewRound(head).ReadFile(l.Files[0].Path); err != nil || string(data) != "mine" {
+	if data, err := repo.NewRound(head).ReadFile(l.Files[0]); err != nil || string(data) != "mine" {
 		t.Fatalf("read %q: %v", data, err)
 	}
 	all, err := repo.List(head) // over the cap before it reaches bbb
@@ -192,5 +192,57 @@ func TestListWithin(t *testing.T) {
 		return fe.Path == "provider-a" && errors.Is(fe, gitsync.ErrLimitExceeded)
 	}) {
 		t.Fatalf("the unrestricted listing read provider-a: %+v %v", all, err)
+	}
+}
+
+// TestTopTreeEntries checks that MaxTopTreeEntries caps the trees of the top
+// TopLevels levels instead of MaxTreeEntries, in a listing and in ReadFile,
+// and that ListUnknown neither reads nor lists a directory the reader knows.
+func TestTopTreeEntries(t *testing.T) {
+	r := newRawRepo(t)
+	blob := r.Blob([]byte("x"))
+	leaf := r.Tree(file("a.yaml", blob))
+	wide := func(n int, e object.TreeEntry) plumbing.Hash {
+		es := []object.TreeEntry{e}
+		for i := range n {
+			es = append(es, dir(fmt.Sprintf("c%02d", i), leaf))
+		}
+		return r.Tree(es...)
+	}
+	tooWideLeaf := r.Tree(file("a.yaml", blob), file("b.yaml", blob), file("c.yaml", blob), file("d.yaml", blob), file("e.yaml", blob))
+	root := r.Tree(dir("p", wide(9, dir("b-wide", tooWideLeaf))))
+	repo, head := r.commit(root, gitsync.Limits{MaxTreeEntries: 4, MaxTopTreeEntries: 10, TopLevels: 2})
+	l, err := repo.List(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Files) != 9 || len(l.Skipped) != 1 || l.Skipped[0].Path != "p/b-wide" || !errors.Is(l.Skipped[0], gitsync.ErrLimitExceeded) {
+		t.Fatalf("files %d, skipped %v", len(l.Files), l.Skipped)
+	}
+	if _, err := repo.ReadFile(head, "p/c08/a.yaml"); err != nil {
+		t.Fatalf("ReadFile under a wide provider directory: %v", err)
+	}
+	if _, err := repo.ReadFile(head, "p/b-wide/a.yaml"); !errors.Is(err, gitsync.ErrLimitExceeded) {
+		t.Fatalf("ReadFile in a peering directory over MaxTreeEntries: %v", err)
+	}
+	known, err := repo.ListUnknown(head, nil, func(d string, h plumbing.Hash) bool { return h == leaf && d != "p/c00" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(known.Files) != 1 || known.Files[0].Path != "p/c00/a.yaml" {
+		t.Fatalf("ListUnknown listed %v", known.Files)
+	}
+	var kept int
+	for _, d := range known.Dirs {
+		if d.Known {
+			kept++
+		}
+	}
+	if kept != 8 || len(known.Dirs) != 10 { // p, c00 read; c01..c08 known; b-wide refused
+		t.Fatalf("dirs %+v", known.Dirs)
+	}
+	over, head := r.commit(r.Tree(dir("p", wide(10, dir("b", leaf)))), gitsync.Limits{MaxTreeEntries: 4, MaxTopTreeEntries: 10, TopLevels: 2})
+	if l, err := over.List(head); err != nil || len(l.Skipped) != 1 || l.Skipped[0].Path != "p" {
+		t.Fatalf("a provider directory over MaxTopTreeEntries: %+v %v", l, err)
 	}
 }

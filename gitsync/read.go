@@ -18,6 +18,17 @@ type File struct {
 	Hash plumbing.Hash
 }
 
+// Dir is a directory below the root that a listing reached.
+type Dir struct {
+	// Path is relative to the configured root.
+	Path string
+	// Hash is the tree's object id.
+	Hash plumbing.Hash
+	// Known: the reader knew this tree (ListUnknown), so it was not read and
+	// nothing under it is listed.
+	Known bool
+}
+
 // Listing is every visible file under the root at a commit.
 type Listing struct {
 	Commit plumbing.Hash
@@ -25,6 +36,8 @@ type Listing struct {
 	// Skipped lists entries that are not visible: symlinks, submodules,
 	// executables and unsafe names.
 	Skipped []*FileError
+	// Dirs lists the directories read, and the known ones, in tree order.
+	Dirs []Dir
 }
 
 // List returns every regular file under the root at commit, for a full
@@ -43,6 +56,15 @@ func (r *Repo) List(commit plumbing.Hash) (*Listing, error) {
 // lies outside the reader's scope cannot push the directories within it over
 // a cap.
 func (r *Repo) ListWithin(commit plumbing.Hash, within func(dir string) bool) (*Listing, error) {
+	return r.ListUnknown(commit, within, nil)
+}
+
+// ListUnknown is ListWithin that skips the directories the reader already
+// knows: a directory within accepts whose tree known reports (by its path and
+// hash) is neither loaded nor counted against Limits, and nothing under it is
+// listed; it is in Listing.Dirs, marked Known. A reader that keeps what it
+// decoded from each directory by tree hash reads only what changed.
+func (r *Repo) ListUnknown(commit plumbing.Hash, within func(dir string) bool, known func(dir string, tree plumbing.Hash) bool) (*Listing, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	root, err := r.rootTree(commit)
@@ -53,11 +75,11 @@ func (r *Repo) ListWithin(commit plumbing.Hash, within func(dir string) bool) (*
 	d := r.newDiff(func(p string, _, to plumbing.Hash) {
 		l.Files = append(l.Files, File{Path: p, Hash: to})
 	})
-	d.within = within
+	d.within, d.known = within, known
 	if err := d.diff("", nil, root); err != nil {
 		return nil, err
 	}
-	l.Skipped = d.skipped
+	l.Skipped, l.Dirs = d.skipped, d.listed
 	return l, nil
 }
 
@@ -78,9 +100,11 @@ func (r *Repo) ReadFile(commit plumbing.Hash, path string) ([]byte, error) {
 	return r.readBlob(e.Hash)
 }
 
-// Round reads the files of one commit for one round of reading (one
+// Round reads the files of one commit's listing for one round of reading (one
 // reconciliation, one `gitpeer verify`): the blobs it reads may not sum to
 // more than Limits.MaxRoundBytes, checked from their headers before reading.
+// Files are read by the hash their listing gives, without looking their path
+// up again.
 type Round struct {
 	repo   *Repo
 	commit plumbing.Hash
@@ -92,40 +116,48 @@ func (r *Repo) NewRound(commit plumbing.Hash) *Round {
 	return &Round{repo: r, commit: commit}
 }
 
-// Size returns the size of the regular file at path from its object header,
-// without reading it, refusing it as ReadFile would.
-func (rd *Round) Size(path string) (int64, error) {
+// Size returns the size of file f of the round's listing from its object
+// header, without reading it, refusing it over MaxFileSize.
+func (rd *Round) Size(f File) (int64, error) {
 	r := rd.repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.lookup(rd.commit, path)
-	if err != nil {
-		return 0, err
-	}
-	return r.blobSize(path, e.Hash)
+	return r.blobSize(f.Path, f.Hash)
 }
 
-// ReadFile is Repo.ReadFile within the round's budget: a file that would
-// take the round past Limits.MaxRoundBytes is refused with ErrLimitExceeded
-// before it is read.
-func (rd *Round) ReadFile(path string) ([]byte, error) {
+// ReadFile reads file f of the round's listing within the round's budget: a
+// file over MaxFileSize, or that would take the round past
+// Limits.MaxRoundBytes (ErrRoundLimitExceeded), is refused before it is read.
+func (rd *Round) ReadFile(f File) ([]byte, error) {
 	r := rd.repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, err := r.lookup(rd.commit, path)
+	size, err := r.blobSize(f.Path, f.Hash)
 	if err != nil {
 		return nil, err
 	}
-	size, err := r.blobSize(path, e.Hash)
-	if err != nil {
+	if err := rd.charge(f.Path, size); err != nil {
 		return nil, err
 	}
-	if limit := r.cfg.Limits.MaxRoundBytes; limit > 0 && rd.read+size > limit {
-		return nil, &FileError{Path: path, Reason: ErrLimitExceeded,
+	return r.readBlob(f.Hash)
+}
+
+// Charge counts against the round's budget n bytes that the reader holds
+// from files read in an earlier round, so that the budget bounds what the
+// reader holds, not only what it reads now.
+func (rd *Round) Charge(n int64) {
+	rd.read += n
+}
+
+// charge counts size bytes of the file at path against the budget, refusing
+// them over Limits.MaxRoundBytes.
+func (rd *Round) charge(path string, size int64) error {
+	if limit := rd.repo.cfg.Limits.MaxRoundBytes; limit > 0 && rd.read+size > limit {
+		return &FileError{Path: path, Reason: ErrRoundLimitExceeded,
 			Detail: fmt.Sprintf("this round already read %d bytes, limit %d", rd.read, limit)}
 	}
 	rd.read += size
-	return r.readBlob(e.Hash)
+	return nil
 }
 
 // lookup finds the regular-file entry at path (relative to the root) in commit.
@@ -194,7 +226,7 @@ func (r *Repo) rootTree(commit plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitsync: commit %s: %w", commit, err)
 	}
-	t, err := r.trees.get(c.TreeHash, "/")
+	t, err := r.trees.get(c.TreeHash, "/", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -207,20 +239,23 @@ func (r *Repo) rootTree(commit plumbing.Hash) (*object.Tree, error) {
 		if e == nil {
 			return nil, nil
 		}
-		if t, err = r.subtree(e, strings.Join(parts[:i+1], "/")); err != nil || t == nil {
+		if e.Mode != filemode.Dir {
+			return nil, nil
+		}
+		if t, err = r.trees.get(e.Hash, strings.Join(parts[:i+1], "/"), 0); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
 }
 
-// subtree loads e if it is a directory, else returns nil; path names it in
-// errors.
+// subtree loads e if it is a directory, else returns nil; path, relative to
+// the root, names it in errors and sets its level.
 func (r *Repo) subtree(e *object.TreeEntry, path string) (*object.Tree, error) {
 	if e.Mode != filemode.Dir {
 		return nil, nil
 	}
-	return r.trees.get(e.Hash, path)
+	return r.trees.get(e.Hash, path, levelOf(path))
 }
 
 // findEntry looks name up in t by exact match (no path interpretation).

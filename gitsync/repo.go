@@ -37,6 +37,12 @@ func CloneDir(dataDir, url string) string {
 	return filepath.Join(dataDir, hex.EncodeToString(sum[:12]))
 }
 
+// objectCacheSize bounds the clone's cache of decoded objects (delta bases
+// and recently read objects). go-git's default, 96 MiB, would keep a copy of
+// nearly every file a full read of 10,000 peering directories reads (about
+// 70 MiB), which its reader (layout.Loader) has already decoded and keeps.
+const objectCacheSize = 8 * cache.MiByte
+
 // Open opens the clone in cfg.Dir, creating an empty one on first use. It
 // does not contact the remote; Poll does.
 func Open(cfg Config) (*Repo, error) {
@@ -49,7 +55,7 @@ func Open(cfg Config) (*Repo, error) {
 	}
 	// Pack files stay open between calls (released by Close): reopening a
 	// pack for every object made a full listing five times slower.
-	st := filesystem.NewStorageWithOptions(osfs.New(cfg.Dir), cache.NewObjectLRUDefault(),
+	st := filesystem.NewStorageWithOptions(osfs.New(cfg.Dir), cache.NewObjectLRU(objectCacheSize),
 		filesystem.Options{KeepDescriptors: true})
 	repo, err := git.Open(st, nil)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
@@ -61,7 +67,7 @@ func Open(cfg Config) (*Repo, error) {
 	if err := ensureRemote(repo, cfg.URL); err != nil {
 		return nil, err
 	}
-	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
+	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits)}, nil
 }
 
 // ensureRemote points the origin remote at url.
@@ -131,11 +137,16 @@ func OpenLocal(dir string, cfg Config) (*Repo, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	st, ok := repo.Storer.(*filesystem.Storage)
+	opened, ok := repo.Storer.(*filesystem.Storage)
 	if !ok {
 		return nil, fmt.Errorf("gitsync: open %s: unexpected storage %T", dir, repo.Storer)
 	}
-	return &Repo{cfg: cfg, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits.MaxTreeEntries)}, nil
+	// The same .git directory, with Open's smaller object cache.
+	st := filesystem.NewStorage(opened.Filesystem(), cache.NewObjectLRU(objectCacheSize))
+	if repo, err = git.Open(st, nil); err != nil {
+		return nil, fmt.Errorf("gitsync: open %s: %w", dir, err)
+	}
+	return &Repo{cfg: cfg, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits)}, nil
 }
 
 // pathInWorktree returns root (slash-separated, relative to dir) relative to

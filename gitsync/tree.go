@@ -34,13 +34,16 @@ func loadTree(s storer.EncodedObjectStorer, h plumbing.Hash, path string, maxEnt
 		return nil, err
 	}
 	if maxEntries > 0 && len(t.Entries) > maxEntries {
-		return nil, &FileError{Path: path, Reason: ErrLimitExceeded,
-			Detail: fmt.Sprintf("%d entries, limit %d", len(t.Entries), maxEntries)}
+		return nil, tooManyEntries(path, len(t.Entries), maxEntries)
 	}
 	if err := checkOrder(t); err != nil {
 		return nil, &FileError{Path: path, Reason: ErrMalformedTree, Detail: err.Error()}
 	}
 	return t, nil
+}
+
+func tooManyEntries(path string, n, maxEntries int) error {
+	return &FileError{Path: path, Reason: ErrLimitExceeded, Detail: fmt.Sprintf("%d entries, limit %d", n, maxEntries)}
 }
 
 // checkOrder refuses a tree with two entries of one name or entries out of

@@ -43,14 +43,17 @@ type visit func(path string, from, to plumbing.Hash)
 // Subtrees are loaded with loadTree: a refused one, and every one beyond
 // limits.MaxDirectories, is not descended into and, on the "to" side, is
 // reported in skipped (its files are present but unread, never absent).
-// A directory within refuses is not loaded at all.
+// A directory within refuses is not loaded at all; nor is a "to" directory
+// known reports, which is listed as known instead.
 type treeDiff struct {
 	storer  storer.EncodedObjectStorer
 	limits  Limits
 	visit   visit
-	within  func(dir string) bool // nil: every directory
+	within  func(dir string) bool                     // nil: every directory
+	known   func(dir string, tree plumbing.Hash) bool // listings only (no "from" side); nil: none
 	skipped []*FileError
-	dirs    int // subtrees loaded so far
+	listed  []Dir // the "to" side's directories, loaded or known
+	dirs    int   // subtrees loaded so far
 }
 
 // newDiff returns a treeDiff over r's storage and limits.
@@ -97,10 +100,15 @@ func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
 	return nil
 }
 
-// subtrees loads the directory entries among ea and eb at path p. A refused
-// "from" tree reads as empty; a refused "to" tree is a *FileError.
+// subtrees loads the directory entries among ea and eb at path p; outside
+// d.within it loads nothing (nil, as empty trees). A refused "from" tree
+// reads as empty; a refused "to" tree is a *FileError.
 func (d *treeDiff) subtrees(p string, ea, eb *object.TreeEntry) (a, b *object.Tree, err error) {
-	if ea != nil && ea.Mode == filemode.Dir {
+	isDir := func(e *object.TreeEntry) bool { return e != nil && e.Mode == filemode.Dir }
+	if !isDir(ea) && !isDir(eb) || d.within != nil && !d.within(p) {
+		return nil, nil, nil
+	}
+	if isDir(ea) {
 		if a, err = d.load(p, ea.Hash); refused(err) {
 			a, err = nil, nil
 		}
@@ -108,26 +116,27 @@ func (d *treeDiff) subtrees(p string, ea, eb *object.TreeEntry) (a, b *object.Tr
 			return nil, nil, err
 		}
 	}
-	if eb != nil && eb.Mode == filemode.Dir {
+	if isDir(eb) {
+		if d.known != nil && d.known(p, eb.Hash) {
+			d.listed = append(d.listed, Dir{Path: p, Hash: eb.Hash, Known: true})
+			return a, nil, nil
+		}
 		if b, err = d.load(p, eb.Hash); err != nil {
 			return nil, nil, err
 		}
+		d.listed = append(d.listed, Dir{Path: p, Hash: eb.Hash})
 	}
 	return a, b, nil
 }
 
-// load loads the subtree h at path p, counting it against MaxDirectories;
-// outside d.within it loads nothing (nil, as an empty tree).
+// load loads the subtree h at path p, counting it against MaxDirectories.
 func (d *treeDiff) load(p string, h plumbing.Hash) (*object.Tree, error) {
-	if d.within != nil && !d.within(p) {
-		return nil, nil
-	}
 	if max := d.limits.MaxDirectories; max > 0 && d.dirs >= max {
-		return nil, &FileError{Path: p, Reason: ErrLimitExceeded,
+		return nil, &FileError{Path: p, Reason: ErrRoundLimitExceeded,
 			Detail: fmt.Sprintf("directory not read: a listing reads at most %d directories", max)}
 	}
 	d.dirs++
-	return loadTree(d.storer, h, p, d.limits.MaxTreeEntries)
+	return loadTree(d.storer, h, p, d.limits.treeEntries(levelOf(p)))
 }
 
 // regularHash returns the blob hash of a regular-file entry, else the zero hash.

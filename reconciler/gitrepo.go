@@ -17,10 +17,10 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// gitRepo returns the persistent clone for obj, reusing the one opened by an
-// earlier reconcile unless the URL, branch, path, credentials or commit
-// settings changed.
-func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*gitsync.Repo, error) {
+// gitRepo returns the persistent clone for obj and its Loader, reusing the
+// ones opened by an earlier reconcile unless the URL, branch, path,
+// credentials or commit settings changed.
+func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*openRepo, error) {
 	cfg := gitsync.Config{
 		URL:    obj.Spec.URL,
 		Branch: obj.GetBranch(),
@@ -60,7 +60,7 @@ func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv
 	defer r.mu.Unlock()
 	if o := r.repos[name]; o != nil {
 		if o.key == key {
-			return o.repo, nil
+			return o, nil
 		}
 		r.drop(name)
 	}
@@ -68,8 +68,9 @@ func (r *PeeringRepositoryReconciler) gitRepo(ctx context.Context, obj *gitpeerv
 	if err != nil {
 		return nil, err
 	}
-	r.repos[name] = &openRepo{repo: repo, key: key}
-	return repo, nil
+	o := &openRepo{repo: repo, loader: new(protocol.Loader), key: key}
+	r.repos[name] = o
+	return o, nil
 }
 
 // forget drops the clone handle of a deleted PeeringRepository.

@@ -53,10 +53,11 @@ func TestDroppedClonesAreClosed(t *testing.T) {
 	}
 	round := func() {
 		t.Helper()
-		repo, err := r.gitRepo(ctx, obj)
+		open, err := r.gitRepo(ctx, obj)
 		if err != nil {
 			t.Fatal(err)
 		}
+		repo := open.repo
 		head, err := repo.Poll(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -49,24 +50,27 @@ func mapsKeys(m map[string]plumbing.Hash) func(func(string) bool) {
 
 // benign returns the tree of a valid issued peering directory.
 func (r *hostileRepo) benign() plumbing.Hash {
-	now := time.Now()
-	ca, err := repofixture.NewCA("provider-a CA", now.Add(-time.Hour), 24*time.Hour)
+	return r.peering("consumer-1", repofixture.Issued, newCA(r.T))
+}
+
+func newCA(t rawgit.TB) *repofixture.CA {
+	ca, err := repofixture.NewCA("provider-a CA", time.Now().Add(-time.Hour), 24*time.Hour)
 	if err != nil {
-		r.T.Fatal(err)
+		t.Fatal(err)
 	}
-	p, err := repofixture.Build("provider-a", "consumer-1", repofixture.Issued,
+	return ca
+}
+
+// peering returns the tree of the valid directory provider-a/consumer at stage.
+func (r *hostileRepo) peering(consumer string, stage repofixture.Stage, ca *repofixture.CA) plumbing.Hash {
+	now := time.Now()
+	p, err := repofixture.Build("provider-a", consumer, stage,
 		repofixture.Options{CA: ca, APIServer: "https://provider-a.example:6443", NotBefore: now.Add(-time.Minute), TTL: time.Hour})
 	if err != nil {
 		r.T.Fatal(err)
 	}
 	var entries []object.TreeEntry
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range p.Files {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(p.Files)) {
 		entries = append(entries, rawgit.File(name, r.Blob(p.Files[name])))
 	}
 	return r.Tree(entries...)
@@ -183,7 +187,7 @@ func TestLoadPeakHeap(t *testing.T) {
 		{name: "a tree of MaxTreeEntries+1 entries", want: gitsync.ErrLimitExceeded, build: func(r *hostileRepo) map[string]plumbing.Hash {
 			return map[string]plumbing.Hash{"consumer-2": entries(r, protocol.MaxTreeEntries, rawgit.File("a.yaml", r.Blob(full)), r.Blob(full))}
 		}},
-		{name: "MaxTreeEntries+1 consumer directories", build: dirs(protocol.MaxTreeEntries+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
+		{name: "MaxConsumersPerProvider+1 consumer directories", build: dirs(protocol.MaxConsumersPerProvider+1, []byte("kind: Tenant\n")), want: gitsync.ErrLimitExceeded},
 		{name: "MaxDirectoriesPerRound+3 directories", build: manyDirs, want: gitsync.ErrLimitExceeded},
 		{name: "64 KiB tenants summing over MaxBytesPerRound", build: dirs(protocol.MaxBytesPerRound/protocol.MaxFileSize+8, full), want: gitsync.ErrLimitExceeded},
 	} {
@@ -214,4 +218,29 @@ func mustLoad(t *testing.T, repo *gitsync.Repo, head plumbing.Hash) *protocol.Lo
 		t.Fatal(err)
 	}
 	return loaded
+}
+
+// TestLoadTenThousandConsumers checks that a provider directory of 10,000
+// consumers is read whole: before, the cap of 1,024 entries per directory
+// refused it, and 1,024 directories per round left most of it unread.
+func TestLoadTenThousandConsumers(t *testing.T) {
+	r := newHostileRepo(t)
+	tenant := r.Tree(rawgit.File("tenant.yaml", r.Blob([]byte("kind: Tenant\n"))))
+	consumers := map[string]plumbing.Hash{}
+	for i := range 10_000 {
+		consumers[fmt.Sprintf("consumer-x%05d", i)] = tenant
+	}
+	repo, head := r.commit(consumers)
+	loaded := mustLoad(t, repo, head)
+	if len(loaded.Peerings) != 10_001 {
+		t.Errorf("%d peering directories read, want 10,001", len(loaded.Peerings))
+	}
+	for _, rj := range loaded.Rejected {
+		if errors.Is(rj.Err, gitsync.ErrLimitExceeded) {
+			t.Fatalf("%s: %v", rj.Path, rj.Err)
+		}
+	}
+	if pe := loaded.Documents("provider-a", "consumer-1"); pe.Tenant == nil || pe.Identity == nil {
+		t.Errorf("benign peering not read: %+v", pe)
+	}
 }

@@ -83,8 +83,9 @@ type PeeringRepositoryReconciler struct {
 }
 
 type openRepo struct {
-	repo *gitsync.Repo
-	key  string // what the clone was opened with; a change reopens it
+	repo   *gitsync.Repo
+	loader *protocol.Loader // what was decoded from the clone, kept across rounds
+	key    string           // what the clone was opened with; a change reopens it
 }
 
 // SetupWithManager registers the reconciler. It reconciles on spec changes and
@@ -189,6 +190,7 @@ type session struct {
 	r        *PeeringRepositoryReconciler
 	obj      *gitpeerv1alpha1.PeeringRepository
 	repo     *gitsync.Repo
+	loader   *protocol.Loader
 	key      gocrypto.Signer
 	head     plumbing.Hash
 	loaded   *protocol.Loaded
@@ -206,7 +208,7 @@ type session struct {
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
-	repo, err := r.gitRepo(ctx, obj)
+	open, err := r.gitRepo(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +219,7 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 		}
 		return nil, &Generic{Reason: ReasonKeyError, Err: fmt.Errorf("cluster key: %w", err)}
 	}
-	return &session{r: r, obj: obj, repo: repo, key: key, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
+	return &session{r: r, obj: obj, repo: open.repo, loader: open.loader, key: key, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
 }
 
 func (r *PeeringRepositoryReconciler) apiReader() client.Client {
@@ -258,10 +260,11 @@ func (s *session) sync(ctx context.Context) error {
 }
 
 // load decodes the documents of every peering directory the local cluster is
-// part of, with protocol.Load as `gitpeer verify` does. Invalid files are
+// part of, with protocol.Load as `gitpeer verify` does, reading only the
+// directories that changed since the previous round. Invalid files are
 // reported and skipped.
 func (s *session) load(ctx context.Context) error {
-	loaded, err := LoadCommit(s.repo, s.head, s.obj)
+	loaded, err := LoadChanged(s.loader, s.repo, s.head, s.obj)
 	if err != nil {
 		return err
 	}
@@ -283,12 +286,15 @@ func (s *session) load(ctx context.Context) error {
 // protocol's caps, which count only these directories: nothing else is read.
 // repo must be opened with protocol.Limits.
 func LoadCommit(repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*protocol.Loaded, error) {
-	scope := loadScope(obj)
-	listing, err := repo.ListWithin(commit, scope.Covers)
-	if err != nil {
-		return nil, err
-	}
-	return protocol.Load(listing, repo.NewRound(commit), scope), nil
+	return LoadChanged(new(protocol.Loader), repo, commit, obj)
+}
+
+// LoadChanged is LoadCommit through loader, which keeps what it decoded from
+// one call to the next and reads only the peering directories that changed
+// (protocol.Loader): the agent keeps one Loader per clone. The result is
+// LoadCommit's.
+func LoadChanged(loader *protocol.Loader, repo *gitsync.Repo, commit plumbing.Hash, obj *gitpeerv1alpha1.PeeringRepository) (*protocol.Loaded, error) {
+	return loader.Load(repo, commit, loadScope(obj))
 }
 
 // loadScope selects the peering directories obj's cluster is part of: all of

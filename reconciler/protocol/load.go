@@ -16,25 +16,49 @@ import (
 // Scope covers: directories outside it are neither read nor counted. Over a
 // cap, what was not read is reported invalid and skipped, never read as
 // absent.
+//
+// A Loader reads only the peering directories that changed since its last
+// round: MaxDirectoriesPerRound counts the directories read in this round,
+// and MaxBytesPerRound the bytes of the files the round's result holds (read
+// in this round, or kept decoded from an earlier one), so that it also bounds
+// what the Loader keeps. A full read (the first round, `gitpeer verify`) of a
+// provider at MaxConsumersPerProvider peers fits both.
 const (
-	// MaxTreeEntries caps the entries of one directory.
+	// MaxTreeEntries caps the entries of a peering directory and of the
+	// directories below it.
 	MaxTreeEntries = 1024
-	// MaxDirectoriesPerRound caps the directories one reading lists.
-	MaxDirectoriesPerRound = 1024
-	// MaxBytesPerRound caps the sum of the sizes of the files one reading reads.
-	MaxBytesPerRound = 16 << 20
+	// MaxConsumersPerProvider caps the entries of a provider directory (one
+	// per consumer), and of the root (one per provider): 16,384, so a
+	// provider may serve 10,000 consumers and more. Its tree is then at most
+	// 4.6 MiB (283 bytes an entry with 255-byte names), refused from its
+	// header above that, and about 1.5 MiB with 63-byte cluster IDs.
+	MaxConsumersPerProvider = 1 << 14
+	// MaxDirectoriesPerRound caps the directories one reading lists: a
+	// provider directory full of peering directories, each with one
+	// directory under it.
+	MaxDirectoriesPerRound = 2 * MaxConsumersPerProvider
+	// MaxBytesPerRound caps the sum of the sizes of the files a reading
+	// holds: a peering directory of an issued peering holds about 7 KiB, so
+	// 10,000 take about 70 MiB.
+	MaxBytesPerRound = 128 << 20
 )
 
 // Limits are the caps above as gitsync applies them.
-var Limits = gitsync.Limits{MaxTreeEntries: MaxTreeEntries, MaxDirectories: MaxDirectoriesPerRound, MaxRoundBytes: MaxBytesPerRound}
+var Limits = gitsync.Limits{
+	MaxTreeEntries:    MaxTreeEntries,
+	MaxTopTreeEntries: MaxConsumersPerProvider,
+	TopLevels:         2, // the root and the provider directories
+	MaxDirectories:    MaxDirectoriesPerRound,
+	MaxRoundBytes:     MaxBytesPerRound,
+}
 
-// Source reads the files of one commit; *gitsync.Round is the Source of the
-// agent and of `gitpeer verify`.
+// Source reads the files of one commit's listing; *gitsync.Round is the
+// Source of the agent and of `gitpeer verify`.
 type Source interface {
-	// Size returns the size of the file at path without reading it.
-	Size(path string) (int64, error)
-	// ReadFile returns the content of the file at path.
-	ReadFile(path string) ([]byte, error)
+	// Size returns the size of file f without reading it.
+	Size(f gitsync.File) (int64, error)
+	// ReadFile returns the content of file f.
+	ReadFile(f gitsync.File) ([]byte, error)
 }
 
 // Scope selects the peering directories Load reads. consumer is empty when
@@ -82,12 +106,12 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 	kustomized := kustomizedDirs(listing)
 	for _, f := range listing.Files {
 		p, ok, err := ParsePath(f.Path)
-		if !ok || !scope(p.Provider, p.Consumer) || kustomized[p.Dir()] && err == nil {
+		if !ok || !scope(p.Provider, p.Consumer) || kustomized[p.Dir()] != nil && err == nil {
 			continue
 		}
 		if err == nil {
 			var data []byte
-			if data, err = src.ReadFile(f.Path); err == nil {
+			if data, err = src.ReadFile(f); err == nil {
 				err = l.Documents(p.Provider, p.Consumer).Decode(p, data)
 			} else {
 				err = withPath(f.Path, err)
@@ -99,7 +123,7 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 		}
 	}
 	for _, dir := range sortedNames(kustomized) {
-		l.kustomize(listing, src, dir, scope)
+		l.kustomize(kustomized[dir], src, dir, scope)
 	}
 	return l
 }
@@ -146,25 +170,40 @@ func (l *Loaded) skipped(sk *gitsync.FileError, scope Scope) {
 }
 
 // kustomizedDirs returns the peering directories <providerID>/<consumerID> of
-// listing that hold a kustomization.yaml: their documents are built with
-// kustomize instead of read file by file.
-func kustomizedDirs(listing *gitsync.Listing) map[string]bool {
-	dirs := map[string]bool{}
+// listing that hold a kustomization.yaml, each with the part of listing
+// under it: their documents are built with kustomize instead of read file by
+// file.
+func kustomizedDirs(listing *gitsync.Listing) map[string]*gitsync.Listing {
+	dirs := map[string]*gitsync.Listing{}
 	for _, f := range listing.Files {
 		if dir, ok := KustomizedDir(f.Path); ok {
-			dirs[dir] = true
+			dirs[dir] = &gitsync.Listing{Commit: listing.Commit}
+		}
+	}
+	if len(dirs) == 0 {
+		return dirs
+	}
+	for _, f := range listing.Files {
+		if sub := dirs[peeringDirOf(f.Path)]; sub != nil {
+			sub.Files = append(sub.Files, f)
+		}
+	}
+	for _, sk := range listing.Skipped {
+		if dir := peeringDirOf(sk.Path); dirs[dir] != nil && strings.HasPrefix(sk.Path, dir+"/") {
+			dirs[dir].Skipped = append(dirs[dir].Skipped, sk)
 		}
 	}
 	return dirs
 }
 
-// kustomize reads every regular file of the peering directory dir, after
+// kustomize reads every regular file of the peering directory dir (listed in
+// sub, the part of the listing under it), after
 // checking from their sizes that they fit in MaxBuildSize together, and
 // builds its documents with Documents.Kustomize. A file that cannot be read, or
 // a directory over the cap, refuses the build like a failed one
 // (Documents.RefuseBuild): present documents are invalid, never absent, and a
 // present tenant.yaml fails closed.
-func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, scope Scope) {
+func (l *Loaded) kustomize(sub *gitsync.Listing, src Source, dir string, scope Scope) {
 	p, err := ParseDir(dir)
 	if err != nil || !scope(p.Provider, p.Consumer) {
 		return // invalid IDs are reported with the directory's documents
@@ -174,55 +213,51 @@ func (l *Loaded) kustomize(listing *gitsync.Listing, src Source, dir string, sco
 	fail := func(err error) {
 		err = fmt.Errorf("%w; %s is not built", err, kustomization)
 		pe.RefuseBuild(func(k Kind) bool {
-			return slices.ContainsFunc(listing.Files, func(f gitsync.File) bool { return f.Path == path.Join(dir, string(k)) })
+			return slices.ContainsFunc(sub.Files, func(f gitsync.File) bool { return f.Path == path.Join(dir, string(k)) })
 		}, err)
 		l.reject(kustomization, err)
 	}
-	names, err := dirFiles(listing, src, dir)
+	fs, err := dirFiles(sub, src)
 	if err != nil {
 		fail(err)
 		return
 	}
 	files := map[string][]byte{}
-	for _, name := range names {
-		data, err := src.ReadFile(path.Join(dir, name))
+	for _, f := range fs {
+		data, err := src.ReadFile(f)
 		if err != nil {
-			fail(withPath(path.Join(dir, name), err))
+			fail(withPath(f.Path, err))
 			return
 		}
-		files[name] = data
+		files[strings.TrimPrefix(f.Path, dir+"/")] = data
 	}
 	if err := pe.Kustomize(files); err != nil {
 		l.reject(kustomization, err)
 	}
 }
 
-// dirFiles returns the names of the files under dir, refusing the directory
-// when their sizes, read from the object headers, exceed MaxBuildSize, or a
-// directory under it could not be listed.
-func dirFiles(listing *gitsync.Listing, src Source, dir string) ([]string, error) {
-	for _, sk := range listing.Skipped {
-		if strings.HasPrefix(sk.Path, dir+"/") && (errors.Is(sk, gitsync.ErrLimitExceeded) || errors.Is(sk, gitsync.ErrMalformedTree)) {
+// dirFiles returns the files of sub, the listing of one directory, refusing
+// the directory when their sizes, read from the object headers, exceed
+// MaxBuildSize, or a directory under it could not be listed.
+func dirFiles(sub *gitsync.Listing, src Source) ([]gitsync.File, error) {
+	for _, sk := range sub.Skipped {
+		if errors.Is(sk, gitsync.ErrLimitExceeded) || errors.Is(sk, gitsync.ErrMalformedTree) {
 			return nil, sk
 		}
 	}
-	var names []string
+	var files []gitsync.File
 	var total int64
-	for _, f := range listing.Files {
-		name, ok := strings.CutPrefix(f.Path, dir+"/")
-		if !ok {
-			continue
-		}
-		size, err := src.Size(f.Path)
+	for _, f := range sub.Files {
+		size, err := src.Size(f)
 		if err != nil {
 			return nil, withPath(f.Path, err)
 		}
 		if total += size; total > MaxBuildSize {
 			return nil, fmt.Errorf("%w: the directory's files exceed %d bytes", ErrInvalid, MaxBuildSize)
 		}
-		names = append(names, name)
+		files = append(files, f)
 	}
-	return names, nil
+	return files, nil
 }
 
 // withPath prefixes err with p unless it is a *gitsync.FileError, which

@@ -42,8 +42,9 @@ func TestWireVocabulary(t *testing.T) {
 	if got := (protocol.Path{Provider: "p", Consumer: "c", Kind: protocol.Tenant}).String(); got != "p/c/tenant.yaml" {
 		t.Errorf("tenant path %q", got)
 	}
-	limits := []int{protocol.MaxFileSize, protocol.MaxBuildSize, protocol.MaxTreeEntries, protocol.MaxDirectoriesPerRound, protocol.MaxBytesPerRound}
-	if want := []int{64 << 10, 256 << 10, 1024, 1024, 16 << 20}; !slices.Equal(limits, want) {
+	limits := []int{protocol.MaxFileSize, protocol.MaxBuildSize, protocol.MaxTreeEntries, protocol.MaxConsumersPerProvider,
+		protocol.MaxDirectoriesPerRound, protocol.MaxBytesPerRound}
+	if want := []int{64 << 10, 256 << 10, 1024, 16 << 10, 32 << 10, 128 << 20}; !slices.Equal(limits, want) {
 		t.Errorf("size limits %v, want %v (a lower limit rejects documents older versions wrote)", limits, want)
 	}
 }

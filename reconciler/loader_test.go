@@ -1,0 +1,205 @@
+package reconciler_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/test/rawgit"
+	"github.com/gitpeer/gitpeer/test/repofixture"
+)
+
+// TestLoaderAgreesWithFreshLoad reads a sequence of commits, each adding,
+// changing, fixing or removing hostile peering directories of provider-a,
+// with one Loader kept across the commits (reconciler.LoadChanged, as the
+// agent does) and with a fresh read of each commit (reconciler.LoadCommit,
+// as `gitpeer verify` does), and asserts that both give every directory the
+// same documents and rejections, and that the Loader decoded only the
+// directories whose tree changed.
+func TestLoaderAgreesWithFreshLoad(t *testing.T) {
+	r := newHostileRepo(t)
+	ca := newCA(t)
+	blob := func(s string) plumbing.Hash { return r.Blob([]byte(s)) }
+	valid1 := r.peering("consumer-v1", repofixture.Requested, ca)
+	valid2 := r.peering("consumer-v2", repofixture.Issued, ca)
+	entries := func(dir plumbing.Hash) []object.TreeEntry {
+		t, err := object.GetTree(r.Repo.Storer, dir)
+		if err != nil {
+			r.T.Fatal(err)
+		}
+		return t.Entries
+	}
+	replace := func(dir plumbing.Hash, name string, h plumbing.Hash, mode filemode.FileMode) plumbing.Hash {
+		var es []object.TreeEntry
+		for _, e := range entries(dir) {
+			if e.Name == name {
+				e.Hash, e.Mode = h, mode
+			}
+			es = append(es, e)
+		}
+		return r.Tree(es...)
+	}
+	request := func(consumer string) plumbing.Hash {
+		for _, e := range entries(r.peering(consumer, repofixture.Requested, ca)) {
+			if e.Name == "request.yaml" {
+				return e.Hash
+			}
+		}
+		t.Fatal("no request.yaml")
+		return plumbing.ZeroHash
+	}
+	badYAML := r.Tree(rawgit.File("nonce.yaml", blob("spec: [unclosed\n")))
+	symlink := r.Tree(object.TreeEntry{Name: "tenant.yaml", Mode: filemode.Symlink, Hash: blob("/etc/passwd")})
+	remote := r.Tree(rawgit.File("kustomization.yaml", blob("resources: [https://example.com/tenant.yaml]\n")), rawgit.File("tenant.yaml", blob("kind: Tenant\n")))
+	big := r.Tree(rawgit.File("tenant.yaml", r.Blob(bytes.Repeat([]byte("#"), protocol.MaxFileSize+1))))
+	exec := r.Tree(object.TreeEntry{Name: "request.yaml", Mode: filemode.Executable, Hash: request("consumer-x")})
+	dup := r.Tree(rawgit.File("tenant.yaml", blob("a")), rawgit.File("tenant.yaml", blob("b")))
+	steps := []map[string]object.TreeEntry{
+		{"consumer-v1": rawgit.Dir("consumer-v1", valid1), "consumer-v2": rawgit.Dir("consumer-v2", valid2),
+			"consumer-y": rawgit.Dir("consumer-y", badYAML), "consumer-s": rawgit.Dir("consumer-s", symlink)},
+		{"consumer-v1": rawgit.Dir("consumer-v1", valid1),
+			"consumer-v2": rawgit.Dir("consumer-v2", replace(valid2, "tenant.yaml", blob("kind: Tenant\nspec: {}\n"), filemode.Regular)),
+			"consumer-y":  rawgit.Dir("consumer-y", r.Tree(rawgit.File("request.yaml", request("consumer-y")))),
+			"consumer-s":  rawgit.Dir("consumer-s", symlink), "consumer-k": rawgit.Dir("consumer-k", remote),
+			"consumer-b": rawgit.Dir("consumer-b", big), "consumer-x": rawgit.Dir("consumer-x", exec)},
+		{"consumer-v2": rawgit.Dir("consumer-v2", valid2), "consumer-y": rawgit.Dir("consumer-y", r.Tree(rawgit.File("request.yaml", request("consumer-z")))),
+			"consumer-s": {Name: "consumer-s", Mode: filemode.Submodule, Hash: plumbing.NewHash(strings.Repeat("ab", 20))},
+			"consumer-k": rawgit.Dir("consumer-k", remote), "consumer-d": rawgit.Dir("consumer-d", dup),
+			"consumer-x": rawgit.Dir("consumer-x", replace(exec, "request.yaml", request("consumer-x"), filemode.Regular))},
+		{"consumer-v2": rawgit.Dir("consumer-v2", valid2), "consumer-d": rawgit.Dir("consumer-d", valid1),
+			"consumer-k": rawgit.Dir("consumer-k", remote), "consumer-b": rawgit.Dir("consumer-b", big)},
+	}
+	loader := new(protocol.Loader)
+	var prev map[string]object.TreeEntry
+	var prevLoaded *protocol.Loaded
+	for i, step := range steps {
+		var es []object.TreeEntry
+		for _, name := range slices.Sorted(maps.Keys(step)) {
+			es = append(es, step[name])
+		}
+		head := r.Commit(r.Tree(rawgit.Dir("provider-a", r.Tree(es...))))
+		repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = repo.Close() })
+		incremental, err := reconciler.LoadChanged(loader, repo, head, providerA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := mustLoad(t, repo, head)
+		if got, want := verdicts(t, incremental), verdicts(t, fresh); !maps.Equal(got, want) {
+			t.Errorf("commit %d: the Loader and a fresh read disagree:\nLoader: %v\nfresh:  %v", i, got, want)
+		}
+		if len(fresh.Rejected) == 0 {
+			t.Errorf("commit %d rejects nothing", i)
+		}
+		for name, e := range step {
+			k := "provider-a/" + name
+			pe := incremental.Peerings[k]
+			if pe == nil || prevLoaded == nil {
+				continue
+			}
+			if same := prev[name].Hash == e.Hash && e.Mode == filemode.Dir; same != (pe == prevLoaded.Peerings[k]) {
+				t.Errorf("commit %d: %s unchanged %v, decoded again %v", i, k, same, pe != prevLoaded.Peerings[k])
+			}
+		}
+		prev, prevLoaded = step, incremental
+	}
+}
+
+// verdicts renders what a Loaded says of every peering directory and file.
+func verdicts(t *testing.T, l *protocol.Loaded) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for k, pe := range l.Peerings {
+		invalid := map[protocol.Kind]string{}
+		for kind, err := range pe.Invalid {
+			invalid[kind] = err.Error()
+		}
+		var build string
+		if pe.BuildFailed != nil {
+			build = pe.BuildFailed.Error()
+		}
+		data, err := json.Marshal([]any{pe.Request, pe.Nonce, pe.Tenant, pe.Identity, invalid, build})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = string(data)
+	}
+	for _, rj := range l.Rejected {
+		out["rejected "+rj.Path] += rj.Err.Error() + "\n"
+	}
+	return out
+}
+
+// TestLoaderRoundCaps checks that the caps of a round count what it reads,
+// and what the Loader holds: a directory left unread over
+// MaxDirectories is reported and read in the next round (the directories
+// kept from the first are not counted again), and one left unread over
+// MaxRoundBytes stays unread while the Loader holds the others, as a fresh
+// read leaves it, and is read once they are gone (its refusal is not kept).
+func TestLoaderRoundCaps(t *testing.T) {
+	r := newHostileRepo(t)
+	var es []object.TreeEntry
+	for i := range 6 {
+		es = append(es, rawgit.Dir(fmt.Sprintf("consumer-%d", i), r.Tree(rawgit.File("tenant.yaml", r.Blob(bytes.Repeat([]byte{'#', byte('0' + i)}, 500))))))
+	}
+	head := r.Commit(r.Tree(rawgit.Dir("provider-a", r.Tree(es...))))
+	smaller := r.Commit(r.Tree(rawgit.Dir("provider-a", r.Tree(es[3:]...))))
+	scope := protocol.Scope(func(provider, _ string) bool { return provider == "provider-a" })
+	unread := func(l *protocol.Loaded) (paths []string) {
+		for _, rj := range l.Rejected {
+			if errors.Is(rj.Err, gitsync.ErrRoundLimitExceeded) {
+				paths = append(paths, rj.Path)
+			}
+		}
+		return paths
+	}
+	open := func(limits gitsync.Limits) *gitsync.Repo {
+		repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = repo.Close() })
+		return repo
+	}
+	for _, tc := range []struct {
+		name   string
+		limits gitsync.Limits
+		unread [][]string // by round: head twice, then smaller
+	}{
+		{name: "directories", limits: gitsync.Limits{MaxDirectories: 4},
+			unread: [][]string{{"provider-a/consumer-3", "provider-a/consumer-4", "provider-a/consumer-5"}, nil, nil}},
+		{name: "bytes", limits: gitsync.Limits{MaxRoundBytes: 4500}, unread: [][]string{
+			{"provider-a/consumer-4/tenant.yaml", "provider-a/consumer-5/tenant.yaml"},
+			{"provider-a/consumer-4/tenant.yaml", "provider-a/consumer-5/tenant.yaml"}, nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := open(tc.limits)
+			loader := new(protocol.Loader)
+			for round, commit := range []plumbing.Hash{head, head, smaller} {
+				want := tc.unread[round]
+				loaded, err := loader.Load(repo, commit, scope)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := unread(loaded); !slices.Equal(got, want) {
+					t.Errorf("round %d left unread %v, want %v", round+1, got, want)
+				}
+			}
+		})
+	}
+}
