@@ -11,6 +11,10 @@ const (
 	TrailerAction   = "Gitpeer-Action"
 	TrailerProvider = "Gitpeer-Provider"
 	TrailerConsumer = "Gitpeer-Consumer"
+	// TrailerSummary, in a commit of several steps, is the one-line summary
+	// of the step whose trailers it is among (each step's trailers start
+	// with its TrailerAction).
+	TrailerSummary = "Gitpeer-Summary"
 )
 
 // Trailer is one "Key: value" line in a commit message's trailer block.

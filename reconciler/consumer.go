@@ -62,13 +62,13 @@ func (s *session) request(ctx context.Context, pe *layout.Peering) outcome {
 	if err != nil {
 		return outcome{err: err}
 	}
-	if err := s.write(ctx, gitsync.Message{
+	s.stage(gitpeerv1alpha1.ConsumerRole, pe.Provider, gitsync.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
 		Action:  "request", Provider: pe.Provider, Consumer: pe.Consumer,
-	}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Request}.String(), doc)); err != nil {
-		return outcome{err: err}
-	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "requested peering with provider %s", pe.Provider)
+	}, func(context.Context, bool) error {
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "requested peering with provider %s", pe.Provider)
+		return nil
+	}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Request}.String(), doc))
 	return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for the provider's nonce"}
 }
 
@@ -108,32 +108,45 @@ func (s *session) proposeTenant(ctx context.Context, pe *layout.Peering, ns stri
 		Action:  "propose-tenant", Provider: pe.Provider, Consumer: pe.Consumer,
 	}
 	change := gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Tenant}.String(), doc)
+	mark := func(ctx context.Context, _ bool) error {
+		return s.markProposed(ctx, pe.Provider, ns, nonce, signature, where)
+	}
+	waiting := outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
 	if branch == "" {
-		err = s.write(ctx, msg, change)
-	} else {
-		_, err = observeGit("write", func() (plumbing.Hash, error) {
-			res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
-			return res.Commit, err
-		})
+		s.stage(gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, mark, change)
+		return waiting
 	}
-	if err != nil {
+	// A review branch is the agent's own, written by this peering alone: its one write of the round.
+	if _, err = observeGit("write", func() (plumbing.Hash, error) {
+		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
+		return res.Commit, err
+	}); err != nil {
 		return outcome{err: err}
 	}
-	if err := s.ensureTenantNamespace(ctx, pe.Provider, ns); err != nil {
+	if err := mark(ctx, true); err != nil {
 		return outcome{err: err}
+	}
+	return waiting
+}
+
+// markProposed records, once tenant.yaml is pushed, that the Tenant for
+// nonce was proposed: the signed-nonce Secret holds the nonce and its signature.
+func (s *session) markProposed(ctx context.Context, provider, ns, nonce string, signature []byte, where string) error {
+	if err := s.ensureTenantNamespace(ctx, provider, ns); err != nil {
+		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Provider)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, provider)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
 		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce), authv1beta1.SignedNonceSecretField: signature}
 		return nil
 	}); err != nil {
-		return outcome{err: err}
+		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, pe.Provider, "tenant.yaml for provider %s pushed to %s", pe.Provider, where)
-	return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, provider, "tenant.yaml for provider %s pushed to %s", provider, where)
+	return nil
 }
 
 // reviewBranch renders the review-branch template; "" in direct mode.

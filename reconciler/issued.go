@@ -88,11 +88,12 @@ func (s *session) issuedSecretKey() client.ObjectKey {
 	return client.ObjectKey{Namespace: s.obj.Namespace, Name: IssuedSecretPrefix + s.obj.Name}
 }
 
-// records returns what the provider remembers of consumer.
+// records returns what the provider remembers of consumer, from the records
+// Secret as the round observed it (observedRecords).
 func (s *session) records(ctx context.Context, consumer string) (ConsumerRecords, error) {
-	secret := &corev1.Secret{}
-	if err := s.r.Get(ctx, s.issuedSecretKey(), secret); err != nil {
-		return ConsumerRecords{}, client.IgnoreNotFound(err)
+	secret, err := s.observedRecords(ctx)
+	if err != nil || secret == nil {
+		return ConsumerRecords{}, err
 	}
 	return DecodeRecords(secret, consumer)
 }
@@ -142,10 +143,14 @@ func (s *session) updateRecords(ctx context.Context, consumer string, update fun
 	}
 	key := s.issuedSecretKey()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	_, err = controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
+	if _, err = controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		return SetRecords(secret, s.obj.UID, consumer, current)
-	})
-	return err
+	}); err != nil {
+		s.recordsSecret = nil // read again: the write may have failed on a conflict
+		return err
+	}
+	s.recordsSecret, s.noRecords = secret, false
+	return nil
 }
 
 // recordIssued remembers a certificate issued to consumer.

@@ -1,7 +1,7 @@
 package reconciler
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	gocrypto "crypto"
 	"crypto/sha256"
@@ -23,6 +23,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // Labels and annotations gitpeer adds to what it creates.
@@ -63,22 +64,23 @@ func (s *session) provide(ctx context.Context, pe *layout.Peering) outcome {
 	if err == nil && !s.owns(tenant) {
 		return s.skipForeign(pe, errNotOurs{"Tenant " + ns + "/" + pe.Consumer})
 	}
-	issued := err == nil && tenant.Status.AuthParams != nil
-	switch {
-	case pe.BuildFailed != nil:
-		return s.failClosed(ctx, pe, tenant, err == nil)
-	case pe.Tenant == nil && pe.Invalid[layout.Tenant] != nil:
-		// A bad tenant.yaml is skipped: it neither issues nor revokes anything.
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[layout.Tenant])}
-	case pe.Tenant == nil && (err == nil || pe.Identity != nil):
-		return s.revoke(ctx, pe, ns)
-	case pe.Tenant == nil:
-		return s.offerNonce(ctx, pe, ns)
-	case issued && bytes.Equal(tenant.Spec.Signature, pe.Tenant.Spec.Signature) && bytes.Equal(tenant.Spec.CSR, pe.Tenant.Spec.CSR):
-		return s.maintain(ctx, pe, tenant)
-	default:
-		return s.issue(ctx, pe, ns)
+	var observed provider.Observed
+	if err == nil {
+		observed.Tenant = tenant
 	}
+	switch provider.Decide(pe, observed) {
+	case provider.FailClosed:
+		return s.failClosed(ctx, pe, tenant, err == nil)
+	case provider.SkipInvalid:
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[layout.Tenant])}
+	case provider.Revoke:
+		return s.revoke(ctx, pe, ns)
+	case provider.OfferNonce:
+		return s.offerNonce(ctx, pe, ns)
+	case provider.Maintain:
+		return s.maintain(ctx, pe, tenant, false)
+	}
+	return s.issue(ctx, pe, ns)
 }
 
 // offerNonce makes sure a requested peering has a tenant namespace, a nonce
@@ -93,6 +95,10 @@ func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string)
 	if err := s.ensureTenantNamespace(ctx, pe.Consumer, ns); err != nil {
 		return s.skipForeign(pe, err)
 	}
+	waiting := outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for a merged tenant.yaml"}
+	if pe.Nonce != nil && s.quiet() {
+		return waiting
+	}
 	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
 	if err != nil {
 		return outcome{err: err}
@@ -102,15 +108,15 @@ func (s *session) offerNonce(ctx context.Context, pe *layout.Peering, ns string)
 		if err != nil {
 			return outcome{err: err}
 		}
-		if err := s.write(ctx, gitsync.Message{
+		s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, gitsync.Message{
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
 			Action:  "issue-nonce", Provider: pe.Provider, Consumer: pe.Consumer,
-		}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Nonce}.String(), doc)); err != nil {
-			return outcome{err: err}
-		}
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
+		}, func(context.Context, bool) error {
+			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
+			return nil
+		}, gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Nonce}.String(), doc))
 	}
-	return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for a merged tenant.yaml"}
+	return waiting
 }
 
 // issue verifies a merged Tenant against the provider's own nonce and, if it
@@ -121,25 +127,26 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 	if err != nil {
 		return outcome{err: err}
 	}
-	if nonce == "" {
-		return s.rejectTenant(pe, "no nonce was issued to this consumer (request.yaml missing or revoked)")
-	}
-	key, err := layout.VerifyTenant(pe.Tenant, nonce, pe.Consumer)
-	if err == nil {
-		err = pe.VerifyRequestKey(key)
-	}
-	if err != nil {
-		return s.rejectTenant(pe, err.Error())
-	}
 	records, err := s.records(ctx, pe.Consumer)
 	if err != nil {
 		return outcome{err: err}
 	}
-	if reason := s.refuseRevival(records, pe.Consumer); reason != "" {
-		return s.rejectTenant(pe, reason)
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return outcome{err: err}
 	}
-	if o, rejected := s.checkPin(ctx, pe, ns, key, records.PinnedKey); rejected {
-		return o
+	verdict := provider.VerifyTenant(pe, provider.TenantCheck{
+		Nonce:          nonce,
+		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
+		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
+		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
+	})
+	if verdict.Rejected != "" {
+		return s.rejectTenant(pe, verdict.Rejected)
+	}
+	key := verdict.Key
+	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
+		return outcome{err: err}
 	}
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
@@ -162,7 +169,7 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 	if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
 		return outcome{err: err}
 	}
-	o := s.maintain(ctx, pe, tenant)
+	o := s.maintain(ctx, pe, tenant, true)
 	o.message = joinNote(o.message, got.note)
 	return o
 }
@@ -170,7 +177,9 @@ func (s *session) issue(ctx context.Context, pe *layout.Peering, ns string) outc
 // maintain keeps an issued peering true to the branch: the nonce is rotated
 // once used, identity.yaml matches the issued certificate, the Tenant's
 // condition is honoured, and the certificate is renewed at 2/3 of its life.
-func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *authv1beta1.Tenant) outcome {
+// fresh: the certificate was issued in this round. A quiet round (see quiet)
+// that renews nothing leaves the nonce as it is, unread.
+func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *authv1beta1.Tenant, fresh bool) outcome {
 	ns := tenant.Namespace
 	if tenant.Spec.TenantCondition != pe.Tenant.Spec.TenantCondition {
 		patch := client.MergeFrom(tenant.DeepCopy())
@@ -207,7 +216,7 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 		if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
 			return outcome{err: err}
 		}
-		cert, note = got.cert, got.note
+		cert, note, fresh = got.cert, got.note, true
 		if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 			return outcome{err: err}
 		}
@@ -216,38 +225,28 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 	s.noteRenewal(crypto.RenewalTime(cert))
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
 
-	// A nonce is used once: rotate it if the Tenant's signature still verifies against it.
-	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
-	if err != nil {
-		return outcome{err: err}
-	}
-	if key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey); err == nil && crypto.VerifyNonceSignature(key, nonce, tenant.Spec.Signature) == nil {
-		if nonce, err = s.rotateNonce(ctx, pe.Consumer, ns); err != nil {
-			return outcome{err: err}
-		}
-	}
 	identity, err := layout.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)
 	if err != nil {
 		return outcome{err: err}
 	}
-	nonceDoc, err := layout.NonceDocument(pe.Provider, pe.Consumer, nonce)
-	if err != nil {
-		return outcome{err: err}
+	changes := []gitsync.FileChange{gitsync.Put(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: layout.Identity}.String(), identity)}
+	if fresh || !s.quiet() {
+		nonce, err := s.usedNonceRotated(ctx, pe.Consumer, tenant)
+		if err != nil {
+			return outcome{err: err}
+		}
+		changes = append(changes, nonce)
 	}
-	dir := layout.Path{Provider: pe.Provider, Consumer: pe.Consumer}
-	dir.Kind = layout.Identity
-	identityPath := dir.String()
-	dir.Kind = layout.Nonce
-	if err := s.write(ctx, gitsync.Message{
+	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, gitsync.Message{
 		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{"issue-identity": "Issue", "renew-identity": "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
 		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
 		Extra: []gitsync.Trailer{{Key: "Gitpeer-Serial", Value: cert.SerialNumber.Text(16)}, {Key: "Gitpeer-Expires", Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
-	}, gitsync.Put(identityPath, identity), gitsync.Put(dir.String(), nonceDoc)); err != nil {
-		return outcome{err: err}
-	}
-	if s.wrote {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
-	}
+	}, func(_ context.Context, pushed bool) error {
+		if pushed {
+			s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
+		}
+		return nil
+	}, changes...)
 	o := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
 	switch tenant.Spec.TenantCondition {
 	case authv1beta1.TenantConditionCordoned:
@@ -257,6 +256,26 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 	}
 	o.message = joinNote(o.message, note)
 	return o
+}
+
+// usedNonceRotated returns nonce.yaml for the consumer's nonce Secret, after
+// rotating the nonce if the Tenant's signature still verifies against it: a
+// nonce is used once.
+func (s *session) usedNonceRotated(ctx context.Context, consumer string, tenant *authv1beta1.Tenant) (gitsync.FileChange, error) {
+	nonce, err := s.nonce(ctx, consumer, tenant.Namespace, false)
+	if err != nil {
+		return gitsync.FileChange{}, err
+	}
+	if key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey); err == nil && crypto.VerifyNonceSignature(key, nonce, tenant.Spec.Signature) == nil {
+		if nonce, err = s.rotateNonce(ctx, consumer, tenant.Namespace); err != nil {
+			return gitsync.FileChange{}, err
+		}
+	}
+	doc, err := layout.NonceDocument(string(s.obj.Spec.ClusterID), consumer, nonce)
+	if err != nil {
+		return gitsync.FileChange{}, err
+	}
+	return gitsync.Put(layout.Path{Provider: string(s.obj.Spec.ClusterID), Consumer: consumer, Kind: layout.Nonce}.String(), doc), nil
 }
 
 // revoke deletes everything this PeeringRepository issued to a consumer whose
@@ -274,16 +293,16 @@ func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) out
 	for _, k := range []layout.Kind{layout.Identity, layout.Nonce, layout.Request} {
 		changes = append(changes, gitsync.Delete(layout.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
-	if err := s.write(ctx, gitsync.Message{
+	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, gitsync.Message{
 		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
 		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
 		Action:  "revoke", Provider: pe.Provider, Consumer: pe.Consumer,
-	}, changes...); err != nil {
-		return outcome{err: err}
-	}
-	if s.wrote {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Consumer, "peering with consumer %s revoked", pe.Consumer)
-	}
+	}, func(_ context.Context, pushed bool) error {
+		if pushed {
+			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Consumer, "peering with consumer %s revoked", pe.Consumer)
+		}
+		return nil
+	}, changes...)
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
 }

@@ -191,18 +191,21 @@ type stallError struct{ error }
 
 // session is one reconciliation of one PeeringRepository.
 type session struct {
-	r        *PeeringRepositoryReconciler
-	obj      *gitpeerv1alpha1.PeeringRepository
-	repo     *gitsync.Repo
-	key      gocrypto.Signer
-	head     plumbing.Hash
-	loaded   *layout.Loaded
-	invalid  []string
-	status   map[string]gitpeerv1alpha1.PeeringStatus
-	renewAt  time.Time
-	wrote    bool // whether the last write pushed a commit
-	pending  int  // requests answered with a nonce and not issued yet
-	deferred int  // requests left unanswered in this round (maxPendingRequests)
+	r       *PeeringRepositoryReconciler
+	obj     *gitpeerv1alpha1.PeeringRepository
+	repo    *gitsync.Repo
+	key     gocrypto.Signer
+	head    plumbing.Hash
+	loaded  *layout.Loaded
+	invalid []string
+	status  map[string]gitpeerv1alpha1.PeeringStatus
+	renewAt time.Time
+	staged  []gitStep // this round's writes to the branch, committed together (commitRound)
+	// recordsSecret is the records Secret as observed this round (observedRecords); noRecords: there is none.
+	recordsSecret *corev1.Secret
+	noRecords     bool
+	pending       int // requests answered with a nonce and not issued yet
+	deferred      int // requests left unanswered in this round (maxPendingRequests)
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
 }
@@ -327,6 +330,7 @@ func (s *session) peering(provider, consumer string) *layout.Peering {
 // run acts on every peering; a failure in one never blocks the others.
 func (s *session) run(ctx context.Context) {
 	me := string(s.obj.Spec.ClusterID)
+	var results []result
 	if s.obj.IsProvider() {
 		consumers := map[string]bool{}
 		for _, pe := range s.loaded.Peerings {
@@ -342,7 +346,7 @@ func (s *session) run(ctx context.Context) {
 			log.FromContext(ctx).Error(err, "counting pending requests")
 		}
 		for _, c := range sortedKeys(consumers) {
-			s.record(ctx, c, gitpeerv1alpha1.ProviderRole, s.provide(ctx, s.peering(me, c)))
+			results = append(results, result{c, gitpeerv1alpha1.ProviderRole, s.provide(ctx, s.peering(me, c))})
 		}
 		if s.deferred > 0 {
 			s.r.event(s.obj, corev1.EventTypeWarning, ReasonDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
@@ -350,8 +354,12 @@ func (s *session) run(ctx context.Context) {
 	}
 	if s.obj.IsConsumer() {
 		for _, p := range s.obj.Spec.Consumer.Providers {
-			s.record(ctx, string(p), gitpeerv1alpha1.ConsumerRole, s.consume(ctx, s.peering(string(p), me)))
+			results = append(results, result{string(p), gitpeerv1alpha1.ConsumerRole, s.consume(ctx, s.peering(string(p), me))})
 		}
+	}
+	s.commitRound(ctx, results)
+	for _, res := range results {
+		s.record(ctx, res.peer, res.role, res.o)
 	}
 	if err := s.forgetUnlistedProviders(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "cannot remove what was created for providers no longer listed")

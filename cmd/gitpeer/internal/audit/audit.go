@@ -6,6 +6,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -152,27 +153,38 @@ func (r *reader) walkAll(repo *git.Repository, head plumbing.Hash) error {
 	r.order = map[plumbing.Hash]int{}
 	err = iter.ForEach(func(c *object.Commit) error {
 		r.order[c.Hash] = len(r.order)
-		fields := map[string]string{}
-		for _, t := range gitsync.ParseTrailers(c.Message) {
-			fields[t.Key] = t.Value
+		for _, fields := range steps(gitsync.ParseTrailers(c.Message)) {
+			name, ok := agentEvents[fields[gitsync.TrailerAction]]
+			if !ok {
+				name = fields[gitsync.TrailerAction]
+			}
+			e := r.event(c, name, fields[gitsync.TrailerProvider], fields[gitsync.TrailerConsumer], cmp.Or(fields[gitsync.TrailerSummary], subject(c)))
+			e.Serial, e.Expires = fields["Gitpeer-Serial"], fields["Gitpeer-Expires"]
+			r.add(c, e)
 		}
-		action := fields[gitsync.TrailerAction]
-		if action == "" {
-			return nil
-		}
-		name, ok := agentEvents[action]
-		if !ok {
-			name = action
-		}
-		e := r.event(c, name, fields[gitsync.TrailerProvider], fields[gitsync.TrailerConsumer], subject(c))
-		e.Serial, e.Expires = fields["Gitpeer-Serial"], fields["Gitpeer-Expires"]
-		r.add(c, e)
 		return nil
 	})
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil // a shallow clone: history stops here
 	}
 	return err
+}
+
+// steps splits an agent commit's trailers into its steps: each
+// Gitpeer-Action trailer starts one, and the trailers after it, up to the
+// next, belong to it. A commit of one step (every commit before agents
+// grouped a round's steps) has a single group.
+func steps(trailers []gitsync.Trailer) []map[string]string {
+	var out []map[string]string
+	for _, t := range trailers {
+		if t.Key == gitsync.TrailerAction {
+			out = append(out, map[string]string{})
+		}
+		if len(out) > 0 {
+			out[len(out)-1][t.Key] = t.Value
+		}
+	}
+	return out
 }
 
 func (r *reader) event(c *object.Commit, name, provider, consumer, details string) Event {
