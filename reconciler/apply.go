@@ -7,10 +7,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // gitStep is what one peering of a round writes to the branch: its files, the
@@ -32,7 +34,9 @@ type result struct {
 	o    outcome
 }
 
-func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string { return string(role) + "/" + peer }
+func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
+	return string(role) + "/" + peer
+}
 
 // stage queues a write of the peering (role, peer) for the round's commit.
 func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg gitsync.Message, done func(ctx context.Context, pushed bool) error, changes ...gitsync.FileChange) {
@@ -153,4 +157,16 @@ func (s *session) write(ctx context.Context, msg gitsync.Message, changes ...git
 		return res.Commit, err
 	})
 	return res.Pushed, err
+}
+
+// markRenewals sets the CertificatesRenewed condition of a provider.
+func (s *session) markRenewals() {
+	switch {
+	case !s.obj.IsProvider():
+		conditions.Delete(s.obj, ConditionCertificatesRenewed)
+	case len(s.overdue) > 0:
+		conditions.MarkFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), s.overdue[0])
+	default:
+		conditions.MarkTrue(s.obj, ConditionCertificatesRenewed, ReasonSucceeded, "no renewal overdue")
+	}
 }

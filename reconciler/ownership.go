@@ -384,18 +384,23 @@ func (s *session) skipForeign(pe *layout.Peering, err error) outcome {
 }
 
 // admitRequest refuses, creating nothing, a request of a consumer that is
-// not allowed, or a new request beyond spec.provider.maxPendingRequests.
+// not allowed, or a new request beyond spec.provider.maxPendingRequests
+// (provider.Admit decides).
 func (s *session) admitRequest(ctx context.Context, pe *layout.Peering, ns string) (outcome, bool) {
 	spec := s.obj.Spec.Provider
-	if !provider.Allowed(spec.AllowedConsumers, pe.Consumer) {
+	err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	if client.IgnoreNotFound(err) != nil {
+		return outcome{err: err}, true
+	}
+	max := spec.GetMaxPendingRequests()
+	switch provider.Admit(provider.Request{Consumer: pe.Consumer, Allowed: spec.AllowedConsumers, Answered: err == nil, Pending: s.pending, Max: max}) {
+	case provider.NotAllowed:
 		msg := fmt.Sprintf("request of %s refused: not in allowedConsumers; nothing created", pe.Consumer)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonDeferred, pe.Consumer, "%s", msg)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}, true
-	}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-		return outcome{err: err}, err != nil // already answered: not a new pending request
-	}
-	if max := spec.GetMaxPendingRequests(); s.pending >= max {
+	case provider.Answered:
+		return outcome{}, false // not a new pending request
+	case provider.Deferred:
 		s.deferred++
 		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true
 	}

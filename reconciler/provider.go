@@ -203,25 +203,15 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 		action, reason = "renew-identity", ReasonRenewed
 	}
 	note := ""
-	if renewAt := crypto.RenewalTime(cert); !s.r.Now().Before(renewAt) {
-		key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
-		if err != nil {
-			return outcome{err: fmt.Errorf("stored Tenant of %s: %w", pe.Consumer, err)}
-		}
-		got, stop := s.sign(ctx, signing{consumer: pe.Consumer, request: tenant.Spec.CSR, key: key, signature: tenant.Spec.Signature, renews: cert.SerialNumber.Text(16)},
-			outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed"})
+	if renewal := provider.RenewalOf(cert, s.r.Now()); renewal.Due {
+		got, stop := s.renew(ctx, tenant, cert)
 		if stop != nil {
-			return *stop
-		}
-		if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
-			return outcome{err: err}
+			return s.renewalStalled(pe.Consumer, cert, renewal, *stop)
 		}
 		cert, note, fresh = got.cert, got.note, true
-		if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
-			return outcome{err: err}
-		}
 		action, reason = "renew-identity", ReasonRenewed
 	}
+	renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(0)
 	s.noteRenewal(crypto.RenewalTime(cert))
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
 
@@ -255,6 +245,50 @@ func (s *session) maintain(ctx context.Context, pe *layout.Peering, tenant *auth
 		o = outcome{phase: gitpeerv1alpha1.PhaseDrained, message: "tenant drained: RBAC removed"}
 	}
 	o.message = joinNote(o.message, note)
+	return o
+}
+
+// renew signs the stored Tenant's CSR anew and stores and records the
+// certificate; stop is set as for sign.
+func (s *session) renew(ctx context.Context, tenant *authv1beta1.Tenant, cert *x509.Certificate) (*issued, *outcome) {
+	consumer := tenant.Name
+	key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
+	if err != nil {
+		return nil, &outcome{err: fmt.Errorf("stored Tenant of %s: %w", consumer, err)}
+	}
+	got, stop := s.sign(ctx, signing{consumer: consumer, request: tenant.Spec.CSR, key: key, signature: tenant.Spec.Signature, renews: cert.SerialNumber.Text(16)},
+		outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed"})
+	if stop != nil {
+		return nil, stop
+	}
+	if err := s.storeIssued(ctx, tenant, tenant.Namespace, got.pem); err != nil {
+		return nil, &outcome{err: err}
+	}
+	if err := s.recordIssued(ctx, consumer, got.cert); err != nil {
+		return nil, &outcome{err: err}
+	}
+	return got, nil
+}
+
+// renewalStalled reports a renewal that did not complete this round (o says
+// why); once the certificate is overdue (provider.RenewalOf) it raises the
+// renewal-overdue gauge, an event and the CertificatesRenewed condition.
+func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
+	gauge := renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), consumer)
+	if !renewal.Overdue {
+		gauge.Set(0)
+		return o
+	}
+	gauge.Set(1)
+	msg := fmt.Sprintf("renewal of certificate %s of %s overdue: due at %s, expires at %s",
+		cert.SerialNumber.Text(16), consumer, renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
+	s.overdue = append(s.overdue, msg)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, provider.RenewalOverdue, consumer, "%s", msg)
+	if o.err != nil {
+		o.err = fmt.Errorf("%s: %w", msg, o.err)
+	} else {
+		o.message = joinNote(o.message, msg)
+	}
 	return o
 }
 
@@ -304,6 +338,7 @@ func (s *session) revoke(ctx context.Context, pe *layout.Peering, ns string) out
 		return nil
 	}, changes...)
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
+	renewalOverdue.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
 }
 

@@ -60,6 +60,9 @@ const (
 	ReasonRequested         = "Requested"
 	ConditionFilesValid     = "FilesValid"
 	ConditionPeeringsHealth = "PeeringsHealthy"
+	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a
+	// certificate the provider issued is past its renewal point, not renewed.
+	ConditionCertificatesRenewed = "CertificatesRenewed"
 )
 
 // PeeringRepositoryReconciler reconciles PeeringRepository objects.
@@ -127,7 +130,7 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	defer func() {
 		r.summarize(obj, retErr)
 		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
-			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth,
+			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth, ConditionCertificatesRenewed,
 		}}, patch.WithFieldOwner("gitpeer")); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
@@ -201,6 +204,7 @@ type session struct {
 	status  map[string]gitpeerv1alpha1.PeeringStatus
 	renewAt time.Time
 	staged  []gitStep // this round's writes to the branch, committed together (commitRound)
+	overdue []string  // certificates whose renewal is overdue (renewalStalled)
 	// recordsSecret is the records Secret as observed this round (observedRecords); noRecords: there is none.
 	recordsSecret *corev1.Secret
 	noRecords     bool
@@ -364,6 +368,7 @@ func (s *session) run(ctx context.Context) {
 	if err := s.forgetUnlistedProviders(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "cannot remove what was created for providers no longer listed")
 	}
+	s.markRenewals()
 	s.recordOwnershipVersion()
 	s.obj.Status.LastProcessedCommit = s.head.String()
 	s.publishStatus()
