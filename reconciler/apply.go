@@ -58,7 +58,7 @@ func (s *session) commitRound(ctx context.Context, results []result) {
 	pushed, err := s.write(ctx, msg, changes...)
 	for _, st := range steps {
 		if err == nil && st.done != nil {
-			if err := st.done(ctx, pushed); err != nil {
+			if err := st.done(ctx, pushed && len(st.changes) > 0); err != nil {
 				failed[st.key] = err
 			}
 		} else if err != nil {

@@ -3,10 +3,7 @@ package reconciler
 import (
 	"cmp"
 	"context"
-	gocrypto "crypto"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"time"
@@ -22,6 +19,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/layout"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
@@ -36,14 +34,10 @@ const (
 	// PinnedKeyAnnotation on a provider-side tenant namespace holds the SHA-256
 	// of the consumer's public key, pinned at first issuance.
 	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
-	// PinnedCAAnnotation on a consumer-side tenant namespace holds the SHA-256
-	// of the provider's CA, pinned on first use by earlier versions; it is
-	// still honoured and replaced by PinnedProviderAnnotation.
-	PinnedCAAnnotation = "gitpeer.io/pinned-ca-sha256"
-	// PinnedProviderAnnotation on a consumer-side tenant namespace holds the
-	// pin taken on first use of a provider's Identity: the SHA-256 of its API
-	// server URL and CA bundle (see providerPin).
-	PinnedProviderAnnotation = "gitpeer.io/pinned-provider-sha256"
+	// PinnedCAAnnotation on a consumer-side tenant namespace: see consumer.PinnedCAAnnotation.
+	PinnedCAAnnotation = consumer.PinnedCAAnnotation
+	// PinnedProviderAnnotation on a consumer-side tenant namespace: see consumer.PinnedProviderAnnotation.
+	PinnedProviderAnnotation = consumer.PinnedProviderAnnotation
 	// consumerLabel marks the CSRs issued for a consumer.
 	consumerLabel = "gitpeer.io/consumer"
 	// ReasonRekeyed is the event reason of a consumer key changed by the rekey annotation.
@@ -473,14 +467,4 @@ func (s *session) apiServer() string {
 		return s.obj.Spec.Provider.APIServer
 	}
 	return s.r.Config.Host
-}
-
-// keyFingerprint is the SHA-256 of the key's PKIX encoding.
-func keyFingerprint(key gocrypto.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(key)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(der)
-	return hex.EncodeToString(sum[:]), nil
 }

@@ -89,16 +89,17 @@ type openRepo struct {
 	key  string // what the clone was opened with; a change reopens it
 }
 
-// SetupWithManager registers the reconciler. It reconciles on spec changes and
-// on the reconcile.fluxcd.io/requestedAt annotation; polling does the rest.
+// SetupWithManager registers the reconciler. It reconciles on spec changes,
+// on the reconcile.fluxcd.io/requestedAt annotation and on changes of the
+// agent's own CSRs; polling does the rest.
 func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts ControllerOptions) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
 	r.repos = map[types.NamespacedName]*openRepo{}
-	return ctrl.NewControllerManagedBy(mgr).
+	return r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
 		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).
 		WithOptions(opts.controller()).
 		Complete(r)
 }

@@ -8,9 +8,7 @@ package provider
 import (
 	"bytes"
 	gocrypto "crypto"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"fmt"
 	"path"
 	"time"
@@ -168,7 +166,7 @@ func VerifyTenant(pe *layout.Peering, c TenantCheck) TenantVerdict {
 	if c.RevivalBlocked != "" {
 		return TenantVerdict{Rejected: c.RevivalBlocked}
 	}
-	pin, err := KeyPin(key)
+	pin, err := crypto.KeyPin(key)
 	if err != nil {
 		return TenantVerdict{Rejected: err.Error()}
 	}
@@ -182,17 +180,6 @@ func VerifyTenant(pe *layout.Peering, c TenantCheck) TenantVerdict {
 		v.Replaces = c.PinnedKey
 	}
 	return v
-}
-
-// KeyPin is the pin the provider records for a consumer's public key: the
-// SHA-256 of its PKIX encoding, in hex.
-func KeyPin(key gocrypto.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(key)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(der)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 func short(digest string) string { return digest[:min(16, len(digest))] }

@@ -99,7 +99,7 @@ func peering(t *testing.T, nonce string) (*layout.Peering, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin, err := KeyPin(key.Public())
+	pin, err := crypto.KeyPin(key.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
