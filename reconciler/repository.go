@@ -195,24 +195,25 @@ type stallError struct{ error }
 
 // session is one reconciliation of one PeeringRepository.
 type session struct {
-	r       *PeeringRepositoryReconciler
-	obj     *gitpeerv1alpha1.PeeringRepository
-	repo    *gitsync.Repo
-	key     gocrypto.Signer
-	head    plumbing.Hash
-	loaded  *layout.Loaded
-	invalid []string
-	status  map[string]gitpeerv1alpha1.PeeringStatus
-	renewAt time.Time
+	r        *PeeringRepositoryReconciler
+	obj      *gitpeerv1alpha1.PeeringRepository
+	repo     *gitsync.Repo
+	key      gocrypto.Signer
+	head     plumbing.Hash
+	loaded   *layout.Loaded
+	invalid  []string
+	status   map[string]gitpeerv1alpha1.PeeringStatus
+	renewAt  time.Time
+	pending  int // requests answered with a nonce and not issued yet
+	deferred int // requests left unanswered in this round (maxPendingRequests)
+	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
+	adoptionFailed bool
+
 	staged  []gitStep // this round's writes to the branch, committed together (commitRound)
 	overdue []string  // certificates whose renewal is overdue (renewalStalled)
 	// recordsSecret is the records Secret as observed this round (observedRecords); noRecords: there is none.
 	recordsSecret *corev1.Secret
 	noRecords     bool
-	pending       int // requests answered with a nonce and not issued yet
-	deferred      int // requests left unanswered in this round (maxPendingRequests)
-	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
-	adoptionFailed bool
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
