@@ -44,9 +44,10 @@ func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg gitsy
 }
 
 // commitRound writes every staged change of the round to the branch in one
-// commit, with each step's trailers, runs the steps' done functions and sets
-// the outcome of a peering whose write failed. Steps whose files the branch
-// already holds add nothing to the commit.
+// commit, with each step's trailers, runs the done functions of the steps
+// whose changes are on the branch and fails the peerings whose changes did
+// not land. Steps whose files the branch already holds add nothing to the
+// commit.
 func (s *session) commitRound(ctx context.Context, results []result) {
 	steps := s.pendingSteps()
 	s.staged = nil
@@ -57,12 +58,13 @@ func (s *session) commitRound(ctx context.Context, results []result) {
 	msg, changes := roundMessage(string(s.obj.Spec.ClusterID), steps)
 	pushed, err := s.write(ctx, msg, changes...)
 	for _, st := range steps {
-		if err == nil && st.done != nil {
-			if err := st.done(ctx, pushed && len(st.changes) > 0); err != nil {
+		switch written := len(st.changes) > 0; {
+		case written && err != nil:
+			failed[st.key] = err // only the peerings whose changes did not land fail
+		case st.done != nil:
+			if err := st.done(ctx, pushed && written); err != nil {
 				failed[st.key] = err
 			}
-		} else if err != nil {
-			failed[st.key] = err
 		}
 	}
 	for i := range results {
