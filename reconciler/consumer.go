@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -25,34 +24,60 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// consume runs the consumer side of one peering directory <provider>/<me>.
+// consume runs the consumer side of one peering directory <provider>/<me>:
+// consumer.Decide picks the step from the branch and what the round observed.
 func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Provider))
-	switch {
-	case pe.Identity != nil:
+	observed, nsObj, err := s.observeConsumer(ctx, pe.Provider, ns)
+	if err != nil {
+		return outcome{err: err}
+	}
+	switch consumer.Decide(pe, observed) {
+	case consumer.ApplyIdentity:
 		return s.applyIdentity(ctx, pe, ns)
-	case pe.Invalid[protocol.Identity] != nil:
-		// A bad identity.yaml is skipped: it never removes the Identity in use.
+	case consumer.KeepIdentity:
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[protocol.Identity])}
-	case pe.Request == nil:
-		if o, stop := s.dropIdentity(ctx, pe, ns); stop {
-			return o
-		}
-		if o, stop := s.stayRevoked(ctx, pe, ns); stop {
-			return o
+	case consumer.DropIdentity:
+		return s.dropIdentity(ctx, pe, ns)
+	case consumer.StayRevoked:
+		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: fmt.Sprintf(
+			"identity revoked by provider %s at %s; not requesting again on its own: to peer again, set annotation %s=%s on this PeeringRepository (or commit a request with gitpeer request)",
+			pe.Provider, nsObj.Annotations[RevokedAnnotation], gitpeerv1alpha1.RequestAgainAnnotation, pe.Provider)}
+	case consumer.RequestAgain:
+		if err := s.requestAgain(ctx, nsObj); err != nil {
+			return outcome{err: err}
 		}
 		return s.request(ctx, pe)
-	}
-	if o, revoked := s.dropIdentity(ctx, pe, ns); revoked {
-		return o
-	}
-	if pe.Nonce == nil {
+	case consumer.Request:
+		return s.request(ctx, pe)
+	case consumer.WaitForNonce:
 		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for the provider's nonce"}
 	}
 	return s.proposeTenant(ctx, pe, ns)
+}
+
+// observeConsumer returns what the cluster holds for provider: whether its
+// Identity exists and its tenant namespace (nil if none) with the revocation
+// mark.
+func (s *session) observeConsumer(ctx context.Context, provider, ns string) (consumer.Observed, *corev1.Namespace, error) {
+	var o consumer.Observed
+	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(provider))
+	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &authv1beta1.Identity{})
+	if client.IgnoreNotFound(err) != nil {
+		return o, nil, err
+	}
+	o.Identity = err == nil
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return o, nil, client.IgnoreNotFound(err)
+	}
+	_, o.Revoked = nsObj.Annotations[RevokedAnnotation]
+	o.RequestAgain = s.obj.GetAnnotations()[gitpeerv1alpha1.RequestAgainAnnotation] == provider
+	return o, nsObj, nil
 }
 
 // request commits request.yaml with the cluster's public key. Requests grant
@@ -68,7 +93,6 @@ func (s *session) request(ctx context.Context, pe *protocol.Documents) outcome {
 	}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)); err != nil {
 		return outcome{err: err}
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "requested peering with provider %s", pe.Provider)
 	return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for the provider's nonce"}
 }
 
@@ -92,11 +116,15 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns 
 	if pe.Tenant != nil && bytes.Equal(pe.Tenant.Spec.Signature, signature) {
 		return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml merged; waiting for identity.yaml"}
 	}
+	waiting := outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
+	if s.quiet() {
+		return waiting // the last round, at this commit, proposed it
+	}
 	// The signed-nonce Secret is written after the push: if it holds this nonce, the Tenant was proposed.
 	proposed := &corev1.Secret{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}, proposed); err == nil &&
 		string(proposed.Data[authv1beta1.NonceSecretField]) == nonce {
-		return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
+		return waiting
 	}
 	doc, err := yaml.Marshal(tenant)
 	if err != nil {
@@ -108,32 +136,44 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns 
 		Action:  protocol.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
 	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
+	mark := func(ctx context.Context, _ bool) error {
+		return s.markProposed(ctx, pe.Provider, ns, nonce, signature, where)
+	}
 	if branch == "" {
-		err = s.write(ctx, msg, change)
-	} else {
-		_, err = observeGit("write", func() (plumbing.Hash, error) {
-			res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
-			return res.Commit, err
-		})
+		s.stage(gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, mark, change)
+		return waiting
 	}
-	if err != nil {
+	// A review branch is the agent's own, written by this peering alone: its one write of the round.
+	if _, err = observeGit("write", func() (plumbing.Hash, error) {
+		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
+		return res.Commit, err
+	}); err != nil {
 		return outcome{err: err}
 	}
-	if err := s.ensureTenantNamespace(ctx, pe.Provider, ns); err != nil {
+	if err := mark(ctx, true); err != nil {
 		return outcome{err: err}
+	}
+	return waiting
+}
+
+// markProposed records, once tenant.yaml is pushed, that the Tenant for
+// nonce was proposed: the signed-nonce Secret holds the nonce and its signature.
+func (s *session) markProposed(ctx context.Context, provider, ns, nonce string, signature []byte, where string) error {
+	if err := s.ensureTenantNamespace(ctx, provider, ns); err != nil {
+		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Provider)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, provider)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
 		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce), authv1beta1.SignedNonceSecretField: signature}
 		return nil
 	}); err != nil {
-		return outcome{err: err}
+		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, pe.Provider, "tenant.yaml for provider %s pushed to %s", pe.Provider, where)
-	return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, provider, "tenant.yaml for provider %s pushed to %s", provider, where)
+	return nil
 }
 
 // reviewBranch renders the review-branch template; "" in direct mode.
@@ -160,7 +200,7 @@ func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 // identity.yaml leaves everything in place.
 func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
-	if err := s.ownTenantMerged(pe); err != nil {
+	if err := consumer.OwnTenantMerged(pe, s.key.Public()); err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}
 	cert, err := protocol.CheckIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
@@ -178,6 +218,12 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	if err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}
+	secretName := authv1beta1.KubeconfigSecretName(id.Name)
+	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
+	ready := outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
+	if s.quiet() {
+		return ready // the last round, at this commit, proved and wrote this kubeconfig
+	}
 	// An empty CA builds a kubeconfig without certificate-authority-data: the system roots verify the server.
 	kubeconfig, err := crypto.BuildKubeconfig(crypto.KubeconfigParams{
 		ProviderClusterID: pe.Provider, IdentityName: id.Name, Namespace: ptr.Deref(id.Spec.Namespace, ""), APIServer: id.Spec.AuthParams.APIServer,
@@ -186,7 +232,6 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	if err != nil {
 		return outcome{err: err}
 	}
-	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	secret := &corev1.Secret{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, secret); client.IgnoreNotFound(err) != nil {
 		return outcome{err: err}
@@ -207,11 +252,10 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	if err != nil {
 		return outcome{err: err}
 	}
-	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
 	if op != controllerutil.OperationResultNone {
 		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, pe.Provider, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
 	}
-	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
+	return ready
 }
 
 // writeIdentity applies the Identity of pe and its kubeconfig Secret, and
@@ -257,24 +301,16 @@ func (s *session) labelConsumerObject(meta *metav1.ObjectMeta, provider string) 
 
 // dropIdentity deletes the Identity, its kubeconfig Secret, the signed nonce
 // and the provider's pin once identity.yaml left the branch.
-func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
-	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(pe.Provider))
-	identity := &authv1beta1.Identity{}
-	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, identity); err != nil {
-		if apierrors.IsNotFound(err) {
-			return outcome{}, false
-		}
-		return outcome{err: err}, true
-	}
+func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	if err := s.forgetProvider(ctx, pe.Provider, ns); err != nil {
-		return outcome{err: err}, true
+		return outcome{err: err}
 	}
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider)
 	if err := s.markRevoked(ctx, ns); err != nil {
-		return outcome{err: err}, true
+		return outcome{err: err}
 	}
 	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Provider, "identity.yaml for provider %s left the branch: Identity, kubeconfig and pin deleted", pe.Provider)
-	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}, true
+	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}
 }
 
 func (s *session) rejectIdentity(pe *protocol.Documents, reason string) outcome {
@@ -322,34 +358,21 @@ func (s *session) markRevoked(ctx context.Context, ns string) error {
 	return s.r.Patch(ctx, nsObj, patch)
 }
 
-// stayRevoked keeps a revoked peering revoked: no new request until an admin
-// sets the request-again annotation to this provider, which it consumes.
-func (s *session) stayRevoked(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
-	nsObj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return outcome{err: client.IgnoreNotFound(err)}, !apierrors.IsNotFound(err)
-	}
-	at, revoked := nsObj.Annotations[RevokedAnnotation]
-	if !revoked {
-		return outcome{}, false
-	}
-	if s.obj.GetAnnotations()[gitpeerv1alpha1.RequestAgainAnnotation] != pe.Provider {
-		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: fmt.Sprintf(
-			"identity revoked by provider %s at %s; not requesting again on its own: to peer again, set annotation %s=%s on this PeeringRepository (or commit a request with gitpeer request)",
-			pe.Provider, at, gitpeerv1alpha1.RequestAgainAnnotation, pe.Provider)}, true
-	}
+// requestAgain consumes the request-again annotation an admin set to peer
+// again after a revocation, and the revocation mark of the tenant namespace.
+func (s *session) requestAgain(ctx context.Context, nsObj *corev1.Namespace) error {
 	patch := client.MergeFrom(nsObj.DeepCopy())
 	delete(nsObj.Annotations, RevokedAnnotation)
 	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
-		return outcome{err: err}, true
+		return err
 	}
 	// Patch a copy: the response must not replace the status this round is building.
 	obj := s.obj.DeepCopy()
 	objPatch := client.MergeFrom(obj.DeepCopy())
 	delete(obj.Annotations, gitpeerv1alpha1.RequestAgainAnnotation)
 	if err := s.r.Patch(ctx, obj, objPatch); err != nil {
-		return outcome{err: err}, true
+		return err
 	}
 	delete(s.obj.Annotations, gitpeerv1alpha1.RequestAgainAnnotation)
-	return outcome{}, false
+	return nil
 }

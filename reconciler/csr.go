@@ -11,13 +11,17 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
@@ -165,7 +169,7 @@ func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *i
 		}
 	}
 	if len(csr.Status.Certificate) == 0 {
-		s.noteRenewal(s.r.Now().Add(time.Second))
+		// The CSR's update (issued, denied) reconciles again: see watchOwnCSRs.
 		waiting.message = joinNote(fmt.Sprintf("%s (CSR %s)", waiting.message, csr.Name), note)
 		return nil, &waiting
 	}
@@ -271,4 +275,30 @@ func (r *PeeringRepositoryReconciler) agentUser(ctx context.Context) (string, er
 	}
 	r.user = user
 	return user, nil
+}
+
+// watchOwnCSRs makes a change of a CSR the agent created (labelled for a
+// consumer, with a PeeringRepository's owner label) reconcile that
+// PeeringRepository: an approval or an issued certificate is acted on at
+// once, without polling for it.
+func (r *PeeringRepositoryReconciler) watchOwnCSRs(b *builder.Builder) *builder.Builder {
+	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[consumerLabel] != "" && o.GetLabels()[OwnerLabel] != ""
+	})
+	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled))
+}
+
+// csrOwner maps a CSR to the PeeringRepository of its owner label.
+func (r *PeeringRepositoryReconciler) csrOwner(ctx context.Context, csr client.Object) []reconcile.Request {
+	var all gitpeerv1alpha1.PeeringRepositoryList
+	if err := r.List(ctx, &all); err != nil {
+		log.FromContext(ctx).Error(err, "mapping a CSR to its PeeringRepository", "csr", csr.GetName())
+		return nil
+	}
+	for _, o := range all.Items {
+		if string(o.UID) == csr.GetLabels()[OwnerLabel] {
+			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&o)}}
+		}
+	}
+	return nil
 }

@@ -133,18 +133,3 @@ func observeGit(op string, f func() (plumbing.Hash, error)) (plumbing.Hash, erro
 	}
 	return h, err
 }
-
-// write commits changes to the branch (a no-op when they are already there)
-// and records whether a commit was pushed.
-func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gitsync.FileChange) error {
-	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
-	defer cancel()
-	var res gitsync.WriteResult
-	_, err := observeGit("write", func() (plumbing.Hash, error) {
-		var err error
-		res, err = s.repo.Write(ctx, msg, changes)
-		return res.Commit, err
-	})
-	s.wrote = res.Pushed
-	return err
-}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
 )
 
 // RecordsSecretPrefix, followed by the PeeringRepository's name, "-" and a
@@ -68,7 +69,7 @@ type ConsumerRecords struct {
 
 // KeyPin is the pin the provider records for a consumer's public key: the
 // SHA-256 of its PKIX encoding, in hex.
-func KeyPin(key gocrypto.PublicKey) (string, error) { return keyFingerprint(key) }
+func KeyPin(key gocrypto.PublicKey) (string, error) { return crypto.KeyPin(key) }
 
 // RevivalBlocker returns the revoked certificate that still forbids binding
 // the consumer again at now (the one valid longest), or nil.

@@ -20,6 +20,10 @@ var (
 		Name: "gitpeer_certificate_expiry_timestamp_seconds",
 		Help: "Expiry (Unix time) of the newest certificate issued (provider) or received (consumer) per peer.",
 	}, []string{"namespace", "name", "role", "peer"})
+	renewalOverdue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gitpeer_certificate_renewal_overdue",
+		Help: "1 when the certificate issued to a peer passed its renewal point without being renewed (renewal stalled), else 0.",
+	}, []string{"namespace", "name", "role", "peer"})
 	gitOperationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "gitpeer_git_operation_duration_seconds",
 		Help: "Latency of Git operations (poll, write).",
@@ -31,7 +35,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, peeringPhase, certificateExpiry, gitOperationDuration, gitOperationFailures)
+	metrics.Registry.MustRegister(reconcileDuration, peeringPhase, certificateExpiry, renewalOverdue, gitOperationDuration, gitOperationFailures)
 }
 
 var phaseValues = map[gitpeerv1alpha1.PeeringPhase]float64{

@@ -1,12 +1,9 @@
 package reconciler
 
 import (
-	"cmp"
 	"context"
-	gocrypto "crypto"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -23,6 +20,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // Event reasons of ownership.
@@ -66,20 +64,6 @@ func (s *session) owns(obj client.Object) bool {
 // ownerLabels select the objects of this PeeringRepository.
 func (s *session) ownerLabels() client.MatchingLabels {
 	return client.MatchingLabels{OwnerLabel: string(s.obj.UID)}
-}
-
-// consumerAllowed reports whether consumer matches one of the patterns; no
-// pattern allows every consumer.
-func consumerAllowed(patterns []string, consumer string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	for _, p := range patterns {
-		if ok, err := path.Match(p, consumer); err == nil && ok {
-			return true
-		}
-	}
-	return false
 }
 
 // errNotOurs refuses an object this PeeringRepository did not create.
@@ -400,18 +384,23 @@ func (s *session) skipForeign(pe *protocol.Documents, err error) outcome {
 }
 
 // admitRequest refuses, creating nothing, a request of a consumer that is
-// not allowed, or a new request beyond spec.provider.maxPendingRequests.
+// not allowed, or a new request beyond spec.provider.maxPendingRequests
+// (provider.Admit decides).
 func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
 	spec := s.obj.Spec.Provider
-	if !consumerAllowed(spec.AllowedConsumers, pe.Consumer) {
+	err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	if client.IgnoreNotFound(err) != nil {
+		return outcome{err: err}, true
+	}
+	max := spec.GetMaxPendingRequests()
+	switch provider.Admit(provider.Request{Consumer: pe.Consumer, Allowed: spec.AllowedConsumers, Answered: err == nil, Pending: s.pending, Max: max}) {
+	case provider.NotAllowed:
 		msg := fmt.Sprintf("request of %s refused: not in allowedConsumers; nothing created", pe.Consumer)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonDeferred, pe.Consumer, "%s", msg)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}, true
-	}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-		return outcome{err: err}, err != nil // already answered: not a new pending request
-	}
-	if max := spec.GetMaxPendingRequests(); s.pending >= max {
+	case provider.Answered:
+		return outcome{}, false // not a new pending request
+	case provider.Deferred:
 		s.deferred++
 		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: ReasonDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true
 	}
@@ -419,35 +408,19 @@ func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns s
 	return outcome{}, false
 }
 
-// checkPin accepts key if it is the key pinned for the consumer (in the
-// namespace annotation or the records), pins it at first issuance, and lets
-// it replace the pinned key only with the rekey annotation.
-func (s *session) checkPin(ctx context.Context, pe *protocol.Documents, ns string, key gocrypto.PublicKey, recorded string) (outcome, bool) {
-	pin, err := keyFingerprint(key)
-	if err != nil {
-		return outcome{err: err}, true
+// pinKey records the verified Tenant's key as the consumer's pin (on its
+// tenant namespace and in the records), reporting a change by the rekey
+// annotation.
+func (s *session) pinKey(ctx context.Context, consumer string, nsObj *corev1.Namespace, v provider.TenantVerdict) error {
+	if v.Replaces != "" {
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRekeyed, consumer, "key of %s changed from %s to %s by annotation %s", consumer, v.Replaces[:16], v.Pin[:16], gitpeerv1alpha1.RekeyAnnotationPrefix+consumer)
 	}
-	nsObj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return outcome{err: err}, true
-	}
-	pinned := cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], recorded)
-	if pinned != "" && pinned != pin {
-		rekey := gitpeerv1alpha1.RekeyAnnotationPrefix + pe.Consumer
-		if s.obj.GetAnnotations()[rekey] != pin {
-			return s.rejectTenant(pe, fmt.Sprintf("public key %s is not the key pinned for %s (%s); to change it, an admin sets annotation %s=%s on the PeeringRepository", pin[:16], pe.Consumer, pinned[:16], rekey, pin)), true
-		}
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRekeyed, pe.Consumer, "key of %s changed from %s to %s by annotation %s", pe.Consumer, pinned[:16], pin[:16], rekey)
-	}
-	if nsObj.Annotations[PinnedKeyAnnotation] != pin {
+	if nsObj.Annotations[PinnedKeyAnnotation] != v.Pin {
 		patch := client.MergeFrom(nsObj.DeepCopy())
-		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedKeyAnnotation, pin)
+		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedKeyAnnotation, v.Pin)
 		if err := s.r.Patch(ctx, nsObj, patch); err != nil {
-			return outcome{err: err}, true
+			return err
 		}
 	}
-	if err := s.recordKeyPin(ctx, pe.Consumer, pin); err != nil {
-		return outcome{err: err}, true
-	}
-	return outcome{}, false
+	return s.recordKeyPin(ctx, consumer, v.Pin)
 }

@@ -56,27 +56,6 @@ func TestIssuedRecords(t *testing.T) {
 	}
 }
 
-func TestConsumerAllowed(t *testing.T) {
-	for name, tc := range map[string]struct {
-		patterns []string
-		consumer string
-		want     bool
-	}{
-		"no patterns: anyone": {nil, "x", true},
-		"exact":               {[]string{"edge-1"}, "edge-1", true},
-		"glob":                {[]string{"core", "edge-*"}, "edge-42", true},
-		"no match":            {[]string{"edge-*"}, "attacker", false},
-		"bad pattern ignored": {[]string{"[", "edge-*"}, "x", false},
-		"character class":     {[]string{"edge-[0-9]"}, "edge-7", true},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if got := consumerAllowed(tc.patterns, tc.consumer); got != tc.want {
-				t.Errorf("consumerAllowed(%q, %q) = %v", tc.patterns, tc.consumer, got)
-			}
-		})
-	}
-}
-
 func TestOwnerOf(t *testing.T) {
 	for name, tc := range map[string]struct {
 		labels map[string]string

@@ -1,12 +1,9 @@
 package reconciler
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	gocrypto "crypto"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"time"
@@ -22,7 +19,9 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // Labels and annotations gitpeer adds to what it creates.
@@ -35,14 +34,10 @@ const (
 	// PinnedKeyAnnotation on a provider-side tenant namespace holds the SHA-256
 	// of the consumer's public key, pinned at first issuance.
 	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
-	// PinnedCAAnnotation on a consumer-side tenant namespace holds the SHA-256
-	// of the provider's CA, pinned on first use by earlier versions; it is
-	// still honoured and replaced by PinnedProviderAnnotation.
-	PinnedCAAnnotation = "gitpeer.io/pinned-ca-sha256"
-	// PinnedProviderAnnotation on a consumer-side tenant namespace holds the
-	// pin taken on first use of a provider's Identity: the SHA-256 of its API
-	// server URL and CA bundle (see providerPin).
-	PinnedProviderAnnotation = "gitpeer.io/pinned-provider-sha256"
+	// PinnedCAAnnotation on a consumer-side tenant namespace: see consumer.PinnedCAAnnotation.
+	PinnedCAAnnotation = consumer.PinnedCAAnnotation
+	// PinnedProviderAnnotation on a consumer-side tenant namespace: see consumer.PinnedProviderAnnotation.
+	PinnedProviderAnnotation = consumer.PinnedProviderAnnotation
 	// consumerLabel marks the CSRs issued for a consumer.
 	consumerLabel = "gitpeer.io/consumer"
 	// ReasonRekeyed is the event reason of a consumer key changed by the rekey annotation.
@@ -63,22 +58,23 @@ func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	if err == nil && !s.owns(tenant) {
 		return s.skipForeign(pe, errNotOurs{"Tenant " + ns + "/" + pe.Consumer})
 	}
-	issued := err == nil && tenant.Status.AuthParams != nil
-	switch {
-	case pe.BuildFailed != nil:
-		return s.failClosed(ctx, pe, tenant, err == nil)
-	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
-		// A bad tenant.yaml is skipped: it neither issues nor revokes anything.
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
-	case pe.Tenant == nil && (err == nil || pe.Identity != nil):
-		return s.revoke(ctx, pe, ns)
-	case pe.Tenant == nil:
-		return s.offerNonce(ctx, pe, ns)
-	case issued && bytes.Equal(tenant.Spec.Signature, pe.Tenant.Spec.Signature) && bytes.Equal(tenant.Spec.CSR, pe.Tenant.Spec.CSR):
-		return s.maintain(ctx, pe, tenant)
-	default:
-		return s.issue(ctx, pe, ns)
+	var observed provider.Observed
+	if err == nil {
+		observed.Tenant = tenant
 	}
+	switch provider.Decide(pe, observed) {
+	case provider.FailClosed:
+		return s.failClosed(ctx, pe, tenant, err == nil)
+	case provider.SkipInvalid:
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
+	case provider.Revoke:
+		return s.revoke(ctx, pe, ns)
+	case provider.OfferNonce:
+		return s.offerNonce(ctx, pe, ns)
+	case provider.Maintain:
+		return s.maintain(ctx, pe, tenant, false)
+	}
+	return s.issue(ctx, pe, ns)
 }
 
 // offerNonce makes sure a requested peering has a tenant namespace, a nonce
@@ -93,6 +89,10 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 	if err := s.ensureTenantNamespace(ctx, pe.Consumer, ns); err != nil {
 		return s.skipForeign(pe, err)
 	}
+	waiting := outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for a merged tenant.yaml"}
+	if pe.Nonce != nil && s.quiet() {
+		return waiting
+	}
 	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
 	if err != nil {
 		return outcome{err: err}
@@ -102,15 +102,15 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 		if err != nil {
 			return outcome{err: err}
 		}
-		if err := s.write(ctx, protocol.Message{
+		s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
 			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: pe.Consumer,
-		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc)); err != nil {
-			return outcome{err: err}
-		}
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
+		}, func(context.Context, bool) error {
+			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
+			return nil
+		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc))
 	}
-	return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for a merged tenant.yaml"}
+	return waiting
 }
 
 // issue verifies a merged Tenant against the provider's own nonce and, if it
@@ -121,25 +121,26 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 	if err != nil {
 		return outcome{err: err}
 	}
-	if nonce == "" {
-		return s.rejectTenant(pe, "no nonce was issued to this consumer (request.yaml missing or revoked)")
-	}
-	key, err := protocol.CheckTenant(pe.Tenant, nonce, pe.Consumer)
-	if err == nil {
-		err = pe.CheckRequestKey(key)
-	}
-	if err != nil {
-		return s.rejectTenant(pe, err.Error())
-	}
 	records, err := s.records(ctx, pe.Consumer)
 	if err != nil {
 		return outcome{err: err}
 	}
-	if reason := s.refuseRevival(records, pe.Consumer); reason != "" {
-		return s.rejectTenant(pe, reason)
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return outcome{err: err}
 	}
-	if o, rejected := s.checkPin(ctx, pe, ns, key, records.PinnedKey); rejected {
-		return o
+	verdict := provider.CheckTenant(pe, provider.TenantCheck{
+		Nonce:          nonce,
+		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
+		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
+		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
+	})
+	if verdict.Rejected != "" {
+		return s.rejectTenant(pe, verdict.Rejected)
+	}
+	key := verdict.Key
+	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
+		return outcome{err: err}
 	}
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
@@ -162,7 +163,7 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 	if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
 		return outcome{err: err}
 	}
-	o := s.maintain(ctx, pe, tenant)
+	o := s.maintain(ctx, pe, tenant, true)
 	o.message = joinNote(o.message, got.note)
 	return o
 }
@@ -170,7 +171,9 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 // maintain keeps an issued peering true to the branch: the nonce is rotated
 // once used, identity.yaml matches the issued certificate, the Tenant's
 // condition is honoured, and the certificate is renewed at 2/3 of its life.
-func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
+// fresh: the certificate was issued in this round. A quiet round (see quiet)
+// that renews nothing leaves the nonce as it is, unread.
+func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, fresh bool) outcome {
 	ns := tenant.Namespace
 	if tenant.Spec.TenantCondition != pe.Tenant.Spec.TenantCondition {
 		patch := client.MergeFrom(tenant.DeepCopy())
@@ -194,60 +197,40 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
 	note := ""
-	if renewAt := crypto.RenewalTime(cert); !s.r.Now().Before(renewAt) {
-		key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
-		if err != nil {
-			return outcome{err: fmt.Errorf("stored Tenant of %s: %w", pe.Consumer, err)}
-		}
-		got, stop := s.sign(ctx, signing{consumer: pe.Consumer, request: tenant.Spec.CSR, key: key, signature: tenant.Spec.Signature, renews: cert.SerialNumber.Text(16)},
-			outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed"})
+	if renewal := provider.RenewalOf(cert, s.r.Now()); renewal.Due {
+		got, stop := s.renew(ctx, tenant, cert)
 		if stop != nil {
-			return *stop
+			return s.renewalStalled(pe.Consumer, cert, renewal, *stop)
 		}
-		if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
-			return outcome{err: err}
-		}
-		cert, note = got.cert, got.note
-		if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
-			return outcome{err: err}
-		}
+		cert, note, fresh = got.cert, got.note, true
 		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
+	renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(0)
 	s.noteRenewal(crypto.RenewalTime(cert))
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
 
-	// A nonce is used once: rotate it if the Tenant's signature still verifies against it.
-	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
-	if err != nil {
-		return outcome{err: err}
-	}
-	if key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey); err == nil && crypto.VerifyNonceSignature(key, nonce, tenant.Spec.Signature) == nil {
-		if nonce, err = s.rotateNonce(ctx, pe.Consumer, ns); err != nil {
-			return outcome{err: err}
-		}
-	}
 	identity, err := protocol.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)
 	if err != nil {
 		return outcome{err: err}
 	}
-	nonceDoc, err := protocol.NonceDocument(pe.Provider, pe.Consumer, nonce)
-	if err != nil {
-		return outcome{err: err}
+	changes := []gitsync.FileChange{gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), identity)}
+	if fresh || !s.quiet() {
+		nonce, err := s.usedNonceRotated(ctx, pe.Consumer, tenant)
+		if err != nil {
+			return outcome{err: err}
+		}
+		changes = append(changes, nonce)
 	}
-	dir := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer}
-	dir.Kind = protocol.Identity
-	identityPath := dir.String()
-	dir.Kind = protocol.Nonce
-	if err := s.write(ctx, protocol.Message{
+	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
 		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
 		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
 		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
-	}, gitsync.Put(identityPath, identity), gitsync.Put(dir.String(), nonceDoc)); err != nil {
-		return outcome{err: err}
-	}
-	if s.wrote {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
-	}
+	}, func(_ context.Context, pushed bool) error {
+		if pushed {
+			s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
+		}
+		return nil
+	}, changes...)
 	o := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
 	switch tenant.Spec.TenantCondition {
 	case authv1beta1.TenantConditionCordoned:
@@ -257,6 +240,71 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 	}
 	o.message = joinNote(o.message, note)
 	return o
+}
+
+// renew signs the stored Tenant's CSR anew and stores and records the
+// certificate; stop is set as for sign.
+func (s *session) renew(ctx context.Context, tenant *authv1beta1.Tenant, cert *x509.Certificate) (*issued, *outcome) {
+	consumer := tenant.Name
+	key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
+	if err != nil {
+		return nil, &outcome{err: fmt.Errorf("stored Tenant of %s: %w", consumer, err)}
+	}
+	got, stop := s.sign(ctx, signing{consumer: consumer, request: tenant.Spec.CSR, key: key, signature: tenant.Spec.Signature, renews: cert.SerialNumber.Text(16)},
+		outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed"})
+	if stop != nil {
+		return nil, stop
+	}
+	if err := s.storeIssued(ctx, tenant, tenant.Namespace, got.pem); err != nil {
+		return nil, &outcome{err: err}
+	}
+	if err := s.recordIssued(ctx, consumer, got.cert); err != nil {
+		return nil, &outcome{err: err}
+	}
+	return got, nil
+}
+
+// renewalStalled reports a renewal that did not complete this round (o says
+// why); once the certificate is overdue (provider.RenewalOf) it raises the
+// renewal-overdue gauge, an event and the CertificatesRenewed condition.
+func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
+	gauge := renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), consumer)
+	if !renewal.Overdue {
+		gauge.Set(0)
+		return o
+	}
+	gauge.Set(1)
+	msg := fmt.Sprintf("renewal of certificate %s of %s overdue: due at %s, expires at %s",
+		cert.SerialNumber.Text(16), consumer, renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
+	s.overdue = append(s.overdue, msg)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, provider.RenewalOverdue, consumer, "%s", msg)
+	o.reason = provider.RenewalOverdue
+	if o.err != nil {
+		o.err = fmt.Errorf("%s: %w", msg, o.err)
+	} else {
+		o.message = joinNote(o.message, msg)
+	}
+	return o
+}
+
+// usedNonceRotated returns nonce.yaml for the consumer's nonce Secret, after
+// rotating the nonce if the Tenant's signature still verifies against it: a
+// nonce is used once.
+func (s *session) usedNonceRotated(ctx context.Context, consumer string, tenant *authv1beta1.Tenant) (gitsync.FileChange, error) {
+	nonce, err := s.nonce(ctx, consumer, tenant.Namespace, false)
+	if err != nil {
+		return gitsync.FileChange{}, err
+	}
+	if key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey); err == nil && crypto.VerifyNonceSignature(key, nonce, tenant.Spec.Signature) == nil {
+		if nonce, err = s.rotateNonce(ctx, consumer, tenant.Namespace); err != nil {
+			return gitsync.FileChange{}, err
+		}
+	}
+	doc, err := protocol.NonceDocument(string(s.obj.Spec.ClusterID), consumer, nonce)
+	if err != nil {
+		return gitsync.FileChange{}, err
+	}
+	return gitsync.Put(protocol.Path{Provider: string(s.obj.Spec.ClusterID), Consumer: consumer, Kind: protocol.Nonce}.String(), doc), nil
 }
 
 // revoke deletes everything this PeeringRepository issued to a consumer whose
@@ -274,17 +322,18 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents, ns string)
 	for _, k := range []protocol.Kind{protocol.Identity, protocol.Nonce, protocol.Request} {
 		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
-	if err := s.write(ctx, protocol.Message{
+	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
 		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
 		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
 		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
-	}, changes...); err != nil {
-		return outcome{err: err}
-	}
-	if s.wrote {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Consumer, "peering with consumer %s revoked", pe.Consumer)
-	}
+	}, func(_ context.Context, pushed bool) error {
+		if pushed {
+			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Consumer, "peering with consumer %s revoked", pe.Consumer)
+		}
+		return nil
+	}, changes...)
 	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
+	renewalOverdue.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
 }
 
@@ -419,14 +468,4 @@ func (s *session) apiServer() string {
 		return s.obj.Spec.Provider.APIServer
 	}
 	return s.r.Config.Host
-}
-
-// keyFingerprint is the SHA-256 of the key's PKIX encoding.
-func keyFingerprint(key gocrypto.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(key)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(der)
-	return hex.EncodeToString(sum[:]), nil
 }

@@ -13,7 +13,9 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/verdict"
@@ -35,8 +37,13 @@ const (
 // (and may push only to its review branches), to its review branch, where it reaches the branch
 // through a reviewed pull request like the Tenant.
 func (s *session) writeRequest(ctx context.Context, pe *protocol.Documents, msg protocol.Message, change gitsync.FileChange) error {
+	requested := func(context.Context, bool) error {
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "requested peering with provider %s", pe.Provider)
+		return nil
+	}
 	if spec := s.obj.Spec.Consumer; spec.PullRequest == nil || spec.Direct {
-		return s.write(ctx, msg, change)
+		s.stage(gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, requested, change)
+		return nil
 	}
 	branch, err := s.reviewBranch(pe)
 	if err != nil {
@@ -44,12 +51,14 @@ func (s *session) writeRequest(ctx context.Context, pe *protocol.Documents, msg 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
 	defer cancel()
-	_, err = observeGit("write", func() (plumbing.Hash, error) {
+	// A review branch is the agent's own, written by this peering alone: its one write of the round.
+	if _, err = observeGit("write", func() (plumbing.Hash, error) {
 		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
-		s.wrote = res.Pushed
 		return res.Commit, err
-	})
-	return err
+	}); err != nil {
+		return err
+	}
+	return requested(ctx, true)
 }
 
 // followPullRequest keeps the pull request of pe's review branch in line with o, the outcome of
@@ -67,7 +76,7 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 	if pe.Nonce == nil && pe.Tenant == nil && !requesting {
 		return o
 	}
-	merged := s.ownTenantMerged(pe) == nil
+	merged := consumer.OwnTenantMerged(pe, s.key.Public()) == nil
 	if merged && s.previousPhase(pe.Provider) != gitpeerv1alpha1.PhaseAwaitingApproval {
 		return o // cleaned up when the merge was first seen; no forge call every round after
 	}
@@ -141,7 +150,7 @@ func (s *session) forgeClient(ctx context.Context, spec *gitpeerv1alpha1.PullReq
 // proposal is the pull request of pe's Tenant: what it grants, and its checks.
 func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal {
 	dir := path.Join(s.obj.Spec.Path, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir())
-	key, _ := keyFingerprint(s.key.Public())
+	key, _ := crypto.KeyPin(s.key.Public())
 	p := forge.Proposal{
 		Head: branch, Base: s.obj.GetBranch(),
 		Title: fmt.Sprintf("Peering: %s asks %s for an identity", pe.Consumer, pe.Provider),

@@ -60,6 +60,9 @@ const (
 	ReasonRequested         = gitpeerv1alpha1.RequestedReason
 	ConditionFilesValid     = gitpeerv1alpha1.FilesValidCondition
 	ConditionPeeringsHealth = gitpeerv1alpha1.PeeringsHealthyCondition
+	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a
+	// certificate the provider issued is past its renewal point, not renewed.
+	ConditionCertificatesRenewed = gitpeerv1alpha1.CertificatesRenewedCondition
 )
 
 // PeeringRepositoryReconciler reconciles PeeringRepository objects.
@@ -88,16 +91,17 @@ type openRepo struct {
 	key    string           // what the clone was opened with; a change reopens it
 }
 
-// SetupWithManager registers the reconciler. It reconciles on spec changes and
-// on the reconcile.fluxcd.io/requestedAt annotation; polling does the rest.
+// SetupWithManager registers the reconciler. It reconciles on spec changes,
+// on the reconcile.fluxcd.io/requestedAt annotation and on changes of the
+// agent's own CSRs; polling does the rest.
 func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts ControllerOptions) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
 	r.repos = map[types.NamespacedName]*openRepo{}
-	return ctrl.NewControllerManagedBy(mgr).
+	return r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
 		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).
 		WithOptions(opts.controller()).
 		Complete(r)
 }
@@ -130,7 +134,7 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	defer func() {
 		r.summarize(obj, roundErr)
 		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
-			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth,
+			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth, ConditionCertificatesRenewed,
 		}}, patch.WithFieldOwner("gitpeer")); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
@@ -155,7 +159,11 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		r.report(ctx, obj, roundErr)
 		return resultOf(obj, roundErr)
 	}
-	s.run(ctx)
+	if err := s.run(ctx); err != nil {
+		roundErr = typedError(obj, err)
+		r.report(ctx, obj, roundErr)
+		return resultOf(obj, roundErr)
+	}
 	return ctrl.Result{RequeueAfter: s.requeueAfter()}, nil
 }
 
@@ -197,14 +205,15 @@ type session struct {
 	invalid  []string
 	status   map[string]gitpeerv1alpha1.PeeringStatus
 	renewAt  time.Time
-	wrote    bool // whether the last write pushed a commit
-	pending  int  // requests answered with a nonce and not issued yet
-	deferred int  // requests left unanswered in this round (maxPendingRequests)
+	pending  int // requests answered with a nonce and not issued yet
+	deferred int // requests left unanswered in this round (maxPendingRequests)
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
 	// shards caches the records Secrets read or written this round (issued.go).
 	shards          map[string]*corev1.Secret
-	recordsMigrated bool // gitpeer 0.1.0's single records Secret is gone (issued.go)
+	recordsMigrated bool      // gitpeer 0.1.0's single records Secret is gone (issued.go)
+	staged          []gitStep // this round's writes to the branch, committed together (commitRound)
+	overdue         []string  // certificates whose renewal is overdue (renewalStalled)
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -323,9 +332,11 @@ func (s *session) peering(provider, consumer string) *protocol.Documents {
 	return s.loaded.Documents(provider, consumer)
 }
 
-// run acts on every peering; a failure in one never blocks the others.
-func (s *session) run(ctx context.Context) {
+// run acts on every peering; a failure in one never blocks the others. It returns
+// the error of the round's commit, if it could not be pushed (the round is retried).
+func (s *session) run(ctx context.Context) error {
 	me := string(s.obj.Spec.ClusterID)
+	var results []result
 	if s.obj.IsProvider() {
 		consumers := map[string]bool{}
 		for _, pe := range s.loaded.Peerings {
@@ -341,7 +352,7 @@ func (s *session) run(ctx context.Context) {
 			log.FromContext(ctx).Error(err, "counting pending requests")
 		}
 		for _, c := range sortedKeys(consumers) {
-			s.record(ctx, c, gitpeerv1alpha1.ProviderRole, s.provide(ctx, s.peering(me, c)))
+			results = append(results, result{c, gitpeerv1alpha1.ProviderRole, s.provide(ctx, s.peering(me, c))})
 		}
 		if s.deferred > 0 {
 			s.r.event(s.obj, corev1.EventTypeWarning, ReasonDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
@@ -350,15 +361,21 @@ func (s *session) run(ctx context.Context) {
 	if s.obj.IsConsumer() {
 		for _, p := range s.obj.Spec.Consumer.Providers {
 			pe := s.peering(string(p), me)
-			s.record(ctx, string(p), gitpeerv1alpha1.ConsumerRole, s.followPullRequest(ctx, pe, s.consume(ctx, pe)))
+			results = append(results, result{string(p), gitpeerv1alpha1.ConsumerRole, s.followPullRequest(ctx, pe, s.consume(ctx, pe))})
 		}
+	}
+	commitErr := s.commitRound(ctx, results)
+	for _, res := range results {
+		s.record(ctx, res.peer, res.role, res.o)
 	}
 	if err := s.forgetUnlistedProviders(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "cannot remove what was created for providers no longer listed")
 	}
+	s.markRenewals()
 	s.recordOwnershipVersion()
 	s.obj.Status.LastProcessedCommit = s.head.String()
 	s.publishStatus()
+	return commitErr
 }
 
 // outcome is what one peering step reached.

@@ -2,9 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -16,36 +13,12 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // trustedCAKey is the key of the CA bundle in a spec.consumer.trustedCAs Secret.
 const trustedCAKey = "ca.crt"
-
-// ownTenantMerged returns an error unless the directory of pe holds, on the
-// branch, a tenant.yaml of this cluster's own key: the consumer acts on an
-// Identity only for a provider it asked.
-func (s *session) ownTenantMerged(pe *protocol.Documents) error {
-	if pe.Tenant == nil {
-		return fmt.Errorf("no valid tenant.yaml of this cluster is merged beside it: this cluster did not ask %s for an identity", pe.Provider)
-	}
-	key, err := crypto.ParsePublicKey(pe.Tenant.Spec.PublicKey)
-	if err != nil {
-		return fmt.Errorf("tenant.yaml beside it has no valid key: %w", err)
-	}
-	theirs, err := keyFingerprint(key)
-	if err != nil {
-		return err
-	}
-	mine, err := keyFingerprint(s.key.Public())
-	if err != nil {
-		return err
-	}
-	if theirs != mine {
-		return fmt.Errorf("tenant.yaml beside it is for key %s, not this cluster's key %s: this cluster did not ask %s for an identity", theirs[:16], mine[:16], pe.Provider)
-	}
-	return nil
-}
 
 // trust checks the Identity's API server and CA against what the admin
 // configured for the provider or, if nothing is, against the pin of the
@@ -56,7 +29,7 @@ func (s *session) trust(ctx context.Context, pe *protocol.Documents, annotations
 	if ref := s.obj.Spec.Consumer.TrustedCAFor(pe.Provider); ref != nil {
 		return "", s.checkTrustedCA(ctx, ref, ap.CA)
 	}
-	return checkPin(annotations, pe.Provider, ap.APIServer, ap.CA)
+	return consumer.CheckPin(annotations, pe.Provider, ap.APIServer, ap.CA)
 }
 
 // checkTrustedCA returns an error unless ca holds exactly the certificates of
@@ -82,58 +55,6 @@ func (s *session) checkTrustedCA(ctx context.Context, ref *gitpeerv1alpha1.Trust
 	}
 	return nil
 }
-
-// providerPin is what the consumer pins of a provider on first use: the
-// SHA-256 of the length-prefixed API server URL and CA bundle. An empty CA
-// (the API server has a publicly trusted certificate) pins the URL and the
-// system roots that then verify it.
-func providerPin(apiServer string, ca []byte) string {
-	h := sha256.New()
-	for _, part := range [][]byte{[]byte(apiServer), ca} {
-		_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
-		h.Write(part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// errPinMismatch marks an Identity whose API server or CA is not the pinned one.
-var errPinMismatch = errors.New("pin mismatch")
-
-// checkPin checks apiServer and ca against the pin in the annotations of the
-// consumer-side tenant namespace of provider and returns the pin to record.
-// A legacy CA-only pin (PinnedCAAnnotation) must match the CA; the returned
-// pin then replaces it.
-func checkPin(annotations map[string]string, provider, apiServer string, ca []byte) (string, error) {
-	pin := providerPin(apiServer, ca)
-	howTo := fmt.Sprintf("to trust it, remove the peering (identity.yaml, or %s from spec.consumer.providers) or the annotation %s of namespace %s",
-		provider, PinnedProviderAnnotation, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)))
-	if pinned := annotations[PinnedProviderAnnotation]; pinned != "" {
-		if pinned != pin {
-			return "", fmt.Errorf("%w: API server %q with CA %s is not the API server and CA pinned for provider %s (%s); %s",
-				errPinMismatch, apiServer, caDigest(ca), provider, short(pinned), howTo)
-		}
-		return pin, nil
-	}
-	if legacy := annotations[PinnedCAAnnotation]; legacy != "" {
-		sum := sha256.Sum256(ca)
-		if got := hex.EncodeToString(sum[:]); got != legacy {
-			return "", fmt.Errorf("%w: CA %s is not the CA pinned for provider %s (%s); %s",
-				errPinMismatch, short(got), provider, short(legacy), howTo)
-		}
-	}
-	return pin, nil
-}
-
-// caDigest names a CA bundle in messages.
-func caDigest(ca []byte) string {
-	if len(ca) == 0 {
-		return "(none: system roots)"
-	}
-	sum := sha256.Sum256(ca)
-	return short(hex.EncodeToString(sum[:]))
-}
-
-func short(digest string) string { return digest[:min(16, len(digest))] }
 
 // recordProviderPin stores pin on the tenant namespace and drops a legacy CA pin.
 func (s *session) recordProviderPin(ctx context.Context, nsObj *corev1.Namespace, pin string) error {

@@ -17,6 +17,9 @@ const (
 	TrailerConsumer = "Gitpeer-Consumer"
 	TrailerSerial   = "Gitpeer-Serial"
 	TrailerExpires  = "Gitpeer-Expires"
+	// TrailerSummary, in a commit of several steps (one per round), is the
+	// one-line summary of the step whose trailers it is among.
+	TrailerSummary = "Gitpeer-Summary"
 )
 
 // The actions the agent records in the Gitpeer-Action trailer.
@@ -110,6 +113,8 @@ func ParseTrailers(message string) []Trailer {
 // Record is one step of a peering as an agent commit's trailers record it.
 type Record struct {
 	Action, Provider, Consumer string
+	// Summary is the step's one-line summary in a commit of several steps.
+	Summary string
 	// Serial and Expires are set on identity commits.
 	Serial, Expires string
 }
@@ -119,7 +124,7 @@ type Record struct {
 // carries the trailers of each in turn.
 func (r Record) Trailers() []Trailer {
 	var ts []Trailer
-	for _, t := range []Trailer{{TrailerAction, r.Action}, {TrailerProvider, r.Provider}, {TrailerConsumer, r.Consumer}, {TrailerSerial, r.Serial}, {TrailerExpires, r.Expires}} {
+	for _, t := range []Trailer{{TrailerAction, r.Action}, {TrailerProvider, r.Provider}, {TrailerConsumer, r.Consumer}, {TrailerSummary, r.Summary}, {TrailerSerial, r.Serial}, {TrailerExpires, r.Expires}} {
 		if t.Value != "" {
 			ts = append(ts, t)
 		}
@@ -147,6 +152,8 @@ func Records(message string) []Record {
 			r.Provider = t.Value
 		case TrailerConsumer:
 			r.Consumer = t.Value
+		case TrailerSummary:
+			r.Summary = t.Value
 		case TrailerSerial:
 			r.Serial = t.Value
 		case TrailerExpires:

@@ -10,7 +10,14 @@ const (
 	// SourceVerifiedCondition reports, when spec.verify is set, whether the commits the agent is
 	// about to act upon are signed by trusted keys.
 	SourceVerifiedCondition = "SourceVerified"
+	// CertificatesRenewedCondition is False (reason RenewalOverdueReason) while a certificate the
+	// provider issued is past its renewal point and not renewed (e.g. renewal stalled by an outage).
+	CertificatesRenewedCondition = "CertificatesRenewed"
 )
+
+// RenewalOverdueReason signals a certificate past its renewal point by more than 1/12 of its life
+// (at most an hour), not renewed: also the reason of its event and its listing in status.peerings.
+const RenewalOverdueReason = "RenewalOverdue"
 
 // Reasons of the PeeringRepository conditions that stall the agent until a person acts (Stalled
 // and Ready are False with the reason; the message says what to do). A stalled PeeringRepository

@@ -6,6 +6,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -158,7 +159,7 @@ func (r *reader) walkAll(repo *git.Repository, head plumbing.Hash) error {
 			if !ok {
 				name = rec.Action
 			}
-			e := r.event(c, name, rec.Provider, rec.Consumer, subject(c))
+			e := r.event(c, name, rec.Provider, rec.Consumer, cmp.Or(rec.Summary, subject(c)))
 			e.Serial, e.Expires = rec.Serial, rec.Expires
 			r.add(c, e)
 		}

@@ -191,3 +191,29 @@ func TestPrint(t *testing.T) {
 		t.Fatalf("json (%v):\n%s", err, js.String())
 	}
 }
+
+// TestRoundCommit reads one agent commit carrying several steps (one round of
+// the provider: a nonce for one consumer, an identity for another), each with
+// its own trailers, as one event per step.
+func TestRoundCommit(t *testing.T) {
+	h := newHistory(t)
+	h.change(map[string]string{"provider-a/consumer-1/nonce.yaml": "n", "provider-a/consumer-2/identity.yaml": "i"})
+	h.git("gitpeer|gitpeer@localhost", "commit", "-q", "-m", "gitpeer on provider-a: 2 changes\n\n"+
+		"Gitpeer-Action: issue-nonce\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-1\nGitpeer-Summary: Issue nonce for consumer-1 on provider-a\n"+
+		"Gitpeer-Action: issue-identity\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\nGitpeer-Summary: Issue identity of consumer-2 on provider-a (serial ab12)\nGitpeer-Serial: ab12\nGitpeer-Expires: 2030-01-03T03:00:00Z\n")
+	events, err := Read(h.dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range events {
+		got = append(got, fmt.Sprintf("%s %s/%s: %s|%s|%s", e.Event, e.Provider, e.Consumer, e.Details, e.Serial, e.Expires))
+	}
+	want := []string{
+		"nonce-issued provider-a/consumer-1: Issue nonce for consumer-1 on provider-a||",
+		"identity-issued provider-a/consumer-2: Issue identity of consumer-2 on provider-a (serial ab12)|ab12|2030-01-03T03:00:00Z",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,4 +1,4 @@
-package reconciler
+package consumer
 
 import (
 	"crypto/sha256"
@@ -10,20 +10,20 @@ import (
 
 func TestProviderPin(t *testing.T) {
 	ca := []byte("-----BEGIN CERTIFICATE-----\nMA==\n-----END CERTIFICATE-----\n")
-	base := providerPin("https://p:6443", ca)
+	base := ProviderPin("https://p:6443", ca)
 	for name, other := range map[string]string{
-		"another URL, same CA":           providerPin("https://attacker:6443", ca),
-		"same URL, no CA (system roots)": providerPin("https://p:6443", nil),
-		"bytes moved from URL to CA":     providerPin("https://p:644", append([]byte("3"), ca...)),
+		"another URL, same CA":           ProviderPin("https://attacker:6443", ca),
+		"same URL, no CA (system roots)": ProviderPin("https://p:6443", nil),
+		"bytes moved from URL to CA":     ProviderPin("https://p:644", append([]byte("3"), ca...)),
 	} {
 		if other == base {
 			t.Errorf("%s: pin equals the pin of the first Identity", name)
 		}
 	}
-	if providerPin("https://p:6443", nil) == providerPin("https://q:6443", nil) {
+	if ProviderPin("https://p:6443", nil) == ProviderPin("https://q:6443", nil) {
 		t.Error("an empty CA pins nothing: two URLs share one pin")
 	}
-	if providerPin("https://p:6443", ca) != base {
+	if ProviderPin("https://p:6443", ca) != base {
 		t.Error("pin is not deterministic")
 	}
 }
@@ -42,15 +42,15 @@ func TestCheckPin(t *testing.T) {
 	}{
 		{name: "first use", url: url, ca: ca},
 		{name: "first use, empty CA", url: url},
-		{name: "same URL and CA", annotations: map[string]string{PinnedProviderAnnotation: providerPin(url, ca)}, url: url, ca: ca},
-		{name: "same URL, empty CA", annotations: map[string]string{PinnedProviderAnnotation: providerPin(url, nil)}, url: url},
-		{name: "other CA", annotations: map[string]string{PinnedProviderAnnotation: providerPin(url, ca)}, url: url, ca: otherCA,
+		{name: "same URL and CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url, ca: ca},
+		{name: "same URL, empty CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, nil)}, url: url},
+		{name: "other CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url, ca: otherCA,
 			wantErr: "is not the API server and CA pinned for provider provider-a"},
-		{name: "other URL, same CA", annotations: map[string]string{PinnedProviderAnnotation: providerPin(url, ca)}, url: attacker, ca: ca,
+		{name: "other URL, same CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: attacker, ca: ca,
 			wantErr: `API server "https://attacker:6443"`},
-		{name: "empty CA, other URL", annotations: map[string]string{PinnedProviderAnnotation: providerPin(url, nil)}, url: attacker,
+		{name: "empty CA, other URL", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, nil)}, url: attacker,
 			wantErr: "CA (none: system roots) is not the API server and CA pinned"},
-		{name: "CA dropped after a CA was pinned", annotations: map[string]string{PinnedProviderAnnotation: providerPin(url, ca)}, url: url,
+		{name: "CA dropped after a CA was pinned", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url,
 			wantErr: "is not the API server and CA pinned"},
 		{name: "legacy CA pin, same CA: migrated", annotations: map[string]string{PinnedCAAnnotation: legacy}, url: url, ca: ca},
 		{name: "legacy CA pin, other CA", annotations: map[string]string{PinnedCAAnnotation: legacy}, url: url, ca: otherCA,
@@ -59,9 +59,9 @@ func TestCheckPin(t *testing.T) {
 			wantErr: "is not the CA pinned for provider provider-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pin, err := checkPin(tc.annotations, "provider-a", tc.url, tc.ca)
+			pin, err := CheckPin(tc.annotations, "provider-a", tc.url, tc.ca)
 			if tc.wantErr != "" {
-				if !errors.Is(err, errPinMismatch) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), PinnedProviderAnnotation) {
+				if !errors.Is(err, ErrPinMismatch) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), PinnedProviderAnnotation) {
 					t.Fatalf("err = %v, want a pin mismatch containing %q and how to re-pin", err, tc.wantErr)
 				}
 				return
@@ -69,7 +69,7 @@ func TestCheckPin(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if pin != providerPin(tc.url, tc.ca) {
+			if pin != ProviderPin(tc.url, tc.ca) {
 				t.Fatalf("pin = %s, want the pin of URL and CA", pin)
 			}
 		})

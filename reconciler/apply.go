@@ -1,0 +1,176 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
+)
+
+// gitStep is what one peering of a round writes to the branch: its files, the
+// commit message it would have on its own, and what follows once the files
+// are on the branch (pushed by this round or already there).
+type gitStep struct {
+	key     string // role/peer
+	msg     protocol.Message
+	changes []gitsync.FileChange
+	// done runs once the changes are on the branch; pushed says whether this
+	// round's commit put them there (events announce only what it pushed).
+	done func(ctx context.Context, pushed bool) error
+}
+
+// result is one peering's outcome in a round.
+type result struct {
+	peer string
+	role gitpeerv1alpha1.PeeringRole
+	o    outcome
+}
+
+func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
+	return string(role) + "/" + peer
+}
+
+// stage queues a write of the peering (role, peer) for the round's commit.
+func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, done func(ctx context.Context, pushed bool) error, changes ...gitsync.FileChange) {
+	s.staged = append(s.staged, gitStep{key: resultKey(role, peer), msg: msg, changes: changes, done: done})
+}
+
+// commitRound writes every staged change of the round to the branch in one
+// commit, with each step's trailers, runs the done functions of the steps
+// whose changes are on the branch and fails the peerings whose changes did
+// not land. Steps whose files the branch already holds add nothing to the
+// commit.
+func (s *session) commitRound(ctx context.Context, results []result) error {
+	steps := s.pendingSteps()
+	s.staged = nil
+	if len(steps) == 0 {
+		return nil
+	}
+	failed := map[string]error{}
+	msg, changes := roundMessage(string(s.obj.Spec.ClusterID), steps)
+	pushed, err := s.write(ctx, msg, changes...)
+	for _, st := range steps {
+		switch written := len(st.changes) > 0; {
+		case written && err != nil:
+			failed[st.key] = err // only the peerings whose changes did not land fail
+		case st.done != nil:
+			if err := st.done(ctx, pushed && written); err != nil {
+				failed[st.key] = err
+			}
+		}
+	}
+	for i := range results {
+		if err := failed[resultKey(results[i].role, results[i].peer)]; err != nil {
+			results[i].o = outcome{err: err}
+		}
+	}
+	return err
+}
+
+// pendingSteps drops from the staged steps the changes the branch already
+// holds at the round's head, and the steps left with none. A step of nothing
+// but no-op changes still runs its done function, as if written.
+func (s *session) pendingSteps() []gitStep {
+	var out []gitStep
+	for _, st := range s.staged {
+		var changes []gitsync.FileChange
+		for _, c := range st.changes {
+			if !s.onBranch(c) {
+				changes = append(changes, c)
+			}
+		}
+		st.changes = changes
+		out = append(out, st)
+	}
+	return out
+}
+
+// onBranch reports whether the round's head already holds change.
+func (s *session) onBranch(c gitsync.FileChange) bool {
+	if s.head.IsZero() {
+		return false
+	}
+	got, err := s.repo.ReadFile(s.head, c.Path)
+	if c.Delete {
+		return err != nil
+	}
+	return err == nil && bytes.Equal(got, c.Content)
+}
+
+// roundMessage is the commit of a round's steps: a step alone keeps its own
+// message; several are listed in the body, each with its own trailers
+// (Gitpeer-Action first, then provider, consumer, summary and extras) so
+// that `gitpeer audit` tells each peering's story. Steps with no changes
+// left are not in the message.
+func roundMessage(cluster string, steps []gitStep) (protocol.Message, []gitsync.FileChange) {
+	var changes []gitsync.FileChange
+	var written []gitStep
+	for _, st := range steps {
+		if len(st.changes) > 0 {
+			written = append(written, st)
+			changes = append(changes, st.changes...)
+		}
+	}
+	if len(written) == 1 {
+		return written[0].msg, changes
+	}
+	counts := map[string]int{}
+	var body strings.Builder
+	var trailers []protocol.Trailer
+	for _, st := range written {
+		counts[st.msg.Action]++
+		fmt.Fprintf(&body, "- %s\n", st.msg.Subject)
+		own := st.msg.Trailers()
+		trailers = append(trailers, own[:len(own)-len(st.msg.Extra)]...)
+		trailers = append(trailers, protocol.Trailer{Key: protocol.TrailerSummary, Value: st.msg.Subject})
+		trailers = append(trailers, st.msg.Extra...)
+	}
+	var parts []string
+	for a, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", n, a))
+	}
+	sort.Strings(parts)
+	return protocol.Message{
+		Subject: fmt.Sprintf("gitpeer round of %s: %s", cluster, strings.Join(parts, ", ")),
+		Body:    body.String(),
+		Extra:   trailers,
+	}, changes
+}
+
+// write commits changes to the branch (a no-op when they are already there)
+// and reports whether a commit was pushed.
+func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gitsync.FileChange) (bool, error) {
+	if len(changes) == 0 {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
+	defer cancel()
+	var res gitsync.WriteResult
+	_, err := observeGit("write", func() (plumbing.Hash, error) {
+		var err error
+		res, err = s.repo.Write(ctx, msg, changes)
+		return res.Commit, err
+	})
+	return res.Pushed, err
+}
+
+// markRenewals sets the CertificatesRenewed condition of a provider.
+func (s *session) markRenewals() {
+	switch {
+	case !s.obj.IsProvider():
+		conditions.Delete(s.obj, ConditionCertificatesRenewed)
+	case len(s.overdue) > 0:
+		conditions.MarkFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), s.overdue[0])
+	default:
+		conditions.MarkTrue(s.obj, ConditionCertificatesRenewed, ReasonSucceeded, "no renewal overdue")
+	}
+}

@@ -1,0 +1,165 @@
+// Package consumer is the consumer's planner: from what a round observed of
+// one peering with a provider (its documents on the branch and what the
+// PeeringRepository holds for it in the cluster) it decides what to do, and
+// it holds the consumer's trust rules. It reads nothing and writes nothing.
+package consumer
+
+import (
+	gocrypto "crypto"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+)
+
+// Annotations of the consumer-side tenant namespace of a provider.
+const (
+	// PinnedCAAnnotation holds the SHA-256 of the provider's CA, pinned on
+	// first use by earlier versions; it is still honoured and replaced by
+	// PinnedProviderAnnotation.
+	PinnedCAAnnotation = "gitpeer.io/pinned-ca-sha256"
+	// PinnedProviderAnnotation holds the pin taken on first use of a
+	// provider's Identity: the SHA-256 of its API server URL and CA bundle
+	// (see ProviderPin).
+	PinnedProviderAnnotation = "gitpeer.io/pinned-provider-sha256"
+)
+
+// Step is what the consumer does for one provider in a round.
+type Step int
+
+// Steps.
+const (
+	// ApplyIdentity: verify identity.yaml and turn it into a working kubeconfig.
+	ApplyIdentity Step = iota
+	// KeepIdentity: identity.yaml is invalid; the Identity in use is kept.
+	KeepIdentity
+	// DropIdentity: identity.yaml left the branch; the Identity, kubeconfig and pin go.
+	DropIdentity
+	// StayRevoked: the provider revoked the peering; no request until an admin asks again.
+	StayRevoked
+	// RequestAgain: an admin asked to peer again after a revocation: clear the mark, then request.
+	RequestAgain
+	// Request: commit request.yaml.
+	Request
+	// WaitForNonce: requested; the provider has not answered yet.
+	WaitForNonce
+	// ProposeTenant: sign the provider's nonce and propose tenant.yaml.
+	ProposeTenant
+)
+
+var stepNames = [...]string{"ApplyIdentity", "KeepIdentity", "DropIdentity", "StayRevoked", "RequestAgain", "Request", "WaitForNonce", "ProposeTenant"}
+
+func (s Step) String() string { return stepNames[s] }
+
+// Observed is what a round observed in the cluster for one provider.
+type Observed struct {
+	// Identity: the Identity of the provider exists.
+	Identity bool
+	// Revoked: the tenant namespace records a revocation by the provider.
+	Revoked bool
+	// RequestAgain: the PeeringRepository's request-again annotation names the provider.
+	RequestAgain bool
+}
+
+// Decide returns the step for the peering directory pe given what was observed.
+func Decide(pe *protocol.Documents, o Observed) Step {
+	switch {
+	case pe.Identity != nil:
+		return ApplyIdentity
+	case pe.Invalid[protocol.Identity] != nil:
+		return KeepIdentity
+	case o.Identity:
+		return DropIdentity
+	case pe.Request == nil && o.Revoked && !o.RequestAgain:
+		return StayRevoked
+	case pe.Request == nil && o.Revoked:
+		return RequestAgain
+	case pe.Request == nil:
+		return Request
+	case pe.Nonce == nil:
+		return WaitForNonce
+	}
+	return ProposeTenant
+}
+
+// OwnTenantMerged returns an error unless the directory of pe holds, on the
+// branch, a tenant.yaml of the cluster's own key mine: the consumer acts on
+// an Identity only for a provider it asked.
+func OwnTenantMerged(pe *protocol.Documents, mine gocrypto.PublicKey) error {
+	if pe.Tenant == nil {
+		return fmt.Errorf("no valid tenant.yaml of this cluster is merged beside it: this cluster did not ask %s for an identity", pe.Provider)
+	}
+	key, err := crypto.ParsePublicKey(pe.Tenant.Spec.PublicKey)
+	if err != nil {
+		return fmt.Errorf("tenant.yaml beside it has no valid key: %w", err)
+	}
+	theirs, err := crypto.KeyPin(key)
+	if err != nil {
+		return err
+	}
+	own, err := crypto.KeyPin(mine)
+	if err != nil {
+		return err
+	}
+	if theirs != own {
+		return fmt.Errorf("tenant.yaml beside it is for key %s, not this cluster's key %s: this cluster did not ask %s for an identity", theirs[:16], own[:16], pe.Provider)
+	}
+	return nil
+}
+
+// ProviderPin is what the consumer pins of a provider on first use: the
+// SHA-256 of the length-prefixed API server URL and CA bundle. An empty CA
+// (the API server has a publicly trusted certificate) pins the URL and the
+// system roots that then verify it.
+func ProviderPin(apiServer string, ca []byte) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(apiServer), ca} {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ErrPinMismatch marks an Identity whose API server or CA is not the pinned one.
+var ErrPinMismatch = errors.New("pin mismatch")
+
+// CheckPin checks apiServer and ca against the pin in the annotations of the
+// consumer-side tenant namespace of provider and returns the pin to record.
+// A legacy CA-only pin (PinnedCAAnnotation) must match the CA; the returned
+// pin then replaces it.
+func CheckPin(annotations map[string]string, provider, apiServer string, ca []byte) (string, error) {
+	pin := ProviderPin(apiServer, ca)
+	howTo := fmt.Sprintf("to trust it, remove the peering (identity.yaml, or %s from spec.consumer.providers) or the annotation %s of namespace %s",
+		provider, PinnedProviderAnnotation, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)))
+	if pinned := annotations[PinnedProviderAnnotation]; pinned != "" {
+		if pinned != pin {
+			return "", fmt.Errorf("%w: API server %q with CA %s is not the API server and CA pinned for provider %s (%s); %s",
+				ErrPinMismatch, apiServer, caDigest(ca), provider, short(pinned), howTo)
+		}
+		return pin, nil
+	}
+	if legacy := annotations[PinnedCAAnnotation]; legacy != "" {
+		sum := sha256.Sum256(ca)
+		if got := hex.EncodeToString(sum[:]); got != legacy {
+			return "", fmt.Errorf("%w: CA %s is not the CA pinned for provider %s (%s); %s",
+				ErrPinMismatch, short(got), provider, short(legacy), howTo)
+		}
+	}
+	return pin, nil
+}
+
+// caDigest names a CA bundle in messages.
+func caDigest(ca []byte) string {
+	if len(ca) == 0 {
+		return "(none: system roots)"
+	}
+	sum := sha256.Sum256(ca)
+	return short(hex.EncodeToString(sum[:]))
+}
+
+func short(digest string) string { return digest[:min(16, len(digest))] }

@@ -1,0 +1,219 @@
+// Package provider is the provider's planner: from what a round observed of
+// one peering (its documents on the branch and the cluster objects the
+// PeeringRepository owns for it) it decides what to do, and it holds the
+// provider's trust rules. It reads nothing and writes nothing: the
+// reconciler observes, asks it, and applies what it decides.
+package provider
+
+import (
+	"bytes"
+	gocrypto "crypto"
+	"crypto/x509"
+	"fmt"
+	"path"
+	"time"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+)
+
+// Step is what the provider does for one peering directory in a round.
+type Step int
+
+// Steps, in the order Decide considers them.
+const (
+	// FailClosed: a kustomized directory whose tenant.yaml yields no valid
+	// Tenant; an issued Tenant is drained, nothing is issued or renewed.
+	FailClosed Step = iota
+	// SkipInvalid: tenant.yaml is present but invalid; nothing is issued or revoked.
+	SkipInvalid
+	// Revoke: tenant.yaml left the branch while a Tenant or identity.yaml remains.
+	Revoke
+	// OfferNonce: no tenant.yaml yet; answer a request with a nonce.
+	OfferNonce
+	// Maintain: the Tenant on the branch is the one issued; keep it true to the branch.
+	Maintain
+	// Issue: verify the Tenant on the branch and issue its certificate.
+	Issue
+)
+
+var stepNames = [...]string{"FailClosed", "SkipInvalid", "Revoke", "OfferNonce", "Maintain", "Issue"}
+
+func (s Step) String() string { return stepNames[s] }
+
+// Observed is what a round observed in the cluster of one peering.
+type Observed struct {
+	// Tenant is the Tenant this PeeringRepository created for the consumer, or nil.
+	Tenant *authv1beta1.Tenant
+}
+
+// Decide returns the step for the peering directory pe given what was observed.
+func Decide(pe *protocol.Documents, o Observed) Step {
+	issued := o.Tenant != nil && o.Tenant.Status.AuthParams != nil
+	switch {
+	case pe.BuildFailed != nil:
+		return FailClosed
+	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
+		return SkipInvalid
+	case pe.Tenant == nil && (o.Tenant != nil || pe.Identity != nil):
+		return Revoke
+	case pe.Tenant == nil:
+		return OfferNonce
+	case issued && bytes.Equal(o.Tenant.Spec.Signature, pe.Tenant.Spec.Signature) && bytes.Equal(o.Tenant.Spec.CSR, pe.Tenant.Spec.CSR):
+		return Maintain
+	}
+	return Issue
+}
+
+// Admission is the answer to a request.
+type Admission int
+
+// Admissions.
+const (
+	// Admitted: answer it with a nonce.
+	Admitted Admission = iota
+	// Answered: it was answered in an earlier round (its tenant namespace exists).
+	Answered
+	// NotAllowed: the consumer matches no pattern of allowedConsumers; nothing is created.
+	NotAllowed
+	// Deferred: maxPendingRequests is reached; nothing is created this round.
+	Deferred
+)
+
+// Request is what Admit needs to answer a request.
+type Request struct {
+	Consumer string
+	// Allowed are the allowedConsumers patterns (path.Match); none allows all.
+	Allowed []string
+	// Answered: the consumer's tenant namespace exists.
+	Answered bool
+	// Pending counts the requests answered and not issued yet; Max caps them.
+	Pending, Max int
+}
+
+// Admit answers a request: a consumer not allowed is refused, a request
+// already answered stays answered, and a new one waits while Max requests
+// are pending.
+func Admit(r Request) Admission {
+	switch {
+	case !Allowed(r.Allowed, r.Consumer):
+		return NotAllowed
+	case r.Answered:
+		return Answered
+	case r.Pending >= r.Max:
+		return Deferred
+	}
+	return Admitted
+}
+
+// Allowed reports whether consumer matches one of the patterns; no pattern
+// allows every consumer.
+func Allowed(patterns []string, consumer string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, err := path.Match(p, consumer); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TenantCheck is what the provider knows when it verifies a merged Tenant.
+type TenantCheck struct {
+	// Nonce is the provider's own current nonce for the consumer (its
+	// Secret); "" when none was issued.
+	Nonce string
+	// PinnedKey is the key pinned for the consumer (KeyPin), "" if none.
+	PinnedKey string
+	// Rekey is the value of the consumer's rekey annotation: the pin of the
+	// key an admin accepts in place of the pinned one.
+	Rekey string
+	// RevivalBlocked, if not empty, says why the consumer must not be bound
+	// again (an unexpired revoked certificate no admin accepted).
+	RevivalBlocked string
+}
+
+// TenantVerdict is the result of CheckTenant.
+type TenantVerdict struct {
+	// Key and Pin are the verified Tenant's key and its pin.
+	Key gocrypto.PublicKey
+	Pin string
+	// Rejected, if not empty, is why nothing may be issued.
+	Rejected string
+	// Replaces is the pin the key replaces by the rekey annotation, if any.
+	Replaces string
+}
+
+// CheckTenant applies the trust rules to the Tenant merged in pe: signed
+// over the provider's own current nonce, for the consumer's subject, with
+// the key of request.yaml, not blocked by a revoked certificate, and the key
+// pinned at first issuance (changed only by the rekey annotation).
+func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
+	if c.Nonce == "" {
+		return TenantVerdict{Rejected: "no nonce was issued to this consumer (request.yaml missing or revoked)"}
+	}
+	key, err := protocol.CheckTenant(pe.Tenant, c.Nonce, pe.Consumer)
+	if err == nil {
+		err = pe.CheckRequestKey(key)
+	}
+	if err != nil {
+		return TenantVerdict{Rejected: err.Error()}
+	}
+	if c.RevivalBlocked != "" {
+		return TenantVerdict{Rejected: c.RevivalBlocked}
+	}
+	pin, err := crypto.KeyPin(key)
+	if err != nil {
+		return TenantVerdict{Rejected: err.Error()}
+	}
+	v := TenantVerdict{Key: key, Pin: pin}
+	if c.PinnedKey != "" && c.PinnedKey != pin {
+		if c.Rekey != pin {
+			v.Rejected = fmt.Sprintf("public key %s is not the key pinned for %s (%s); to change it, an admin sets annotation %s=%s on the PeeringRepository",
+				pin[:16], pe.Consumer, short(c.PinnedKey), gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer, pin)
+			return v
+		}
+		v.Replaces = c.PinnedKey
+	}
+	return v
+}
+
+func short(digest string) string { return digest[:min(16, len(digest))] }
+
+// Renewal is when a certificate is renewed.
+type Renewal struct {
+	// At is the renewal point: 2/3 of the certificate's life.
+	At time.Time
+	// Due: the renewal point has passed; the round renews the certificate.
+	Due bool
+	// Overdue: the renewal point passed more than OverdueAfter ago and the
+	// certificate is still the current one: renewal is stalled (an outage,
+	// a CSR left unsigned). It is reported (reason RenewalOverdue) well
+	// before the certificate expires.
+	Overdue bool
+}
+
+// RenewalOverdue is the reason (condition, event) of a certificate whose
+// renewal is overdue.
+const RenewalOverdue = gitpeerv1alpha1.RenewalOverdueReason
+
+// OverdueAfter is how long after its renewal point a certificate not
+// renewed is overdue: a twelfth of its life, at most an hour. A healthy
+// agent renews it in the round that finds it due.
+func OverdueAfter(cert *x509.Certificate) time.Duration {
+	return min(cert.NotAfter.Sub(cert.NotBefore)/12, time.Hour)
+}
+
+// RenewalOf returns the renewal of cert at now.
+func RenewalOf(cert *x509.Certificate, now time.Time) Renewal {
+	at := crypto.RenewalTime(cert)
+	return Renewal{
+		At:      at,
+		Due:     !now.Before(at),
+		Overdue: !now.Before(at.Add(OverdueAfter(cert))),
+	}
+}
