@@ -167,7 +167,7 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 // request would leave it: the branch's request.yaml and nonce.yaml with the tenant.yaml of the
 // pull request's head. Rules only the provider can check are listed as such, never as passed.
 func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) (forge.Check, []string) {
-	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Invalid: map[protocol.Kind]error{}}
+	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Terms: pe.Terms, TermsErr: pe.TermsErr, Invalid: map[protocol.Kind]error{}}
 	for k, err := range pe.Invalid {
 		if k != protocol.Tenant && k != protocol.Identity {
 			merged.Invalid[k] = err

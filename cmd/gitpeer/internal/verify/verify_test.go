@@ -55,6 +55,11 @@ func newCheckout(t *testing.T) *checkout {
 		}
 	}
 	c.write(t, "README.md", []byte("# peers\n"))
+	terms, err := repofixture.Terms("provider-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write(t, protocol.TermsPath("provider-a"), terms)
 	return c
 }
 
