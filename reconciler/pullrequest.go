@@ -153,6 +153,10 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 			return s.checkProposed(pe, read)
 		},
 	}
+	if pe.Terms != nil {
+		p.Facts.TenantNamespace = protocol.TenantNamespace(pe.Terms, pe.Consumer)
+		p.Facts.Terms = forge.QuoteTerms(pe.Terms, path.Join(s.obj.Spec.Path, protocol.TermsPath(pe.Provider)))
+	}
 	if pe.Nonce == nil { // the request itself: it grants nothing
 		p.Title = fmt.Sprintf("Peering request: %s asks %s for a nonce", pe.Consumer, pe.Provider)
 		p.Facts.Request, p.KeepClosed = true, true // the kept branch stops the agent from pushing it again

@@ -128,6 +128,18 @@ func (l *Loaded) Documents(provider, consumer string) *Documents {
 	return pe
 }
 
+// Terms returns provider's terms as read, or why they are missing
+// (ErrNoTerms) or invalid.
+func (l *Loaded) Terms(provider string) (*documents.ProviderTerms, error) {
+	if t := l.terms[provider]; t != nil {
+		return t, nil
+	}
+	if err := l.termsErr[provider]; err != nil {
+		return nil, err
+	}
+	return nil, ErrNoTerms
+}
+
 // loadTerms reads the terms.yaml of every provider directory in scope,
 // before any peering directory, so that each Documents carries its provider's
 // terms. A terms.yaml that cannot be read or decoded is rejected and its
