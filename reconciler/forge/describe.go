@@ -194,6 +194,7 @@ Merging adds ` + "`{{.Path}}/tenant.yaml`" + `. The provider ` + "`{{.Provider}}
 {{with .Terms}}As published by the provider in ` + "`{{.Source}}`" + `:
 - ClusterRole ` + "`{{.ClusterRole}}`" + `, bound in ` + "`{{$.TenantNamespace}}`" + `, with the rules:
 {{range .Rules}}  - {{.}}
+{{else}}  - none: the ClusterRole does not exist on the provider
 {{end}}- Certificate lifetime: {{.CertificateTTL}}; renewal: {{.Renewal}}
 {{else}}The provider has published no terms in the repository: ask its administrators which ClusterRole and certificate lifetime it grants before merging.
 {{end}}

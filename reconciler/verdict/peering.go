@@ -84,11 +84,15 @@ func (d *directory) check(now time.Time) []Result {
 
 // checkTerms checks that the provider published valid terms: a pull request
 // quotes them as what a merge grants, so without them a reviewer cannot tell.
+// Missing terms fail only a directory with a tenant.yaml; invalid ones always.
 func (d *directory) checkTerms() Result {
 	r := Result{Path: protocol.TermsPath(d.pe.Provider), Valid: d.pe.Terms != nil}
 	switch t := d.pe.Terms; {
 	case t == nil && (d.pe.TermsErr == nil || errors.Is(d.pe.TermsErr, protocol.ErrNoTerms)):
 		r.Reason = fmt.Sprintf("terms missing: %s has not published %s; what a merge grants is unknown", d.pe.Provider, r.Path)
+		if d.pe.Tenant == nil && d.pe.Invalid[protocol.Tenant] == nil {
+			r.Valid, r.Reason = true, r.Reason+" (no tenant.yaml yet: nothing is granted)"
+		}
 	case d.pe.TermsErr != nil:
 		r.Reason = "terms invalid: " + d.pe.TermsErr.Error()
 	default:
