@@ -27,7 +27,7 @@ func testFacts() Facts {
 		KeyFingerprint:  "3f1c5a8e9b2d4c6f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f",
 		NonceDigest:     "b5d2e1f0a9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2",
 		TenantNamespace: "liqo-tenant-edge-1", BaseCommit: "9fceb02d0ae598e95dc970b74767f19372d61af8", Path: "hub/edge-1",
-		Terms:           testTerms(),
+		Terms:      testTerms(),
 		CheckedRef: "6dcb09b5b57875f334f61aebed695e2e4193db5e",
 		Checks:     []string{"passed: tenant.yaml is signed over nonce.yaml by the key of request.yaml; CSR for CN=edge-1, O=liqo.io"},
 	}

@@ -48,7 +48,9 @@ func testTermsDoc(t *testing.T, provider string) []byte {
 // TestLoadTerms: Load reads <provider>/terms.yaml for a consumer's scope too and gives every
 // peering directory its provider's terms; a bad terms.yaml is invalid (and rejected), never absent.
 func TestLoadTerms(t *testing.T) {
-	consumerScope := Scope(func(provider, consumer string) bool { return provider == "hub" && (consumer == "edge" || consumer == "") })
+	consumerScope := Scope(func(provider, consumer string) bool {
+		return provider == "hub" && (consumer == "edge" || consumer == "")
+	})
 	for _, tc := range []struct {
 		name  string
 		terms []byte // nil: no terms.yaml

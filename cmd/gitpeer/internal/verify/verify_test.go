@@ -242,7 +242,9 @@ func TestTerms(t *testing.T) {
 	}{
 		{name: "missing", edit: func(t *testing.T, c *checkout) { c.remove(t, "provider-a/terms.yaml") },
 			path: "provider-a/terms.yaml", want: "terms missing: provider-a has not published provider-a/terms.yaml"},
-		{name: "invalid", edit: func(t *testing.T, c *checkout) { c.write(t, "provider-a/terms.yaml", []byte("kind: ProviderTerms\nfoo: bar\n")) },
+		{name: "invalid", edit: func(t *testing.T, c *checkout) {
+			c.write(t, "provider-a/terms.yaml", []byte("kind: ProviderTerms\nfoo: bar\n"))
+		},
 			path: "provider-a/terms.yaml", want: "unknown field"},
 		{name: "tenant in another namespace", edit: func(t *testing.T, c *checkout) {
 			tenant := c.tenant(t)
