@@ -10,13 +10,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
@@ -42,6 +45,8 @@ const (
 	consumerLabel = "gitpeer.io/consumer"
 	// ReasonRekeyed is the event reason of a consumer key changed by the rekey annotation.
 	ReasonRekeyed = "Rekeyed"
+	// ReasonTermsFailed is the event reason of a terms.yaml the provider could not publish.
+	ReasonTermsFailed = "TermsFailed"
 )
 
 // provide runs the provider side of one peering directory <me>/<consumer>.
@@ -468,4 +473,44 @@ func (s *session) apiServer() string {
 		return s.obj.Spec.Provider.APIServer
 	}
 	return s.r.Config.Host
+}
+
+// publishTerms commits the provider's terms.yaml (what merging a tenant.yaml
+// grants: the tenant ClusterRole and its rules, the tenant namespace, the
+// certificate lifetime and renewal, the API server) when the branch holds
+// other terms, invalid ones or none. Consumers quote it in their pull
+// requests; the offline checks compare proposals with it. A failure is
+// reported (event, log) and blocks nothing.
+func (s *session) publishTerms(ctx context.Context) {
+	if err := s.writeTerms(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "publishing the provider's terms")
+		s.r.event(s.obj, corev1.EventTypeWarning, ReasonTermsFailed, "publishing %s: %v", protocol.TermsPath(string(s.obj.Spec.ClusterID)), err)
+	}
+}
+
+// writeTerms builds the terms from the provider's spec and the tenant
+// ClusterRole it binds, and commits them unless the branch holds them already.
+func (s *session) writeTerms(ctx context.Context) error {
+	me := string(s.obj.Spec.ClusterID)
+	spec := documents.ProviderTermsSpec{
+		ProviderClusterID: s.obj.Spec.ClusterID, TenantNamespacePrefix: authv1beta1.TenantNamespacePrefix,
+		ClusterRoleName: s.obj.Spec.Provider.GetClusterRoleName(), CertificateTTL: metav1.Duration{Duration: s.obj.Spec.Provider.GetCertificateTTL()},
+		Renewal: protocol.RenewalTerm, APIServer: s.apiServer(),
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := s.r.APIReader.Get(ctx, client.ObjectKey{Name: spec.ClusterRoleName}, role); err == nil {
+		spec.Rules = role.Rules
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading ClusterRole %s for the terms: %w", spec.ClusterRoleName, err)
+	}
+	if published, err := s.loaded.Terms(me); err == nil && equality.Semantic.DeepEqual(published.Spec, spec) {
+		return nil
+	}
+	doc, err := protocol.TermsDocument(spec)
+	if err != nil {
+		return err
+	}
+	// The terms are the provider's, not a peering's: their own commit, only when they change.
+	_, err = s.write(ctx, protocol.Message{Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me}, gitsync.Put(protocol.TermsPath(me), doc))
+	return err
 }

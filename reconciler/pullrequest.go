@@ -162,6 +162,10 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 			return s.checkProposed(pe, read)
 		},
 	}
+	if pe.Terms != nil {
+		p.Facts.TenantNamespace = protocol.TenantNamespace(pe.Terms, pe.Consumer)
+		p.Facts.Terms = forge.QuoteTerms(pe.Terms, path.Join(s.obj.Spec.Path, protocol.TermsPath(pe.Provider)))
+	}
 	if pe.Nonce == nil { // the request itself: it grants nothing
 		p.Title = fmt.Sprintf("Peering request: %s asks %s for a nonce", pe.Consumer, pe.Provider)
 		p.Facts.Request, p.KeepClosed = true, true // the kept branch stops the agent from pushing it again
@@ -176,7 +180,7 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 // request would leave it: the branch's request.yaml and nonce.yaml with the tenant.yaml of the
 // pull request's head. Rules only the provider can check are listed as such, never as passed.
 func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) (forge.Check, []string) {
-	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Invalid: map[protocol.Kind]error{}}
+	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Terms: pe.Terms, TermsErr: pe.TermsErr, Invalid: map[protocol.Kind]error{}}
 	for k, err := range pe.Invalid {
 		if k != protocol.Tenant && k != protocol.Identity {
 			merged.Invalid[k] = err

@@ -12,6 +12,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 // TestCheckProposed runs the consumer's pull-request checks on the tenant.yaml a pull request's
@@ -51,6 +52,17 @@ func TestCheckProposed(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreignDoc, _ := yaml.Marshal(foreign)
+	elsewhere := own.DeepCopy()
+	elsewhere.Namespace = "kube-system"
+	elsewhereDoc, _ := yaml.Marshal(elsewhere)
+	termsDoc, err := repofixture.Terms("hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms, err := protocol.DecodeTerms("hub", termsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &session{
 		obj: &gitpeerv1alpha1.PeeringRepository{Spec: gitpeerv1alpha1.PeeringRepositorySpec{Path: "peers"}},
 		key: key,
@@ -62,14 +74,23 @@ func TestCheckProposed(t *testing.T) {
 		err   error
 		state forge.CheckState
 		want  string
+		// termsErr replaces the published terms: missing or invalid.
+		termsErr error
 	}{
 		{name: "own tenant", file: good, state: forge.CheckSuccess, want: "passed: hub/edge-1/tenant.yaml"},
 		{name: "tampered signature", file: []byte(strings.Replace(string(good), "signature: ", "signature: AAAA", 1)), state: forge.CheckFailure, want: "failed: hub/edge-1/tenant.yaml"},
 		{name: "another key", file: foreignDoc, state: forge.CheckFailure, want: "not the key of request.yaml"},
 		{name: "not a document", file: []byte("kind: Tenant\nfoo: bar\n"), state: forge.CheckFailure, want: "failed: "},
+		{name: "tenant outside the terms' namespace", file: elsewhereDoc, state: forge.CheckFailure, want: `failed: hub/edge-1/tenant.yaml: invalid document: tenant.yaml asks for namespace "kube-system", the provider's terms give edge-1 namespace "liqo-tenant-edge-1"`},
+		{name: "terms missing", file: good, termsErr: protocol.ErrNoTerms, state: forge.CheckFailure, want: "failed: hub/terms.yaml: terms missing: hub has not published hub/terms.yaml"},
+		{name: "terms invalid", file: good, termsErr: errors.New("hub/terms.yaml: unknown field"), state: forge.CheckFailure, want: "failed: hub/terms.yaml: terms invalid: hub/terms.yaml: unknown field"},
 		{name: "unreadable", err: errors.New("404 Not Found"), state: forge.CheckFailure, want: "cannot read it at the pull request's head"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			pe.Terms, pe.TermsErr = terms, tc.termsErr
+			if tc.termsErr != nil {
+				pe.Terms = nil
+			}
 			var read string
 			check, lines := s.checkProposed(pe, func(p string) ([]byte, error) { read = p; return tc.file, tc.err })
 			text := strings.Join(lines, "\n")

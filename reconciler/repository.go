@@ -348,6 +348,7 @@ func (s *session) run(ctx context.Context) error {
 		for _, c := range s.issuedConsumers(ctx) {
 			consumers[c] = true
 		}
+		s.publishTerms(ctx)
 		if err := s.countPending(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "counting pending requests")
 		}

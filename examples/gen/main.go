@@ -49,6 +49,13 @@ func generate(out string) error {
 			return err
 		}
 	}
+	terms, err := repofixture.Terms(provider)
+	if err != nil {
+		return err
+	}
+	if err := repofixture.Write(out, provider+"/terms.yaml", terms); err != nil {
+		return err
+	}
 	return repofixture.Write(out, "CODEOWNERS", []byte(codeowners))
 }
 

@@ -2,6 +2,7 @@ package forge
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,10 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 )
 
 // Facts are what a consumer's pull request proposes, as the description states them. They are
@@ -52,6 +57,33 @@ type Terms struct {
 	Renewal string `json:"renewal"`
 	// Source is the path of the provider's document the terms are quoted from.
 	Source string `json:"source"`
+}
+
+// QuoteTerms is what a description quotes of the provider's terms, published at source.
+func QuoteTerms(t *documents.ProviderTerms, source string) *Terms {
+	q := &Terms{ClusterRole: t.Spec.ClusterRoleName, CertificateTTL: t.Spec.CertificateTTL.Duration.String(), Renewal: t.Spec.Renewal, Source: source}
+	for _, r := range t.Spec.Rules {
+		q.Rules = append(q.Rules, ruleLine(r))
+	}
+	return q
+}
+
+// ruleLine renders one PolicyRule on one line: verbs on resources (names) of API groups.
+func ruleLine(r rbacv1.PolicyRule) string {
+	line := strings.Join(r.Verbs, ", ")
+	switch {
+	case len(r.NonResourceURLs) > 0:
+		return line + " on non-resource URLs " + strings.Join(r.NonResourceURLs, ", ")
+	case len(r.ResourceNames) > 0:
+		line += " on " + strings.Join(r.Resources, ", ") + " named " + strings.Join(r.ResourceNames, ", ")
+	default:
+		line += " on " + strings.Join(r.Resources, ", ")
+	}
+	groups := make([]string, len(r.APIGroups))
+	for i, g := range r.APIGroups {
+		groups[i] = cmp.Or(g, `"" (core)`)
+	}
+	return line + " of API groups " + strings.Join(groups, ", ")
 }
 
 // ID identifies the proposal: the same consumer, provider, key and nonce.
@@ -162,6 +194,7 @@ Merging adds ` + "`{{.Path}}/tenant.yaml`" + `. The provider ` + "`{{.Provider}}
 {{with .Terms}}As published by the provider in ` + "`{{.Source}}`" + `:
 - ClusterRole ` + "`{{.ClusterRole}}`" + `, bound in ` + "`{{$.TenantNamespace}}`" + `, with the rules:
 {{range .Rules}}  - {{.}}
+{{else}}  - none: the ClusterRole does not exist on the provider
 {{end}}- Certificate lifetime: {{.CertificateTTL}}; renewal: {{.Renewal}}
 {{else}}The provider has published no terms in the repository: ask its administrators which ClusterRole and certificate lifetime it grants before merging.
 {{end}}

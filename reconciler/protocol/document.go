@@ -25,6 +25,10 @@ type Documents struct {
 	// it drains an issued Tenant (its RoleBinding goes) and issues and renews
 	// nothing until the build is fixed.
 	BuildFailed error
+	// Terms are the provider's published terms (<providerID>/terms.yaml);
+	// nil with TermsErr set when they are missing (ErrNoTerms) or invalid.
+	Terms    *documents.ProviderTerms
+	TermsErr error
 }
 
 // MarkInvalid records that the file of kind k is present but was skipped.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/gitsync"
 )
 
@@ -90,6 +91,10 @@ type Loaded struct {
 	Rejected []Rejection
 	// unread holds, by provider ID, why a provider directory could not be listed.
 	unread map[string]error
+	// terms holds, by provider ID in scope, its terms.yaml, and termsErr why
+	// it is missing or invalid.
+	terms    map[string]*documents.ProviderTerms
+	termsErr map[string]error
 }
 
 // Load decodes the documents of every peering directory of listing in scope,
@@ -99,11 +104,12 @@ type Loaded struct {
 // skipped (symlinks, executables, submodules, refused directories) are
 // present: their documents are marked invalid, never absent.
 func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
-	l := &Loaded{Peerings: map[string]*Documents{}, unread: map[string]error{}}
+	l := &Loaded{Peerings: map[string]*Documents{}, unread: map[string]error{}, terms: map[string]*documents.ProviderTerms{}, termsErr: map[string]error{}}
 	for _, sk := range listing.Skipped {
 		l.skipped(sk, scope)
 	}
 	kustomized := kustomizedDirs(listing)
+	l.loadTerms(listing, src, scope)
 	for _, f := range listing.Files {
 		p, ok, err := ParsePath(f.Path)
 		if !ok || !scope(p.Provider, p.Consumer) || kustomized[p.Dir()] != nil && err == nil {
@@ -134,13 +140,56 @@ func (l *Loaded) Documents(provider, consumer string) *Documents {
 	k := path.Join(provider, consumer)
 	pe := l.Peerings[k]
 	if pe == nil {
-		pe = &Documents{Provider: provider, Consumer: consumer}
+		pe = &Documents{Provider: provider, Consumer: consumer, Terms: l.terms[provider], TermsErr: l.termsErr[provider]}
+		if pe.Terms == nil && pe.TermsErr == nil {
+			pe.TermsErr = ErrNoTerms
+		}
 		if err := l.unread[provider]; err != nil {
 			markAll(pe, err)
 		}
 		l.Peerings[k] = pe
 	}
 	return pe
+}
+
+// Terms returns provider's terms as read, or why they are missing
+// (ErrNoTerms) or invalid.
+func (l *Loaded) Terms(provider string) (*documents.ProviderTerms, error) {
+	if t := l.terms[provider]; t != nil {
+		return t, nil
+	}
+	if err := l.termsErr[provider]; err != nil {
+		return nil, err
+	}
+	return nil, ErrNoTerms
+}
+
+// loadTerms reads the terms.yaml of every provider directory in scope,
+// before any peering directory, so that each Documents carries its provider's
+// terms. A terms.yaml that cannot be read or decoded is rejected and its
+// error kept: it is invalid, never absent.
+func (l *Loaded) loadTerms(listing *gitsync.Listing, src Source, scope Scope) {
+	for _, sk := range listing.Skipped {
+		if provider, ok := ParseTermsPath(sk.Path); ok && scope(provider, "") {
+			l.termsErr[provider] = sk
+		}
+	}
+	for _, f := range listing.Files {
+		provider, ok := ParseTermsPath(f.Path)
+		if !ok || !scope(provider, "") {
+			continue
+		}
+		data, err := src.ReadFile(f)
+		if err == nil {
+			l.terms[provider], err = DecodeTerms(provider, data)
+		} else {
+			err = withPath(f.Path, err)
+		}
+		if err != nil {
+			l.termsErr[provider] = err
+			l.reject(f.Path, err)
+		}
+	}
 }
 
 func (l *Loaded) reject(p string, err error) {

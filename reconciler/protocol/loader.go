@@ -74,6 +74,9 @@ func (l *Loader) Load(repo Reader, commit plumbing.Hash, scope Scope) (*Loaded, 
 		k := l.dirs[d.Path]
 		kept[d.Path] = k
 		if k.peering != nil {
+			// The provider's terms are read every round: a kept directory gets this round's
+			// (rounds of one Loader never overlap, and a round's result is read only during it).
+			k.peering.Terms, k.peering.TermsErr = loaded.Terms(k.peering.Provider)
 			loaded.Peerings[d.Path] = k.peering
 		}
 		loaded.Rejected = append(loaded.Rejected, k.rejected...)

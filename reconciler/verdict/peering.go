@@ -48,7 +48,7 @@ func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
 // A Tenant's and an Identity's result say which rules only the provider or
 // the consumer can check.
 func (d *directory) check(now time.Time) []Result {
-	var out []Result
+	out := []Result{d.checkTerms()}
 	for _, k := range protocol.Kinds {
 		if !d.ok[k] {
 			continue
@@ -62,9 +62,15 @@ func (d *directory) check(now time.Time) []Result {
 			reason = fmt.Sprintf("nonce for %s", d.pe.Consumer)
 		case protocol.Tenant:
 			reason, err = d.checkTenant(now)
+			if err == nil && d.pe.Terms != nil {
+				err = protocol.CheckTenantTerms(d.pe.Terms, d.pe.Tenant, d.pe.Consumer)
+			}
 			reason += "; " + ProviderChecks
 		case protocol.Identity:
 			reason, err = d.checkIdentity(now)
+			if err == nil && d.pe.Terms != nil {
+				err = protocol.CheckIdentityTerms(d.pe.Terms, d.pe.Identity)
+			}
 			reason += "; " + ConsumerChecks
 		}
 		r := Result{Path: protocol.Path{Provider: d.pe.Provider, Consumer: d.pe.Consumer, Kind: k}.String(), Valid: err == nil, Reason: reason}
@@ -74,6 +80,26 @@ func (d *directory) check(now time.Time) []Result {
 		out = append(out, r)
 	}
 	return append(out, d.verdict(out))
+}
+
+// checkTerms checks that the provider published valid terms: a pull request
+// quotes them as what a merge grants, so without them a reviewer cannot tell.
+// Missing terms fail only a directory with a tenant.yaml; invalid ones always.
+func (d *directory) checkTerms() Result {
+	r := Result{Path: protocol.TermsPath(d.pe.Provider), Valid: d.pe.Terms != nil}
+	switch t := d.pe.Terms; {
+	case t == nil && (d.pe.TermsErr == nil || errors.Is(d.pe.TermsErr, protocol.ErrNoTerms)):
+		r.Reason = fmt.Sprintf("terms missing: %s has not published %s; what a merge grants is unknown", d.pe.Provider, r.Path)
+		if d.pe.Tenant == nil && d.pe.Invalid[protocol.Tenant] == nil {
+			r.Valid, r.Reason = true, r.Reason+" (no tenant.yaml yet: nothing is granted)"
+		}
+	case d.pe.TermsErr != nil:
+		r.Reason = "terms invalid: " + d.pe.TermsErr.Error()
+	default:
+		r.Reason = fmt.Sprintf("terms of %s: ClusterRole %s bound in %s, certificates for %s, renewed %s",
+			d.pe.Provider, t.Spec.ClusterRoleName, t.Spec.TenantNamespacePrefix+"<consumerID>", t.Spec.CertificateTTL.Duration, t.Spec.Renewal)
+	}
+	return r
 }
 
 // verdict says what a provider does with the directory, as far as the branch

@@ -175,7 +175,10 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		pr := status(branchF, sdk.StatusSuccess)
 		Expect(pr.Title).To(ContainSubstring(consumerF + " asks " + providerF + " for an identity"))
 		for _, want := range []string{"Consumer cluster: `" + consumerF + "`", "SHA-256 of the public key", "`liqo-tenant-" + consumerF + "`",
-			"CN=" + consumerF + ", O=liqo.io", "How to revoke", "passed: " + providerF + "/" + consumerF + "/tenant.yaml", "after merge"} {
+			"CN=" + consumerF + ", O=liqo.io", "How to revoke", "passed: " + providerF + "/" + consumerF + "/tenant.yaml", "after merge",
+			// quoted from the terms the provider published, not from the consumer
+			"As published by the provider in `" + providerF + "/terms.yaml`", "ClusterRole `liqo-remote-controlplane`, bound in `liqo-tenant-" + consumerF + "`",
+			"Certificate lifetime: 24h0m0s; renewal: at 2/3 of its lifetime, without a new approval", "passed: " + providerF + "/terms.yaml: terms of " + providerF} {
 			Expect(pr.Body).To(ContainSubstring(want))
 		}
 		Consistently(func() int { return len(pulls(branchF)) }).WithTimeout(5*time.Second).Should(Equal(2), "the request's and the Tenant's, never a duplicate")

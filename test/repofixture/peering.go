@@ -5,9 +5,11 @@ import (
 	"path"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
@@ -88,4 +90,14 @@ func (p *StagedDirectory) WriteTo(root string) error {
 		}
 	}
 	return nil
+}
+
+// Terms renders the terms.yaml a provider agent with the default settings
+// publishes (no API server URL).
+func Terms(provider string) ([]byte, error) {
+	return protocol.TermsDocument(documents.ProviderTermsSpec{
+		ProviderClusterID: authv1beta1.ClusterID(provider), TenantNamespacePrefix: authv1beta1.TenantNamespacePrefix,
+		ClusterRoleName: authv1beta1.RemoteControlPlaneClusterRole, CertificateTTL: metav1.Duration{Duration: 24 * time.Hour},
+		Renewal: protocol.RenewalTerm,
+	})
 }

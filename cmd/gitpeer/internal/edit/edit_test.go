@@ -140,6 +140,13 @@ func TestRevokeKustomizedDirectory(t *testing.T) {
 			if err := pe.WriteTo(root); err != nil {
 				t.Fatal(err)
 			}
+			terms, err := repofixture.Terms("provider-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := repofixture.Write(root, "provider-a/terms.yaml", terms); err != nil {
+				t.Fatal(err)
+			}
 			if err := repofixture.Write(root, dir+"kustomization.yaml", []byte(tc.kustomization)); err != nil {
 				t.Fatal(err)
 			}

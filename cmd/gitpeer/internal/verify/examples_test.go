@@ -25,7 +25,7 @@ func TestExamplesRepository(t *testing.T) {
 			documents++
 		}
 	}
-	if documents != 6 {
-		t.Fatalf("want the 6 documents of consumer-green and consumer-blue, got %+v", results)
+	if documents != 7 {
+		t.Fatalf("want the 6 documents of consumer-green and consumer-blue and provider-eu/terms.yaml, got %+v", results)
 	}
 }

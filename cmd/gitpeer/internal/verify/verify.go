@@ -111,8 +111,14 @@ func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []R
 			results = append(results, Result{Path: sk.Path, Valid: true, Ignored: true, Reason: trimPath(sk, sk.Path) + ": not a gitpeer document, ignored"})
 		}
 	}
+	terms := map[string]bool{} // every directory judges its provider's terms.yaml: report it once
 	for _, k := range slices.Sorted(maps.Keys(loaded.Peerings)) {
-		results = append(results, verdict.Peering(loaded.Peerings[k], now)...)
+		for _, r := range verdict.Peering(loaded.Peerings[k], now) {
+			if _, isTerms := protocol.ParseTermsPath(r.Path); !isTerms || !terms[r.Path] {
+				terms[r.Path] = isTerms
+				results = append(results, r)
+			}
+		}
 	}
 	return results
 }
@@ -123,8 +129,9 @@ func fileResult(rel string, loaded *protocol.Loaded) (Result, bool) {
 	_, ok, _ := protocol.ParsePath(rel)
 	kustomized, isKustomization := protocol.KustomizedDir(rel)
 	name := path.Base(rel)
+	_, isTerms := protocol.ParseTermsPath(rel)
 	switch {
-	case ok:
+	case ok || isTerms:
 		return Result{}, false
 	case isKustomization && loaded.Peerings[kustomized] != nil:
 		return Result{Path: rel, Valid: true, Reason: "built with kustomize; the documents below are checked as built"}, true

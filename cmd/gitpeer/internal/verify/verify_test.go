@@ -55,6 +55,11 @@ func newCheckout(t *testing.T) *checkout {
 		}
 	}
 	c.write(t, "README.md", []byte("# peers\n"))
+	terms, err := repofixture.Terms("provider-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write(t, protocol.TermsPath("provider-a"), terms)
 	return c
 }
 
@@ -225,4 +230,38 @@ func TestReadsCommits(t *testing.T) {
 	}
 	commitAll(t, outer)
 	check(filepath.Join(outer, "peers"), Options{}, 1)
+}
+
+// TestTerms checks that verify judges proposals against the provider's terms.yaml, and says
+// whether the terms are missing or invalid: the same verdict the pull request's status gives.
+func TestTerms(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		edit       func(t *testing.T, c *checkout)
+		path, want string
+	}{
+		{name: "missing", edit: func(t *testing.T, c *checkout) { c.remove(t, "provider-a/terms.yaml") },
+			path: "provider-a/terms.yaml", want: "terms missing: provider-a has not published provider-a/terms.yaml"},
+		{name: "invalid", edit: func(t *testing.T, c *checkout) {
+			c.write(t, "provider-a/terms.yaml", []byte("kind: ProviderTerms\nfoo: bar\n"))
+		},
+			path: "provider-a/terms.yaml", want: "unknown field"},
+		{name: "tenant in another namespace", edit: func(t *testing.T, c *checkout) {
+			tenant := c.tenant(t)
+			tenant.Namespace = "kube-system"
+			c.writeYAML(t, "provider-a/consumer-2/tenant.yaml", tenant)
+		}, path: "provider-a/consumer-2/tenant.yaml", want: `the provider's terms give consumer-2 namespace "liqo-tenant-consumer-2"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCheckout(t)
+			tc.edit(t, c)
+			results, err := Check(commitAll(t, c.root), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := byPath(t, results)[tc.path]; r.Valid || !strings.Contains(r.Reason, tc.want) {
+				t.Fatalf("%s: %+v, want invalid with %q", tc.path, r, tc.want)
+			}
+		})
+	}
 }
