@@ -27,7 +27,9 @@ import (
 // agent does) and with a fresh read of each commit (reconciler.LoadCommit,
 // as `gitpeer verify` does), and asserts that both give every directory the
 // same documents and rejections, and that the Loader decoded only the
-// directories whose tree changed.
+// directories whose tree changed. The provider's terms.yaml comes and goes
+// meanwhile: kept directories carry the terms of the round, not of the round
+// that decoded them.
 func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 	r := newHostileRepo(t)
 	ca := newCA(t)
@@ -89,6 +91,14 @@ func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 		for _, name := range slices.Sorted(maps.Keys(step)) {
 			es = append(es, step[name])
 		}
+		if i%2 == 0 { // the provider's terms come and go while some directories stay unchanged
+			terms, err := repofixture.Terms("provider-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, rawgit.File("terms.yaml", r.Blob(terms)))
+			slices.SortFunc(es, func(a, b object.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
+		}
 		head := r.Commit(r.Tree(rawgit.Dir("provider-a", r.Tree(es...))))
 		repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
 		if err != nil {
@@ -129,11 +139,14 @@ func verdicts(t *testing.T, l *protocol.Loaded) map[string]string {
 		for kind, err := range pe.Invalid {
 			invalid[kind] = err.Error()
 		}
-		var build string
+		var build, terms string
 		if pe.BuildFailed != nil {
 			build = pe.BuildFailed.Error()
 		}
-		data, err := json.Marshal([]any{pe.Request, pe.Nonce, pe.Tenant, pe.Identity, invalid, build})
+		if pe.TermsErr != nil {
+			terms = pe.TermsErr.Error()
+		}
+		data, err := json.Marshal([]any{pe.Request, pe.Nonce, pe.Tenant, pe.Identity, invalid, build, pe.Terms, terms})
 		if err != nil {
 			t.Fatal(err)
 		}
