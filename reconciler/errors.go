@@ -12,6 +12,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -143,13 +144,14 @@ func typedError(obj *gitpeerv1alpha1.PeeringRepository, err error) error {
 }
 
 // apiUnavailable reports whether err says the API server could not be reached
-// or could not serve the request for now. gitsync's network errors are
+// or could not serve the request for now (or in time: a client-side retry
+// that gave up, such as the status patcher's). gitsync's network errors are
 // classified before: what is left comes from the API server.
 func apiUnavailable(err error) bool {
 	var netErr net.Error
 	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
 		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
-		errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED)
+		errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED) || wait.Interrupted(err)
 }
 
 // resultOf is what controller-runtime gets for a failed round: a stall is

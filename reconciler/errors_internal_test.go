@@ -11,6 +11,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -41,6 +42,7 @@ func TestTypedErrors(t *testing.T) {
 		{"push lost", &gitsync.PushError{Branch: "main", Attempts: 5, Last: errors.New("non-fast-forward")}, "retry", gitpeerv1alpha1.GitOperationFailedReason, "retrying with backoff", 0},
 		{"api down", fmt.Errorf("git credentials: %w", apiDown), "retry", gitpeerv1alpha1.KubernetesAPIUnavailableReason, "retrying with backoff", 0},
 		{"api unavailable", apierrors.NewServiceUnavailable("etcd"), "retry", gitpeerv1alpha1.KubernetesAPIUnavailableReason, "retrying with backoff", 0},
+		{"status patch gave up", fmt.Errorf("writing the status: %w", wait.ErrorInterrupted(errors.New("connection refused"))), "retry", gitpeerv1alpha1.KubernetesAPIUnavailableReason, "retrying with backoff", 0},
 		{"secret missing", fmt.Errorf("git credentials: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "git")), "wait", gitpeerv1alpha1.SecretNotFoundReason, "create it", time.Minute},
 		{"other", errors.New("disk full"), "retry", meta.ReconciliationFailedReason, "disk full", 0},
 	}

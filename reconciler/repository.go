@@ -136,7 +136,11 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
 			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth, ConditionCertificatesRenewed,
 		}}, patch.WithFieldOwner("gitpeer")); err != nil {
-			retErr = errors.Join(retErr, err)
+			// The status could not be written (e.g. the API server went away mid-round):
+			// reported like a failed round and retried with backoff.
+			perr := typedError(obj, fmt.Errorf("writing the status: %w", err))
+			r.report(ctx, obj, perr)
+			retErr = errors.Join(retErr, perr)
 		}
 	}()
 	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
