@@ -195,7 +195,7 @@ func TestRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read, err := reconciler.DecodeRecords(later[0], "consumer-1"); err != nil || strings.Contains(describe(read), "a1") || !strings.Contains(describe(read), "b2") {
+	if read, err := reconciler.DecodeRecords(later[0], "consumer-1"); err != nil || strings.Contains(describe(read), " a1 until") || !strings.Contains(describe(read), " b2 until") {
 		t.Fatalf("rebuilt later: %s (%v), want a1 dropped", describe(read), err)
 	}
 }
