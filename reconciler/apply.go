@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -167,10 +166,10 @@ func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gi
 func (s *session) markRenewals() {
 	switch {
 	case !s.obj.IsProvider():
-		conditions.Delete(s.obj, ConditionCertificatesRenewed)
+		deleteCondition(s.obj, ConditionCertificatesRenewed)
 	case len(s.overdue) > 0:
-		conditions.MarkFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), s.overdue[0])
+		markFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), s.overdue[0])
 	default:
-		conditions.MarkTrue(s.obj, ConditionCertificatesRenewed, ReasonSucceeded, "no renewal overdue")
+		markTrue(s.obj, ConditionCertificatesRenewed, ReasonSucceeded, "no renewal overdue")
 	}
 }

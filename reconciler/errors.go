@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -193,14 +192,14 @@ func markFailure(obj *gitpeerv1alpha1.PeeringRepository, err error) {
 	var wait *Waiting
 	switch {
 	case errors.As(err, &stall):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkStalled(obj, reason, "%s", err)
+		deleteCondition(obj, meta.ReconcilingCondition)
+		markStalled(obj, reason, "%s", err)
 	case errors.As(err, &wait):
-		conditions.MarkReconciling(obj, meta.ProgressingReason, "%s", err)
+		markReconciling(obj, meta.ProgressingReason, "%s", err)
 	default:
-		conditions.MarkReconciling(obj, meta.ProgressingWithRetryReason, "%s", err)
+		markReconciling(obj, meta.ProgressingWithRetryReason, "%s", err)
 	}
-	conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err)
+	markFalse(obj, meta.ReadyCondition, reason, "%s", err)
 }
 
 // stalls reports whether err is a *Stalling.
@@ -219,7 +218,7 @@ func (r *PeeringRepositoryReconciler) report(ctx context.Context, obj *gitpeerv1
 	switch {
 	case stalls(err):
 		log.FromContext(ctx).Info("stalled until a person acts", "reason", reason, "error", err.Error())
-		if c := conditions.Get(obj, meta.StalledCondition); c != nil && c.Reason == reason && c.Message == err.Error() {
+		if c := getCondition(obj, meta.StalledCondition); c != nil && c.Reason == reason && c.Message == err.Error() {
 			return
 		}
 		r.event(obj, corev1.EventTypeWarning, reason, "%s", err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -67,11 +66,11 @@ func TestTypedErrors(t *testing.T) {
 				t.Fatalf("result %+v, %v: want requeue in %s, returned only for a retry", res, returned, tc.requeueIn)
 			}
 			(&PeeringRepositoryReconciler{}).summarize(obj, err)
-			ready := conditions.Get(obj, meta.ReadyCondition)
+			ready := getCondition(obj, meta.ReadyCondition)
 			if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != tc.reason || ready.Message != err.Error() {
 				t.Fatalf("Ready %+v", ready)
 			}
-			if conditions.IsStalled(obj) != (tc.kind == "stall") || conditions.IsReconciling(obj) == (tc.kind == "stall") {
+			if isTrue(obj, meta.StalledCondition) != (tc.kind == "stall") || isTrue(obj, meta.ReconcilingCondition) == (tc.kind == "stall") {
 				t.Fatalf("conditions %+v for a %s", obj.Status.Conditions, tc.kind)
 			}
 		})
@@ -83,11 +82,11 @@ func TestSummarizeClearsStall(t *testing.T) {
 	obj := &gitpeerv1alpha1.PeeringRepository{}
 	r := &PeeringRepositoryReconciler{}
 	r.summarize(obj, &Stalling{Reason: ReasonHistoryRewritten, Err: errors.New("rewritten")})
-	if !conditions.IsStalled(obj) {
+	if !isTrue(obj, meta.StalledCondition) {
 		t.Fatal("not stalled")
 	}
 	r.summarize(obj, nil)
-	if conditions.Has(obj, meta.StalledCondition) || !conditions.IsReady(obj) {
+	if getCondition(obj, meta.StalledCondition) != nil || !isTrue(obj, meta.ReadyCondition) {
 		t.Fatalf("conditions after success: %+v", obj.Status.Conditions)
 	}
 }

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 )
 
 // quiet reports a round with nothing new to act on: neither the branch nor
@@ -12,5 +11,5 @@ import (
 // makes its peering act.
 func (s *session) quiet() bool {
 	return s.obj.Status.LastProcessedCommit == s.head.String() && s.obj.Generation == s.obj.Status.ObservedGeneration &&
-		conditions.IsTrue(s.obj, meta.ReadyCondition)
+		isTrue(s.obj, meta.ReadyCondition)
 }

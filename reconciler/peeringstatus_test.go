@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -39,7 +38,7 @@ func round(r *PeeringRepositoryReconciler, obj *gitpeerv1alpha1.PeeringRepositor
 	}
 	s.obj.Status.LastProcessedCommit = strings.Repeat("a", 40)
 	s.publishStatus()
-	conditions.MarkFalse(obj, ConditionFilesValid, ReasonInvalidFile, "%s", strings.Repeat("long file error ", 4000))
+	markFalse(obj, ConditionFilesValid, ReasonInvalidFile, "%s", strings.Repeat("long file error ", 4000))
 	r.summarize(obj, nil)
 }
 
@@ -84,7 +83,7 @@ func TestStatusBounded(t *testing.T) {
 		if want := min(int(obj.Status.PeeringsNeedingAttention), gitpeerv1alpha1.MaxListedPeerings); attention != want {
 			t.Errorf("%d peerings: %d listed need attention, want %d (of %d)", n, attention, want, obj.Status.PeeringsNeedingAttention)
 		}
-		if msg := conditions.GetMessage(obj, ConditionPeeringsHealth); !strings.HasPrefix(msg, fmt.Sprintf("%d peering(s) failed; Provider cluster-00003-", failed)) {
+		if msg := getCondition(obj, ConditionPeeringsHealth).Message; !strings.HasPrefix(msg, fmt.Sprintf("%d peering(s) failed; Provider cluster-00003-", failed)) {
 			t.Errorf("PeeringsHealthy: %.80s", msg)
 		}
 		for _, c := range obj.Status.Conditions {
@@ -152,7 +151,7 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	if !equalJSON(t, first, &obj.Status) {
 		t.Errorf("a round without change changed the status")
 	}
-	if got := conditions.GetReason(obj, ConditionPeeringsHealth); got != ReasonRejected {
+	if got := getCondition(obj, ConditionPeeringsHealth).Reason; got != ReasonRejected {
 		t.Errorf("PeeringsHealthy reason %q", got)
 	}
 

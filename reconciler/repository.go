@@ -18,8 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,12 +128,10 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	}
 
 	var roundErr error // typed (errors.go)
-	patcher := patch.NewSerialPatcher(obj, r.Client)
+	before := obj.DeepCopy()
 	defer func() {
 		r.summarize(obj, roundErr)
-		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
-			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth, ConditionCertificatesRenewed,
-		}}, patch.WithFieldOwner("gitpeer")); err != nil {
+		if err := r.writeStatus(ctx, before, obj); err != nil {
 			// The status could not be written (e.g. the API server went away mid-round):
 			// reported like a failed round and retried with backoff.
 			perr := typedError(obj, fmt.Errorf("writing the status: %w", err))
@@ -147,11 +143,11 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		obj.Status.SetLastHandledReconcileRequest(v)
 	}
 	if obj.Spec.Suspend {
-		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonSuspended, "reconciliation is suspended")
+		markFalse(obj, meta.ReadyCondition, ReasonSuspended, "reconciliation is suspended")
 		return ctrl.Result{}, nil
 	}
 	if obj.Generation != obj.Status.ObservedGeneration {
-		conditions.MarkReconciling(obj, ReasonProgressing, "reconciling generation %d", obj.Generation)
+		markReconciling(obj, ReasonProgressing, "reconciling generation %d", obj.Generation)
 	}
 
 	s, err := r.newSession(ctx, obj)
@@ -175,23 +171,24 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 // error, the way Flux controllers do, and records the observed generation.
 func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepository, err error) {
 	if !obj.Spec.Suspend && !stalls(err) {
-		conditions.Delete(obj, meta.StalledCondition)
+		deleteCondition(obj, meta.StalledCondition)
 	}
 	switch {
 	case obj.Spec.Suspend:
 	case err != nil:
 		markFailure(obj, err)
-	case conditions.IsFalse(obj, ConditionFilesValid):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", conditions.GetMessage(obj, ConditionFilesValid))
-	case conditions.IsFalse(obj, ConditionPeeringsHealth):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, conditions.GetReason(obj, ConditionPeeringsHealth), "%s", conditions.GetMessage(obj, ConditionPeeringsHealth))
+	case isFalse(obj, ConditionFilesValid):
+		deleteCondition(obj, meta.ReconcilingCondition)
+		markFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", getCondition(obj, ConditionFilesValid).Message)
+	case isFalse(obj, ConditionPeeringsHealth):
+		deleteCondition(obj, meta.ReconcilingCondition)
+		markFalse(obj, meta.ReadyCondition, getCondition(obj, ConditionPeeringsHealth).Reason, "%s", getCondition(obj, ConditionPeeringsHealth).Message)
 	default:
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
+		deleteCondition(obj, meta.ReconcilingCondition)
+		markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
 	}
 	boundConditionMessages(obj)
+	sortConditions(obj)
 	if err == nil || stalls(err) {
 		obj.Status.ObservedGeneration = obj.Generation
 	}
@@ -286,9 +283,9 @@ func (s *session) load(ctx context.Context) error {
 		s.reject(ctx, rj.Path, rj.Err)
 	}
 	if len(s.invalid) > 0 {
-		conditions.MarkFalse(s.obj, ConditionFilesValid, ReasonInvalidFile, "%d file(s) skipped: %s", len(s.invalid), s.invalid[0])
+		markFalse(s.obj, ConditionFilesValid, ReasonInvalidFile, "%d file(s) skipped: %s", len(s.invalid), s.invalid[0])
 	} else {
-		conditions.MarkTrue(s.obj, ConditionFilesValid, ReasonSucceeded, "all files valid")
+		markTrue(s.obj, ConditionFilesValid, ReasonSucceeded, "all files valid")
 	}
 	return nil
 }
@@ -421,9 +418,9 @@ func (s *session) publishStatus() {
 	s.obj.Status.PeeringsOmitted, s.obj.Status.PeeringsNeedingAttention = int32(sum.omitted), int32(sum.attention)
 	if len(sum.failed) > 0 {
 		first := sum.failed[0]
-		conditions.MarkFalse(s.obj, ConditionPeeringsHealth, ReasonRejected, "%d peering(s) failed; %s %s: %s", len(sum.failed), first.Role, first.PeerID, first.Message)
+		markFalse(s.obj, ConditionPeeringsHealth, ReasonRejected, "%d peering(s) failed; %s %s: %s", len(sum.failed), first.Role, first.PeerID, first.Message)
 	} else {
-		conditions.MarkTrue(s.obj, ConditionPeeringsHealth, ReasonSucceeded, "no peering failed")
+		markTrue(s.obj, ConditionPeeringsHealth, ReasonSucceeded, "no peering failed")
 	}
 }
 

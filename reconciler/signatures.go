@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -37,7 +36,7 @@ const (
 func (s *session) verifySignatures(ctx context.Context) error {
 	spec := s.obj.Spec.Verify
 	if spec == nil {
-		conditions.Delete(s.obj, ConditionSourceVerified)
+		deleteCondition(s.obj, ConditionSourceVerified)
 		return nil
 	}
 	mode := spec.Mode
@@ -45,12 +44,12 @@ func (s *session) verifySignatures(ctx context.Context) error {
 		mode = gitpeerv1alpha1.VerifyRelevant
 	}
 	last := plumbing.NewHash(s.obj.Status.LastProcessedCommit)
-	if s.head == last && mode != gitpeerv1alpha1.VerifyHEAD && conditions.IsTrue(s.obj, ConditionSourceVerified) {
+	if s.head == last && mode != gitpeerv1alpha1.VerifyHEAD && isTrue(s.obj, ConditionSourceVerified) {
 		return nil // no new commit since the last verified one
 	}
 	bad, err := s.unverified(ctx, spec, mode, last)
 	if err == nil && len(bad) == 0 {
-		conditions.MarkTrue(s.obj, ConditionSourceVerified, ReasonSucceeded, "commits up to %s verified (mode %s)", shortHash(s.head.String()), mode)
+		markTrue(s.obj, ConditionSourceVerified, ReasonSucceeded, "commits up to %s verified (mode %s)", shortHash(s.head.String()), mode)
 		return nil
 	}
 	var msg string
@@ -65,7 +64,7 @@ func (s *session) verifySignatures(ctx context.Context) error {
 		}
 	}
 	msg = fmt.Sprintf("%s; not acting on %s, staying at %s", msg, shortHash(s.head.String()), shortHash(last.String()))
-	conditions.MarkFalse(s.obj, ConditionSourceVerified, ReasonVerificationFailed, "%s", msg)
+	markFalse(s.obj, ConditionSourceVerified, ReasonVerificationFailed, "%s", msg)
 	return &Stalling{Reason: ReasonVerificationFailed, Err: errors.New(msg)}
 }
 

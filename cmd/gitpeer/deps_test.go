@@ -2,7 +2,6 @@ package main
 
 import (
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -18,12 +17,8 @@ var harnesses = []string{
 	"sigs.k8s.io/controller-runtime/pkg/client/fake",
 }
 
-// gomegaUsers may import Gomega: Flux's conditions package ships Gomega
-// matchers next to the condition helpers the reconciler uses.
-var gomegaUsers = []string{"github.com/fluxcd/pkg/runtime/conditions"}
-
 // TestBinaryLinksNoTestHarness checks the dependencies of the gitpeer binary
-// users install: no test harness, and Gomega only through Flux's conditions.
+// users install: no test harness, and no Gomega.
 func TestBinaryLinksNoTestHarness(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, ".").Output()
 	if err != nil {
@@ -36,7 +31,7 @@ func TestBinaryLinksNoTestHarness(t *testing.T) {
 				t.Errorf("the gitpeer binary links the test harness %s", pkg)
 			}
 		}
-		if isGomega(pkg) || slices.Contains(gomegaUsers, pkg) {
+		if isGomega(pkg) {
 			continue
 		}
 		for imp := range strings.FieldsSeq(imports) {

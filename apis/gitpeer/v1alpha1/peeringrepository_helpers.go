@@ -1,21 +1,6 @@
 package v1alpha1
 
-import (
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
-
-// GetConditions returns the status conditions of the object; with SetConditions it makes the
-// PeeringRepository a fluxcd/pkg/runtime/conditions Setter, usable with its patch helper.
-func (in *PeeringRepository) GetConditions() []metav1.Condition {
-	return in.Status.Conditions
-}
-
-// SetConditions sets the status conditions of the object.
-func (in *PeeringRepository) SetConditions(conditions []metav1.Condition) {
-	in.Status.Conditions = conditions
-}
+import "time"
 
 // GetRequeueAfter returns the interval after which the repository is fetched again.
 func (in *PeeringRepository) GetRequeueAfter() time.Duration {

@@ -5,19 +5,16 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 )
 
-// The PeeringRepository works with fluxcd/pkg/runtime's conditions and patch helpers.
-var (
-	_ conditions.Setter                      = &gitpeerv1alpha1.PeeringRepository{}
-	_ meta.ObjectWithConditionsSetter        = &gitpeerv1alpha1.PeeringRepository{}
-	_ meta.StatusWithHandledReconcileRequest = gitpeerv1alpha1.PeeringRepositoryStatus{}
-)
+// The PeeringRepository status records handled reconcile requests the Flux way.
+var _ meta.StatusWithHandledReconcileRequest = gitpeerv1alpha1.PeeringRepositoryStatus{}
 
 const sample = `
 apiVersion: gitpeer.io/v1alpha1
@@ -92,13 +89,13 @@ func TestSampleDecodesStrictly(t *testing.T) {
 	if pr.Status.GetLastHandledReconcileRequest() != "2025-01-01T00:00:00Z" {
 		t.Errorf("lastHandledReconcileAt %q", pr.Status.LastHandledReconcileAt)
 	}
-	if !conditions.IsReady(&pr) || len(pr.Status.Peerings) != 1 || pr.Status.Peerings[0].Phase != gitpeerv1alpha1.PhaseIssued {
+	if !apimeta.IsStatusConditionTrue(pr.Status.Conditions, meta.ReadyCondition) || len(pr.Status.Peerings) != 1 || pr.Status.Peerings[0].Phase != gitpeerv1alpha1.PhaseIssued {
 		t.Errorf("status %+v", pr.Status)
 	}
 
 	cp := pr.DeepCopy()
-	conditions.MarkStalled(cp, gitpeerv1alpha1.HistoryRewrittenReason, "branch main was rewritten")
-	if !conditions.IsStalled(cp) || conditions.IsStalled(&pr) {
+	apimeta.SetStatusCondition(&cp.Status.Conditions, metav1.Condition{Type: meta.StalledCondition, Status: metav1.ConditionTrue, Reason: gitpeerv1alpha1.HistoryRewrittenReason})
+	if !apimeta.IsStatusConditionTrue(cp.Status.Conditions, meta.StalledCondition) || apimeta.IsStatusConditionTrue(pr.Status.Conditions, meta.StalledCondition) {
 		t.Error("DeepCopy shares conditions")
 	}
 }
