@@ -250,18 +250,20 @@ func (s *session) writeShard(ctx context.Context, secret *corev1.Secret) error {
 	return nil
 }
 
-// migrateLegacyRecords moves, once per round at most, the records of gitpeer
-// 0.1.0's single Secret (IssuedSecretPrefix) to the sharded Secrets, merged
-// with what they hold, then deletes it (only if unchanged meanwhile). Until it
-// succeeds no record is read: nothing is bound on partial records.
+// migrateLegacyRecords moves the records of gitpeer 0.1.0's single Secret
+// (IssuedSecretPrefix) to the sharded Secrets, merged with what they hold,
+// then deletes it (only if unchanged meanwhile). Until it succeeds no record
+// is read: nothing is bound on partial records. Once it found the Secret gone
+// or moved it, it reads it no more in this process (the agent never writes
+// that Secret again).
 func (s *session) migrateLegacyRecords(ctx context.Context) error {
-	if s.recordsMigrated {
+	if _, done := s.r.recordsMigrated.Load(s.obj.UID); done {
 		return nil
 	}
 	legacy := &corev1.Secret{}
 	err := s.r.Get(ctx, client.ObjectKey{Namespace: s.obj.Namespace, Name: IssuedSecretPrefix + s.obj.Name}, legacy)
 	if apierrors.IsNotFound(err) {
-		s.recordsMigrated = true
+		s.r.recordsMigrated.Store(s.obj.UID, true)
 		return nil
 	}
 	if err != nil {
@@ -273,7 +275,7 @@ func (s *session) migrateLegacyRecords(ctx context.Context) error {
 	if err := s.r.Delete(ctx, legacy, client.Preconditions{UID: &legacy.UID, ResourceVersion: &legacy.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	s.recordsMigrated = true
+	s.r.recordsMigrated.Store(s.obj.UID, true)
 	s.r.event(s.obj, corev1.EventTypeNormal, ReasonRecordsMigrated, "moved the records of %d consumer(s) from Secret %s to the Secrets %s%s-*, and deleted it",
 		len(legacy.Data), legacy.Name, RecordsSecretPrefix, s.obj.Name)
 	return nil

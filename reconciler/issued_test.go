@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 )
@@ -210,4 +211,36 @@ func size(t *testing.T, secret *corev1.Secret) int {
 		t.Fatal(err)
 	}
 	return len(data)
+}
+
+// TestLegacyRecordsReadOnce: the agent looks for gitpeer 0.1.0's records
+// Secret once per PeeringRepository and process, not in every round.
+func TestLegacyRecordsReadOnce(t *testing.T) {
+	ctx := context.Background()
+	legacyReads := 0
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if strings.HasPrefix(key.Name, IssuedSecretPrefix) {
+				legacyReads++
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()
+	r := &PeeringRepositoryReconciler{Client: c, Now: time.Now}
+	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
+	for range 3 { // three rounds
+		s := &session{r: r, obj: obj}
+		for _, consumer := range []string{"c1", "c2"} {
+			if _, err := s.records(ctx, consumer); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if legacyReads != 1 {
+		t.Errorf("the legacy records Secret was read %d times in 3 rounds, want once", legacyReads)
+	}
+	other := obj.DeepCopy()
+	other.UID = "uid-2" // a PeeringRepository recreated under the same name looks again
+	if _, err := (&session{r: r, obj: other}).records(ctx, "c1"); err != nil || legacyReads != 2 {
+		t.Errorf("recreated PeeringRepository: %v, %d reads", err, legacyReads)
+	}
 }

@@ -81,6 +81,9 @@ type PeeringRepositoryReconciler struct {
 	repos  map[types.NamespacedName]*openRepo
 	user   string // the agent's own user name, learned once (agentUser)
 	phases phaseMemory
+	// recordsMigrated holds the UIDs of the PeeringRepositories whose gitpeer
+	// 0.1.0 records Secret this process found gone or moved (issued.go).
+	recordsMigrated sync.Map
 }
 
 type openRepo struct {
@@ -212,7 +215,6 @@ type session struct {
 	adoptionFailed bool
 	// shards caches the records Secrets read or written this round (issued.go).
 	shards          map[string]*corev1.Secret
-	recordsMigrated bool      // gitpeer 0.1.0's single records Secret is gone (issued.go)
 	staged          []gitStep // this round's writes to the branch, committed together (commitRound)
 	overdue         []string  // certificates whose renewal is overdue (renewalStalled)
 }
