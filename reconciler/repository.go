@@ -214,9 +214,9 @@ type session struct {
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
 	// shards caches the records Secrets read or written this round (issued.go).
-	shards          map[string]*corev1.Secret
-	staged          []gitStep // this round's writes to the branch, committed together (commitRound)
-	overdue         []string  // certificates whose renewal is overdue (renewalStalled)
+	shards  map[string]*corev1.Secret
+	staged  []gitStep // this round's writes to the branch, committed together (commitRound)
+	overdue []string  // certificates whose renewal is overdue (renewalStalled)
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
