@@ -208,6 +208,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"create", "authentication.k8s.io", "selfsubjectreviews", "", "", ""},     // learns its own user name
 		{"deletecollection", "certificates.k8s.io", "certificatesigningrequests", "", "", ""},
 		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "", tenantRole},
+		{"watch", "rbac.authorization.k8s.io", "clusterroles", "", "", ""}, // metadata only: when to publish the terms again
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", tenantNS, ""},
 		{"create", "", "namespaces", "", "", ""},
 		{"patch", "", "namespaces", "", "", tenantNS},

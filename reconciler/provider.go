@@ -19,7 +19,6 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
@@ -475,7 +474,7 @@ func (s *session) apiServer() string {
 	return s.r.Config.Host
 }
 
-// publishTerms commits the provider's terms.yaml (what merging a tenant.yaml
+// publishTerms stages the provider's terms.yaml for the round's commit (what merging a tenant.yaml
 // grants: the tenant ClusterRole and its rules, the tenant namespace, the
 // certificate lifetime and renewal, the API server) when the branch holds
 // other terms, invalid ones or none. Consumers quote it in their pull
@@ -489,19 +488,13 @@ func (s *session) publishTerms(ctx context.Context) {
 }
 
 // writeTerms builds the terms from the provider's spec and the tenant
-// ClusterRole it binds, and commits them unless the branch holds them already.
+// ClusterRole it binds (termsSpec), and stages them for the round's commit
+// unless the branch holds them already.
 func (s *session) writeTerms(ctx context.Context) error {
 	me := string(s.obj.Spec.ClusterID)
-	spec := documents.ProviderTermsSpec{
-		ProviderClusterID: s.obj.Spec.ClusterID, TenantNamespacePrefix: authv1beta1.TenantNamespacePrefix,
-		ClusterRoleName: s.obj.Spec.Provider.GetClusterRoleName(), CertificateTTL: metav1.Duration{Duration: s.obj.Spec.Provider.GetCertificateTTL()},
-		Renewal: protocol.RenewalTerm, APIServer: s.apiServer(),
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := s.r.APIReader.Get(ctx, client.ObjectKey{Name: spec.ClusterRoleName}, role); err == nil {
-		spec.Rules = role.Rules
-	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading ClusterRole %s for the terms: %w", spec.ClusterRoleName, err)
+	spec, err := s.termsSpec(ctx)
+	if err != nil {
+		return err
 	}
 	if published, err := s.loaded.Terms(me); err == nil && equality.Semantic.DeepEqual(published.Spec, spec) {
 		return nil
@@ -510,7 +503,7 @@ func (s *session) writeTerms(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The terms are the provider's, not a peering's: their own commit, only when they change.
-	_, err = s.write(ctx, protocol.Message{Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me}, gitsync.Put(protocol.TermsPath(me), doc))
-	return err
+	s.stage(gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: protocol.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
+		nil, gitsync.Put(protocol.TermsPath(me), doc))
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -81,6 +83,8 @@ type PeeringRepositoryReconciler struct {
 	repos  map[types.NamespacedName]*openRepo
 	user   string // the agent's own user name, learned once (agentUser)
 	phases phaseMemory
+	// terms holds, by PeeringRepository, the terms it last built (terms.go).
+	terms sync.Map
 	// recordsMigrated holds the UIDs of the PeeringRepositories whose gitpeer
 	// 0.1.0 records Secret this process found gone or moved (issued.go).
 	recordsMigrated sync.Map
@@ -103,6 +107,7 @@ func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts Co
 	return r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
 		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).
+		WatchesMetadata(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(r.termsRoleUsers)).
 		WithOptions(opts.controller()).
 		Complete(r)
 }

@@ -36,10 +36,12 @@ const (
 	ActionRenewIdentity = "renew-identity"
 	// ActionRevoke: a provider removes a peering whose tenant.yaml left the branch.
 	ActionRevoke = "revoke"
+	// ActionPublishTerms: a provider commits its terms.yaml (a provider's, no consumer's).
+	ActionPublishTerms = "publish-terms"
 )
 
-// Actions lists every action, in handshake order.
-var Actions = []string{ActionRequest, ActionIssueNonce, ActionProposeTenant, ActionIssueIdentity, ActionRenewIdentity, ActionRevoke}
+// Actions lists every action, in handshake order, then publish-terms.
+var Actions = []string{ActionRequest, ActionIssueNonce, ActionProposeTenant, ActionIssueIdentity, ActionRenewIdentity, ActionRevoke, ActionPublishTerms}
 
 // Trailer is one "Key: value" line in a commit message's trailer block.
 type Trailer struct {

@@ -24,7 +24,7 @@ func TestWireVocabulary(t *testing.T) {
 	if protocol.KustomizationFile != "kustomization.yaml" {
 		t.Errorf("kustomization file %q", protocol.KustomizationFile)
 	}
-	if want := []string{"request", "issue-nonce", "propose-tenant", "issue-identity", "renew-identity", "revoke"}; !slices.Equal(protocol.Actions, want) {
+	if want := []string{"request", "issue-nonce", "propose-tenant", "issue-identity", "renew-identity", "revoke", "publish-terms"}; !slices.Equal(protocol.Actions, want) {
 		t.Errorf("actions %v, want %v", protocol.Actions, want)
 	}
 	msg, err := protocol.Message{

@@ -31,6 +31,7 @@ const (
 	IdentityIssued  = "identity-issued"
 	IdentityRenewed = "identity-renewed"
 	Revoked         = "revoked"
+	TermsPublished  = "terms-published"
 )
 
 // agentEvents maps the agent's actions (protocol.Actions) to events.
@@ -41,6 +42,7 @@ var agentEvents = map[string]string{
 	protocol.ActionIssueIdentity: IdentityIssued,
 	protocol.ActionRenewIdentity: IdentityRenewed,
 	protocol.ActionRevoke:        Revoked,
+	protocol.ActionPublishTerms:  TermsPublished,
 }
 
 // Person is a commit author or committer.

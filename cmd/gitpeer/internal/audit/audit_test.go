@@ -193,12 +193,13 @@ func TestPrint(t *testing.T) {
 }
 
 // TestRoundCommit reads one agent commit carrying several steps (one round of
-// the provider: a nonce for one consumer, an identity for another), each with
-// its own trailers, as one event per step.
+// the provider: its terms, a nonce for one consumer, an identity for another),
+// each with its own trailers, as one event per step.
 func TestRoundCommit(t *testing.T) {
 	h := newHistory(t)
-	h.change(map[string]string{"provider-a/consumer-1/nonce.yaml": "n", "provider-a/consumer-2/identity.yaml": "i"})
-	h.git("gitpeer|gitpeer@localhost", "commit", "-q", "-m", "gitpeer on provider-a: 2 changes\n\n"+
+	h.change(map[string]string{"provider-a/terms.yaml": "t", "provider-a/consumer-1/nonce.yaml": "n", "provider-a/consumer-2/identity.yaml": "i"})
+	h.git("gitpeer|gitpeer@localhost", "commit", "-q", "-m", "gitpeer on provider-a: 3 changes\n\n"+
+		"Gitpeer-Action: publish-terms\nGitpeer-Provider: provider-a\nGitpeer-Summary: Publish the terms of provider-a\n"+
 		"Gitpeer-Action: issue-nonce\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-1\nGitpeer-Summary: Issue nonce for consumer-1 on provider-a\n"+
 		"Gitpeer-Action: issue-identity\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\nGitpeer-Summary: Issue identity of consumer-2 on provider-a (serial ab12)\nGitpeer-Serial: ab12\nGitpeer-Expires: 2030-01-03T03:00:00Z\n")
 	events, err := Read(h.dir, Options{})
@@ -210,6 +211,7 @@ func TestRoundCommit(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s/%s: %s|%s|%s", e.Event, e.Provider, e.Consumer, e.Details, e.Serial, e.Expires))
 	}
 	want := []string{
+		"terms-published provider-a/: Publish the terms of provider-a||",
 		"nonce-issued provider-a/consumer-1: Issue nonce for consumer-1 on provider-a||",
 		"identity-issued provider-a/consumer-2: Issue identity of consumer-2 on provider-a (serial ab12)|ab12|2030-01-03T03:00:00Z",
 	}
