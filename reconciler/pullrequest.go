@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -84,16 +88,30 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 	if err != nil {
 		return outcome{err: err}
 	}
+	syncing := !merged && (requesting || o.phase == gitpeerv1alpha1.PhaseAwaitingApproval)
+	var p forge.Proposal
+	var last synced
+	if syncing {
+		p = s.proposal(pe, branch)
+		last = s.r.syncedPullRequest(s.obj, pe.Provider, p)
+		if last.current(s.r.Now(), s.obj.GetRequeueAfter()) {
+			return s.reportPullRequest(pe, o, last.res, false) // nothing it depends on changed: no forge call
+		}
+	}
 	c, err := s.forgeClient(ctx, spec.PullRequest)
 	if err == nil {
 		var res forge.Result
 		if merged {
 			res, err = forge.Finish(ctx, c, branch, s.obj.GetBranch())
-		} else if requesting || o.phase == gitpeerv1alpha1.PhaseAwaitingApproval {
-			res, err = forge.Sync(ctx, c, s.proposal(pe, branch))
+		} else if syncing {
+			res, err = forge.Sync(ctx, c, p)
 		}
 		if err == nil {
-			return s.reportPullRequest(pe, o, res)
+			if syncing {
+				last.at, last.res = s.r.Now(), res
+				s.r.pullRequests.Store(last.key, last)
+			}
+			return s.reportPullRequest(pe, o, res, true)
 		}
 	}
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonPullRequestFailed, pe.Provider, "pull request for provider %s: %v", pe.Provider, err)
@@ -112,8 +130,8 @@ func (s *session) previousPhase(provider string) gitpeerv1alpha1.PeeringPhase {
 }
 
 // reportPullRequest adds what happened to the pull request to o's message, with an event when
-// something did.
-func (s *session) reportPullRequest(pe *protocol.Documents, o outcome, res forge.Result) outcome {
+// something did and the forge was just asked (fresh).
+func (s *session) reportPullRequest(pe *protocol.Documents, o outcome, res forge.Result, fresh bool) outcome {
 	pr := res.PullRequest
 	if pr == nil {
 		return o
@@ -127,7 +145,7 @@ func (s *session) reportPullRequest(pe *protocol.Documents, o outcome, res forge
 	default:
 		note = fmt.Sprintf("pull request %s", pr.URL)
 	}
-	if res.Action != forge.Unchanged {
+	if fresh && res.Action != forge.Unchanged {
 		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPullRequest, pe.Provider, "pull request %s for provider %s %s", pr.URL, pe.Provider, res.Action)
 	}
 	o.message += "; " + note
@@ -144,8 +162,11 @@ func (s *session) forgeClient(ctx context.Context, spec *gitpeerv1alpha1.PullReq
 	if err != nil {
 		return nil, fmt.Errorf("forge token: %w", err)
 	}
-	return forge.New(repo, strings.TrimSpace(string(secret.Data[ForgeTokenKey])))
+	return newForge(repo, strings.TrimSpace(string(secret.Data[ForgeTokenKey])))
 }
+
+// newForge makes forge clients; tests count the calls of a fake one.
+var newForge = forge.New
 
 // proposal is the pull request of pe's Tenant: what it grants, and its checks.
 func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal {
@@ -220,4 +241,53 @@ func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byt
 		check.Description = "offline checks failed: the provider would refuse this Tenant; see the description"
 	}
 	return check, lines
+}
+
+// synced is what the forge answered the last sync of a peering's pull request, and of which
+// proposal.
+type synced struct {
+	key    syncedKey
+	digest string    // of the proposal (proposalDigest)
+	at     time.Time // zero: not synced by this process
+	res    forge.Result
+}
+
+// syncedKey names a consumer peering: its PeeringRepository and provider.
+type syncedKey struct {
+	repo     types.NamespacedName
+	provider string
+}
+
+// syncedPullRequest returns the last sync of the pull request of obj's peering with provider if
+// it proposed what p does, else an entry not synced yet, for p.
+func (r *PeeringRepositoryReconciler) syncedPullRequest(obj *gitpeerv1alpha1.PeeringRepository, provider string, p forge.Proposal) synced {
+	key := syncedKey{repo: client.ObjectKeyFromObject(obj), provider: provider}
+	digest := proposalDigest(p, obj.Generation)
+	if v, ok := r.pullRequests.Load(key); ok && v.(synced).digest == digest {
+		return v.(synced)
+	}
+	return synced{key: key, digest: digest}
+}
+
+// current reports whether the last sync stands for this round: it is less than an interval old.
+// Past it, the forge is asked again, for what people did meanwhile (closed the pull request,
+// pushed to its branch).
+func (l synced) current(now time.Time, interval time.Duration) bool {
+	return !l.at.IsZero() && now.Sub(l.at) < interval
+}
+
+// proposalDigest identifies what a sync of p depends on that the agent knows of: the branches,
+// the title, the facts and the spec's generation (forge, token Secret). The branch's head
+// (BaseCommit) is left out: other peerings move it all the time, and a proposal it alone changes
+// is refreshed within an interval.
+func proposalDigest(p forge.Proposal, generation int64) string {
+	p.Facts.BaseCommit = ""
+	data, _ := json.Marshal(struct {
+		Head, Base, Title string
+		Facts             forge.Facts
+		KeepClosed        bool
+		Generation        int64
+	}{p.Head, p.Base, p.Title, p.Facts, p.KeepClosed, generation})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

@@ -1,13 +1,20 @@
 package reconciler
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
@@ -105,4 +112,107 @@ func TestCheckProposed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingForge is a forge with one open pull request that counts the calls made to it.
+type countingForge struct {
+	calls int
+	pr    forge.PullRequest
+}
+
+func (f *countingForge) Find(context.Context, string, string) (*forge.PullRequest, error) {
+	f.calls++
+	pr := f.pr
+	return &pr, nil
+}
+
+func (f *countingForge) Create(context.Context, string, string, string, string) (*forge.PullRequest, error) {
+	return nil, errors.New("unexpected Create")
+}
+
+func (f *countingForge) Edit(_ context.Context, _ int64, title, body string) (*forge.PullRequest, error) {
+	f.calls++
+	f.pr.Title, f.pr.Body = title, body
+	pr := f.pr
+	return &pr, nil
+}
+
+func (f *countingForge) SetCheck(context.Context, string, forge.Check) error { f.calls++; return nil }
+
+func (f *countingForge) DeleteBranch(context.Context, string) error {
+	return errors.New("unexpected DeleteBranch")
+}
+
+func (f *countingForge) ReadFile(context.Context, string, string) ([]byte, error) {
+	f.calls++
+	return nil, errors.New("404 Not Found")
+}
+
+// TestPullRequestFollowedOnChange: a consumer awaiting approval asks the forge about its pull
+// request when the proposal changed or an interval has passed, not in every round in between
+// (rounds of other peerings, webhooks); the peering's message stays the same either way.
+func TestPullRequestFollowedOnChange(t *testing.T) {
+	key, err := crypto.GenerateKey(crypto.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documentsWith := func(nonce string) *protocol.Documents {
+		pe := &protocol.Documents{Provider: "hub", Consumer: "edge-1"}
+		req, err := protocol.RequestDocument("hub", "edge-1", key.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nonceDoc, err := protocol.NonceDocument("hub", "edge-1", nonce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, data := range map[protocol.Kind][]byte{protocol.Request: req, protocol.Nonce: nonceDoc} {
+			if err := pe.Decode(protocol.Path{Provider: "hub", Consumer: "edge-1", Kind: k}, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return pe
+	}
+	fake := &countingForge{pr: forge.PullRequest{Number: 7, URL: "https://forge.example/org/peering/pulls/7", State: forge.Open, Head: "abc"}}
+	defer func(orig func(forge.Repository, string) (forge.Client, error)) { newForge = orig }(newForge)
+	newForge = func(forge.Repository, string) (forge.Client, error) { return fake, nil }
+
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "forge"}, Data: map[string][]byte{ForgeTokenKey: []byte("t")}}
+	r := &PeeringRepositoryReconciler{Client: fakeclient.NewClientBuilder().WithScheme(NewScheme()).WithObjects(token).Build(), Now: func() time.Time { return now }}
+	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "peering", Generation: 1}, Spec: gitpeerv1alpha1.PeeringRepositorySpec{
+		URL: "https://forge.example/org/peering.git", Interval: &metav1.Duration{Duration: time.Minute},
+		Consumer: &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"hub"},
+			PullRequest: &gitpeerv1alpha1.PullRequestSpec{Provider: "gitea", SecretRef: meta.LocalObjectReference{Name: "forge"}}},
+	}}
+	pe := documentsWith(crypto.GenerateNonce())
+	var messages []string
+	round := func(name string, head plumbing.Hash, wantCall bool) {
+		t.Helper()
+		before := fake.calls
+		s := &session{r: r, obj: obj, key: key, head: head}
+		o := s.followPullRequest(context.Background(), pe, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "awaiting approval"})
+		if o.err != nil {
+			t.Fatalf("%s: %v", name, o.err)
+		}
+		if called := fake.calls > before; called != wantCall {
+			t.Fatalf("%s: forge called %v, want %v", name, called, wantCall)
+		}
+		messages = append(messages, o.message)
+		if o.message != messages[0] {
+			t.Fatalf("%s: message %q, want %q", name, o.message, messages[0])
+		}
+	}
+	round("first round", plumbing.NewHash("01"), true)
+	now = now.Add(10 * time.Second)
+	round("same proposal", plumbing.NewHash("01"), false)
+	round("the branch moved (another peering)", plumbing.NewHash("02"), false)
+	pe = documentsWith(crypto.GenerateNonce())
+	round("new nonce", plumbing.NewHash("03"), true)
+	now = now.Add(30 * time.Second)
+	round("same proposal again", plumbing.NewHash("03"), false)
+	now = now.Add(time.Minute)
+	round("an interval later", plumbing.NewHash("03"), true)
+	obj.Generation = 2
+	round("spec changed", plumbing.NewHash("03"), true)
 }

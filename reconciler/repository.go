@@ -85,6 +85,8 @@ type PeeringRepositoryReconciler struct {
 	phases phaseMemory
 	// terms holds, by PeeringRepository, the terms it last built (terms.go).
 	terms sync.Map
+	// pullRequests holds, by consumer peering, the last sync of its pull request (pullrequest.go).
+	pullRequests sync.Map
 	// recordsMigrated holds the UIDs of the PeeringRepositories whose gitpeer
 	// 0.1.0 records Secret this process found gone or moved (issued.go).
 	recordsMigrated sync.Map
