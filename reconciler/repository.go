@@ -218,6 +218,7 @@ type session struct {
 	recordsMigrated bool      // gitpeer 0.1.0's single records Secret is gone (issued.go)
 	staged          []gitStep // this round's writes to the branch, committed together (commitRound)
 	overdue         []string  // certificates whose renewal is overdue (renewalStalled)
+	issuance        issuance  // this round's CSRs, read once, and those it creates or approves (csr.go)
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -369,6 +370,7 @@ func (s *session) run(ctx context.Context) error {
 			results = append(results, result{string(p), gitpeerv1alpha1.ConsumerRole, s.followPullRequest(ctx, pe, s.consume(ctx, pe))})
 		}
 	}
+	s.requestCertificates(ctx, results)
 	commitErr := s.commitRound(ctx, results)
 	for _, res := range results {
 		s.record(ctx, res.peer, res.role, res.o)
