@@ -127,6 +127,8 @@ func (o Options) managerOptions() ctrl.Options {
 		RenewDeadline:                 &le.RenewDeadline,
 		RetryPeriod:                   &le.RetryPeriod,
 	}
+	// The agent never reads managed fields; at 10,000 peerings they are a good part of the cache.
+	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	if o.WatchNamespace != "" {
 		// Only PeeringRepositories are restricted: the agent also reads the
 		// tenant namespaces, Secrets and CSRs it manages elsewhere.

@@ -368,7 +368,8 @@ func (r *PeeringRepositoryReconciler) watchOwnCSRs(b *builder.Builder) *builder.
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[consumerLabel] != "" && o.GetLabels()[OwnerLabel] != ""
 	})
-	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled))
+	// Metadata only: the agent reads CSRs from the API server (labelledCSRs), the cache only wakes it.
+	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled), builder.OnlyMetadata)
 }
 
 // csrOwner maps a CSR to the PeeringRepository of its owner label.
