@@ -39,6 +39,9 @@ type Options struct {
 	// MetricsAddr and HealthAddr are the addresses the metrics and the
 	// health endpoints (/healthz, /readyz) bind to; "0" disables them.
 	MetricsAddr, HealthAddr string
+	// PprofAddr is the address Go's profiling endpoints (/debug/pprof/)
+	// bind to; "" or "0" disables them.
+	PprofAddr string
 	// LeaderElection elects one active agent among replicas.
 	LeaderElection leaderelection.Options
 	// Webhook configures the push webhook receiver.
@@ -115,6 +118,7 @@ func (o Options) managerOptions() ctrl.Options {
 		Logger:                        o.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                le.Enable,
 		LeaderElectionID:              leaderelection.GenerateID("gitpeer-agent", o.WatchNamespace),
 		LeaderElectionNamespace:       o.WatchNamespace,
@@ -123,6 +127,8 @@ func (o Options) managerOptions() ctrl.Options {
 		RenewDeadline:                 &le.RenewDeadline,
 		RetryPeriod:                   &le.RetryPeriod,
 	}
+	// The agent never reads managed fields; at 10,000 peerings they are a good part of the cache.
+	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	if o.WatchNamespace != "" {
 		// Only PeeringRepositories are restricted: the agent also reads the
 		// tenant namespaces, Secrets and CSRs it manages elsewhere.

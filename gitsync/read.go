@@ -222,11 +222,11 @@ func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 // rootTree returns the tree at the configured root in commit, or nil if the
 // root does not exist there (an empty view, not an error).
 func (r *Repo) rootTree(commit plumbing.Hash) (*object.Tree, error) {
-	c, err := r.repo.CommitObject(commit)
+	tree, err := r.treeOf(commit)
 	if err != nil {
-		return nil, fmt.Errorf("gitsync: commit %s: %w", commit, err)
+		return nil, err
 	}
-	t, err := r.trees.get(c.TreeHash, "/", 0)
+	t, err := r.trees.get(tree, "/", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +247,21 @@ func (r *Repo) rootTree(commit plumbing.Hash) (*object.Tree, error) {
 		}
 	}
 	return t, nil
+}
+
+// treeOf returns the tree of commit, remembering the last commit asked: a
+// round reads many files of one commit, and decoding a commit reads all of
+// its message (a round's commit lists every peering it wrote).
+func (r *Repo) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
+	if commit == r.last.commit && !commit.IsZero() {
+		return r.last.tree, nil
+	}
+	c, err := r.repo.CommitObject(commit)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("gitsync: commit %s: %w", commit, err)
+	}
+	r.last = commitTree{commit: commit, tree: c.TreeHash}
+	return c.TreeHash, nil
 }
 
 // subtree loads e if it is a directory, else returns nil; path, relative to

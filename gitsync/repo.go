@@ -29,7 +29,11 @@ type Repo struct {
 	repo    *git.Repository
 	storage *filesystem.Storage
 	trees   *treeCache
+	last    commitTree // the commit rootTree read last
 }
+
+// commitTree is a commit and its tree.
+type commitTree struct{ commit, tree plumbing.Hash }
 
 // CloneDir returns a stable directory under dataDir for the clone of url.
 func CloneDir(dataDir, url string) string {

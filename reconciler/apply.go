@@ -67,12 +67,18 @@ func (s *session) commitRound(ctx context.Context, results []result) error {
 			}
 		}
 	}
+	failPeerings(results, failed)
+	return err
+}
+
+// failPeerings turns the outcome of each peering in failed (by resultKey)
+// into its error; the reason of a peering needing attention is kept.
+func failPeerings(results []result, failed map[string]error) {
 	for i := range results {
 		if err := failed[resultKey(results[i].role, results[i].peer)]; err != nil {
-			results[i].o = outcome{err: err}
+			results[i].o = outcome{err: err, reason: results[i].o.reason}
 		}
 	}
-	return err
 }
 
 // pendingSteps drops from the staged steps the changes the branch already

@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -116,28 +116,80 @@ func (s *session) ownCSR(csr *certificatesv1.CertificateSigningRequest, sg signi
 		csr.Spec.ExpirationSeconds != nil && *csr.Spec.ExpirationSeconds == *want.Spec.ExpirationSeconds
 }
 
+// Bounds of the round's CSR work.
+const (
+	// csrListPage is how many CSRs one page of the round's CSR list holds.
+	csrListPage = 500
+	// csrWorkers is how many CSR creations and approvals run at once.
+	csrWorkers = 16
+)
+
+// issuance is a round's CSR work: the CSRs labelled for a consumer, read
+// from the API server once, at the round's first signing, and the CSRs the
+// round's signings create or approve once every peering was planned
+// (requestCertificates).
+type issuance struct {
+	listed   bool
+	csrs     map[string][]*certificatesv1.CertificateSigningRequest // by consumer label
+	requests []csrRequest
+}
+
+// csrRequest is a CSR of the agent's own that a signing creates (csr has no
+// name yet) or approves.
+type csrRequest struct {
+	key string // the peering's result key (resultKey)
+	csr *certificatesv1.CertificateSigningRequest
+}
+
+// labelledCSRs returns the CSRs labelled for consumer. Every CSR labelled for
+// any consumer is read once per round, uncached: a CSR created in an earlier
+// round must be seen, or a second one would be made.
+func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certificatesv1.CertificateSigningRequest, error) {
+	if !s.issuance.listed {
+		csrs := map[string][]*certificatesv1.CertificateSigningRequest{}
+		opts := []client.ListOption{client.HasLabels{consumerLabel}, client.Limit(csrListPage)}
+		for next := ""; ; {
+			var page certificatesv1.CertificateSigningRequestList
+			if err := s.r.apiReader().List(ctx, &page, append(opts, client.Continue(next))...); err != nil {
+				return nil, err
+			}
+			for i := range page.Items {
+				csr := &page.Items[i]
+				csr.ManagedFields = nil
+				csrs[csr.Labels[consumerLabel]] = append(csrs[csr.Labels[consumerLabel]], csr)
+			}
+			if next = page.Continue; next == "" {
+				break
+			}
+		}
+		s.issuance = issuance{listed: true, csrs: csrs}
+	}
+	return s.issuance.csrs[consumer], nil
+}
+
 // sign gets sg's certificate from the cluster's signer through a CSR of the
 // agent's own, and verifies it is for the Tenant's key and subject. It only
 // ever approves a CSR its own user requested with exactly sg's properties,
 // found by those properties (so a create whose response was lost is found
 // again, never doubled); it creates one only when there is none. CSRs
 // labelled for the consumer that others requested are reported and left
-// alone. stop is set when the caller must not go on: waiting (then the
-// outcome is waiting, with the CSR named), refused, or an error.
+// alone. The creation or approval is queued for requestCertificates, which
+// runs those of every peering of the round at once; the round does not wait
+// for the signer: the CSR's update reconciles again (watchOwnCSRs). stop is
+// set when the caller must not go on: waiting (then the outcome is waiting),
+// refused, or an error.
 func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *issued, stop *outcome) {
 	me, err := s.r.agentUser(ctx)
 	if err != nil {
 		return nil, &outcome{err: fmt.Errorf("learning the agent's own user name: %w", err)}
 	}
-	var list certificatesv1.CertificateSigningRequestList
-	// Uncached: a CSR created a moment ago must be seen, or a second one would be made.
-	if err := s.r.apiReader().List(ctx, &list, client.MatchingLabels{consumerLabel: sg.consumer}); err != nil {
+	labelled, err := s.labelledCSRs(ctx, sg.consumer)
+	if err != nil {
 		return nil, &outcome{err: err}
 	}
 	var own []*certificatesv1.CertificateSigningRequest
 	var foreign []string
-	for i := range list.Items {
-		csr := &list.Items[i]
+	for _, csr := range labelled {
 		switch {
 		case csr.Spec.Username != me:
 			foreign = append(foreign, csr.Name)
@@ -151,25 +203,22 @@ func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *i
 	if len(foreign) > 0 {
 		note = fmt.Sprintf("ignored CSR(s) not requested by the agent: %s", strings.Join(foreign, ", "))
 	}
+	key := resultKey(gitpeerv1alpha1.ProviderRole, sg.consumer)
 	csr := pickCSR(own)
 	if csr == nil {
-		csr = s.newCSR(sg)
-		if err := s.r.Create(ctx, csr); err != nil {
-			return nil, &outcome{err: err}
-		}
+		s.issuance.requests = append(s.issuance.requests, csrRequest{key: key, csr: s.newCSR(sg)})
+		waiting.message = joinNote(waiting.message+" (CSR requested)", note)
+		return nil, &waiting
 	}
 	if refused := refusal(csr); refused != "" {
 		msg := fmt.Sprintf("CSR %s for %s was %s; the agent requests no other while it exists: delete it to retry", csr.Name, sg.consumer, refused)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCSRFailed, csr.Name, "%s", msg)
 		return nil, &outcome{phase: gitpeerv1alpha1.PhaseFailed, message: joinNote(msg, note)}
 	}
-	if !approved(csr) {
-		if err := s.approve(ctx, csr); err != nil {
-			return nil, &outcome{err: err}
-		}
-	}
 	if len(csr.Status.Certificate) == 0 {
-		// The CSR's update (issued, denied) reconciles again: see watchOwnCSRs.
+		if !approved(csr) {
+			s.issuance.requests = append(s.issuance.requests, csrRequest{key: key, csr: csr})
+		}
 		waiting.message = joinNote(fmt.Sprintf("%s (CSR %s)", waiting.message, csr.Name), note)
 		return nil, &waiting
 	}
@@ -182,6 +231,45 @@ func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *i
 	return &issued{pem: csr.Status.Certificate, cert: cert, note: note}, nil
 }
 
+// requestCertificates creates and approves the CSRs the round's signings
+// queued, csrWorkers at a time, and fails the peerings whose CSR could not be
+// created or approved (the round is retried for them). The certificates are
+// collected in a later round, woken by the CSR watch.
+func (s *session) requestCertificates(ctx context.Context, results []result) {
+	requests := s.issuance.requests
+	s.issuance = issuance{}
+	errs := make([]error, len(requests))
+	var g errgroup.Group
+	g.SetLimit(csrWorkers)
+	for i, rq := range requests {
+		g.Go(func() error {
+			errs[i] = s.requestCSR(ctx, rq.csr)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	failed := map[string]error{}
+	for i, rq := range requests {
+		if errs[i] != nil {
+			failed[rq.key] = errs[i]
+		}
+	}
+	failPeerings(results, failed)
+}
+
+// requestCSR creates csr unless it has a name, and approves it.
+func (s *session) requestCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
+	if csr.Name == "" {
+		if err := s.r.Create(ctx, csr); err != nil {
+			return fmt.Errorf("creating the CSR: %w", err)
+		}
+	}
+	if err := s.approve(ctx, csr); err != nil {
+		return fmt.Errorf("approving CSR %s: %w", csr.Name, err)
+	}
+	return nil
+}
+
 // approve approves csr, which must be one of the agent's own (ownCSR). The
 // update carries csr's resourceVersion, so a CSR deleted and recreated under
 // the same name in between is never approved.
@@ -190,12 +278,7 @@ func (s *session) approve(ctx context.Context, csr *certificatesv1.CertificateSi
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
 		Reason: "GitpeerApproved", Message: "Tenant merged on the branch and verified by gitpeer",
 	})
-	cs, err := kubernetes.NewForConfig(s.r.Config)
-	if err != nil {
-		return err
-	}
-	_, err = cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{})
-	return err
+	return s.r.SubResource("approval").Update(ctx, csr)
 }
 
 // pickCSR chooses among the agent's own CSRs for one signing (several only
@@ -285,7 +368,8 @@ func (r *PeeringRepositoryReconciler) watchOwnCSRs(b *builder.Builder) *builder.
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[consumerLabel] != "" && o.GetLabels()[OwnerLabel] != ""
 	})
-	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled))
+	// Metadata only: the agent reads CSRs from the API server (labelledCSRs), the cache only wakes it.
+	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled), builder.OnlyMetadata)
 }
 
 // csrOwner maps a CSR to the PeeringRepository of its owner label.

@@ -221,9 +221,10 @@ type session struct {
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
 	// shards caches the records Secrets read or written this round (issued.go).
-	shards  map[string]*corev1.Secret
-	staged  []gitStep // this round's writes to the branch, committed together (commitRound)
-	overdue []string  // certificates whose renewal is overdue (renewalStalled)
+	shards   map[string]*corev1.Secret
+	staged   []gitStep // this round's writes to the branch, committed together (commitRound)
+	overdue  []string  // certificates whose renewal is overdue (renewalStalled)
+	issuance issuance  // this round's CSRs, read once, and those it creates or approves (csr.go)
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -375,6 +376,7 @@ func (s *session) run(ctx context.Context) error {
 			results = append(results, result{string(p), gitpeerv1alpha1.ConsumerRole, s.followPullRequest(ctx, pe, s.consume(ctx, pe))})
 		}
 	}
+	s.requestCertificates(ctx, results)
 	commitErr := s.commitRound(ctx, results)
 	for _, res := range results {
 		s.record(ctx, res.peer, res.role, res.o)

@@ -31,6 +31,7 @@ type agentOptions struct {
 	kubeconfig     string
 	metricsAddr    string
 	healthAddr     string
+	pprofAddr      string
 	webhookAddr    string
 	webhookTLSCert string
 	webhookTLSKey  string
@@ -68,6 +69,7 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; default: $KUBECONFIG, then in-cluster, then ~/.kube/config.")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `The address the metrics endpoint binds to; "0" disables it.`)
 	fs.StringVar(&o.healthAddr, "health-addr", ":9440", `The address the health endpoints (/healthz, /readyz) bind to; "0" disables them.`)
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "0", `The address Go's profiling endpoints (/debug/pprof/) bind to, e.g. "127.0.0.1:6060"; "0" disables them.`)
 	fs.StringVar(&o.webhookAddr, "webhook-addr", ":9292", `The address the push webhook receiver binds to; "0" disables it.`)
 	fs.StringVar(&o.webhookTLSCert, "webhook-tls-cert-file", "", "A PEM certificate (chain) to serve the webhook receiver over HTTPS with, e.g. tls.crt of a mounted kubernetes.io/tls Secret; reloaded when it changes. Default: plain HTTP.")
 	fs.StringVar(&o.webhookTLSKey, "webhook-tls-key-file", "", "The PEM private key of --webhook-tls-cert-file.")
@@ -116,7 +118,7 @@ func (o *agentOptions) agentOptions(log logr.Logger) (agent.Options, error) {
 	return agent.Options{
 		DataDir: o.dataDir, Concurrent: o.concurrent, WatchNamespace: o.watchNamespace,
 		MinRetryDelay: o.minRetryDelay, MaxRetryDelay: o.maxRetryDelay,
-		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, LeaderElection: o.leaderElection, Logger: log,
+		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, PprofAddr: o.pprofAddr, LeaderElection: o.leaderElection, Logger: log,
 		Webhook: agent.WebhookOptions{
 			Addr: o.webhookAddr, TLSCertFile: o.webhookTLSCert, TLSKeyFile: o.webhookTLSKey, TrustedProxies: proxies,
 		},

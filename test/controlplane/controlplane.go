@@ -59,6 +59,11 @@ type ControlPlane struct {
 	apiArgs   []string // kube-apiserver's flags, for RestartAPIServer
 }
 
+// ControllerManagerQPS is kube-controller-manager's --kube-api-qps (its
+// --kube-api-burst is twice that): the default, 20, caps CSR signing at 20
+// per second, which the scale benchmark would measure instead of gitpeer.
+const ControllerManagerQPS = 500
+
 // controllers are the kube-controller-manager controllers the handshake needs:
 // CSR signing, namespace deletion, garbage collection, and service accounts.
 const controllers = "certificatesigningrequest-signing-controller,certificatesigningrequest-cleaner-controller," +
@@ -180,8 +185,11 @@ func start(ctx context.Context, bin, dir string) (cp *ControlPlane, err error) {
 	if err = cp.waitFor(ctx, "kube-apiserver /readyz", cp.apiServerReady); err != nil {
 		return cp, err
 	}
+	// The signer's client is rate-limited like every controller's (default 20 QPS, burst 30):
+	// each signed CSR is one request, so it would sign at most 20 CSRs per second.
 	if err = cp.run(bin, "kube-controller-manager",
 		"--kubeconfig="+cmKubeconfig, "--secure-port=0", "--leader-elect=false",
+		"--kube-api-qps="+strconv.Itoa(ControllerManagerQPS), "--kube-api-burst="+strconv.Itoa(2*ControllerManagerQPS),
 		"--controllers="+controllers, "--use-service-account-credentials=false",
 		"--cluster-signing-cert-file="+files.caCert, "--cluster-signing-key-file="+files.caKey,
 		"--root-ca-file="+files.caCert, "--service-account-private-key-file="+files.saKey,
