@@ -17,6 +17,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
 )
 
@@ -78,5 +79,70 @@ var _ = Describe("Liqo mode detection", func() {
 		Consistently(func() string {
 			return show("main", providerID+"/liqo-base-m/request.yaml")
 		}).WithTimeout(3 * time.Second).Should(BeEmpty())
+	})
+})
+
+// A peering made in standalone mode is left alone when Liqo is installed
+// later (Auto then means Liqo mode: another key, another issuance) until a
+// person accepts the switch.
+var _ = Describe("Mode switch", Ordered, func() {
+	const providerID, consumerID = "mode-p", "mode-c"
+	var provider, consumer *cluster
+	// namespaceOf is the tenant namespace of peer on c.
+	namespaceOf := func(ctx SpecContext, g Gomega, c *cluster, peer string) *corev1.Namespace {
+		ns := &corev1.Namespace{}
+		g.Expect(c.k8s.Get(ctx, client.ObjectKey{Name: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(peer))}, ns)).To(Succeed())
+		return ns
+	}
+	peeringsOf := func(ctx SpecContext, g Gomega, c *cluster) map[string]gitpeerv1alpha1.PeeringStatus {
+		out := map[string]gitpeerv1alpha1.PeeringStatus{}
+		for _, p := range peeringRepository(ctx, g, c).Status.Peerings {
+			out[string(p.PeerID)] = p
+		}
+		return out
+	}
+
+	BeforeAll(func() { provider, consumer = peerDirect(providerID, consumerID) })
+
+	It("records the mode of the peering on both tenant namespaces", func(ctx SpecContext) {
+		Expect(namespaceOf(ctx, Default, provider, consumerID).Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeStandalone))
+		Expect(namespaceOf(ctx, Default, consumer, providerID).Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeStandalone))
+	})
+
+	It("leaves the peering alone on both sides when Liqo is installed later, and says so", func(ctx SpecContext) {
+		kubeconfig, tenantYAML := kubeconfigOf(ctx, consumer, providerID), show("main", providerID+"/"+consumerID+"/tenant.yaml")
+		for _, c := range []*cluster{provider, consumer} {
+			must(liqodouble.Install(ctx, c.k8s, liqodouble.Options{ClusterID: c.id}))
+		}
+		for _, side := range []struct {
+			c    *cluster
+			peer string
+		}{{provider, consumerID}, {consumer, providerID}} {
+			Eventually(func(g Gomega) {
+				g.Expect(peeringsOf(ctx, g, side.c)).To(HaveKeyWithValue(side.peer, And(
+					HaveField("Phase", gitpeerv1alpha1.PhaseFailed), HaveField("Reason", reconciler.ReasonModeChanged),
+					HaveField("Message", ContainSubstring("was made in standalone mode but this cluster now runs in liqo mode")))))
+				g.Expect(conditionOf(peeringRepository(ctx, g, side.c), gitpeerv1alpha1.PeeringsHealthyCondition)).To(HaveField("Status", metav1.ConditionFalse))
+			}).WithTimeout(time.Minute).Should(Succeed(), side.c.id)
+			expectEvent(ctx, side.c, reconciler.ReasonModeChanged, gitpeerv1alpha1.SwitchModeAnnotationPrefix+side.peer+"="+gitpeerv1alpha1.PeeringModeLiqo)
+		}
+		Consistently(func(g Gomega) {
+			g.Expect(kubeconfigOf(ctx, consumer, providerID)).To(Equal(kubeconfig))
+			g.Expect(show("main", providerID+"/"+consumerID+"/tenant.yaml")).To(Equal(tenantYAML))
+		}).WithTimeout(5*time.Second).Should(Succeed(), "nothing is done for the peering")
+	})
+
+	It("records the new mode once a person accepts the switch", func(ctx SpecContext) {
+		for _, side := range []struct {
+			c    *cluster
+			peer string
+		}{{provider, consumerID}, {consumer, providerID}} {
+			annotateRepository(ctx, side.c, gitpeerv1alpha1.SwitchModeAnnotationPrefix+side.peer, gitpeerv1alpha1.PeeringModeLiqo)
+			Eventually(func(g Gomega) {
+				g.Expect(namespaceOf(ctx, g, side.c, side.peer).Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeLiqo))
+				g.Expect(peeringRepository(ctx, g, side.c).Annotations).NotTo(HaveKey(gitpeerv1alpha1.SwitchModeAnnotationPrefix + side.peer))
+				g.Expect(peeringsOf(ctx, g, side.c)).To(HaveKeyWithValue(side.peer, HaveField("Reason", Not(Equal(reconciler.ReasonModeChanged)))))
+			}).WithTimeout(time.Minute).Should(Succeed(), side.c.id)
+		}
 	})
 })

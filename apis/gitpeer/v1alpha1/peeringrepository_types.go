@@ -62,6 +62,19 @@ const (
 	// PeeringRepository whose value, the SHA-256 (hex) of a PKIX public key, lets that consumer
 	// replace its pinned key with this one. Without it a Tenant with another key is rejected.
 	RekeyAnnotationPrefix = "rekey.gitpeer.io/"
+	// SwitchModeAnnotationPrefix, followed by a peer's cluster ID, is the key of the annotation on a
+	// PeeringRepository that accepts that the peering with that peer, made in one mode (standalone or
+	// Liqo mode, see LiqoSpec), goes on in the mode the agent now runs in; its value must name that
+	// mode (PeeringModeLiqo or PeeringModeStandalone). Without it such a peering is left alone
+	// (except revocation) and reported with reason ModeChanged. The agent records the new mode and
+	// removes the annotation. A consumer's key changes with its mode: see README "Switching modes"
+	// for the re-peering this takes.
+	SwitchModeAnnotationPrefix = "mode.gitpeer.io/"
+	// PeeringModeLiqo names Liqo mode in SwitchModeAnnotationPrefix annotations and mode records.
+	PeeringModeLiqo = "liqo"
+	// PeeringModeStandalone names standalone mode in SwitchModeAnnotationPrefix annotations and mode
+	// records.
+	PeeringModeStandalone = "standalone"
 	// AdoptUnownedAnnotation, set to "true" on a PeeringRepository by an admin upgrading from a
 	// version without owner labels, lets it adopt (label as its own, event Adopted) the tenant
 	// namespaces and objects that version created: labelled app.kubernetes.io/managed-by=gitpeer, no
