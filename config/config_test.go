@@ -228,6 +228,10 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"update", "", "secrets", "", systemNamespace, "gitpeer-records-p-3f"},
 		{"create", "events.k8s.io", "events", "", systemNamespace, ""},
 		{"update", "coordination.k8s.io", "leases", "", systemNamespace, "x"},
+		// Liqo mode: Liqo's cluster ID and key, its cached certificate at revocation.
+		{"get", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
+		{"get", "", "secrets", "", "liqo", "authentication-keys"},
+		{"delete", "", "secrets", "", tenantNS, "liqo-remote-certificate"},
 	}
 	denied := []access{
 		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeletServingSignerName},
@@ -255,6 +259,10 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"create", "", "serviceaccounts", "", "", "token"},
 		{"impersonate", "", "users", "", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"},
+		{"get", "", "configmaps", "", "liqo", "other"},
+		{"list", "", "configmaps", "", "liqo", ""},
+		{"update", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
+		{"delete", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
 	}
 	for _, a := range allowed {
 		if !can(a) {
@@ -330,6 +338,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 	}
 	testCSRs(ctx, t, admin, agent, cs)
 	testLiqoObjects(ctx, t, admin, agent, tenantNS)
+	testLiqoMode(ctx, t, admin, agent, tenantNS)
 	testLegacyAdoption(ctx, t, admin, agent)
 
 	// Consumer: signed nonce and kubeconfig in the provider's tenant namespace.
@@ -461,6 +470,33 @@ func testLiqoObjects(ctx context.Context, t *testing.T, admin, agent client.Clie
 		expectDenied(t, "delete "+kind+" outside tenant namespaces", agent.Delete(ctx, other, client.DryRunAll))
 		expectAllowed(t, "delete "+kind+" in a tenant namespace", agent.Delete(ctx, mine))
 	}
+}
+
+// testLiqoMode checks what Liqo mode needs of Liqo's own objects: its cluster
+// ID and key are read, never written; its cached certificate in a tenant
+// namespace is deleted at revocation, and nothing else is done to it.
+func testLiqoMode(ctx context.Context, t *testing.T, admin, agent client.Client, tenantNS string) {
+	const liqoNS = "liqo"
+	clusterID := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: "liqo-clusterid-configmap"}, Data: map[string]string{"CLUSTER_ID": "c1"}}
+	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: "authentication-keys"}, StringData: map[string]string{"privateKey": "k"}}
+	cached := func(ns string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "liqo-remote-certificate"}}
+	}
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: liqoNS}}, clusterID, keys, cached(tenantNS), cached("default")} {
+		if err := admin.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectAllowed(t, "read Liqo's cluster ID", agent.Get(ctx, client.ObjectKeyFromObject(clusterID), &corev1.ConfigMap{}))
+	expectAllowed(t, "read Liqo's key", agent.Get(ctx, client.ObjectKeyFromObject(keys), &corev1.Secret{}))
+	expectDenied(t, "update Liqo's cluster ID", agent.Update(ctx, clusterID, client.DryRunAll))
+	expectDenied(t, "update Liqo's key", agent.Update(ctx, keys, client.DryRunAll))
+	expectDenied(t, "delete Liqo's key", agent.Delete(ctx, keys, client.DryRunAll))
+	expectDenied(t, "create Liqo's key", agent.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: "authentication-keys"}}, client.DryRunAll))
+	expectDenied(t, "update liqo-remote-certificate", agent.Update(ctx, cached(tenantNS), client.DryRunAll))
+	expectDenied(t, "delete liqo-remote-certificate outside tenant namespaces", agent.Delete(ctx, cached("default"), client.DryRunAll))
+	expectAllowed(t, "delete liqo-remote-certificate in a tenant namespace", agent.Delete(ctx, cached(tenantNS)))
+	expectDenied(t, "create liqo-remote-certificate (Liqo writes it)", agent.Create(ctx, cached(tenantNS), client.DryRunAll))
 }
 
 func expectAllowed(t *testing.T, what string, err error) {

@@ -36,7 +36,13 @@ func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
 	if err != nil {
 		return outcome{err: err}
 	}
-	switch consumer.Decide(pe, observed) {
+	step := consumer.Decide(pe, observed)
+	if step != consumer.DropIdentity {
+		if o, stop := s.checkMode(ctx, pe.Provider, nsObj); stop {
+			return o
+		}
+	}
+	switch step {
 	case consumer.ApplyIdentity:
 		return s.applyIdentity(ctx, pe, ns)
 	case consumer.KeepIdentity:
@@ -366,13 +372,5 @@ func (s *session) requestAgain(ctx context.Context, nsObj *corev1.Namespace) err
 	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
 		return err
 	}
-	// Patch a copy: the response must not replace the status this round is building.
-	obj := s.obj.DeepCopy()
-	objPatch := client.MergeFrom(obj.DeepCopy())
-	delete(obj.Annotations, gitpeerv1alpha1.RequestAgainAnnotation)
-	if err := s.r.Patch(ctx, obj, objPatch); err != nil {
-		return err
-	}
-	delete(s.obj.Annotations, gitpeerv1alpha1.RequestAgainAnnotation)
-	return nil
+	return s.consumeAnnotation(ctx, gitpeerv1alpha1.RequestAgainAnnotation)
 }

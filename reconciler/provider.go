@@ -51,11 +51,12 @@ const (
 // provide runs the provider side of one peering directory <me>/<consumer>.
 func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
-	if _, err := s.tenantNamespace(ctx, pe.Consumer, ns); err != nil {
+	nsObj, err := s.tenantNamespace(ctx, pe.Consumer, ns)
+	if err != nil {
 		return s.skipForeign(pe, err)
 	}
 	tenant := &authv1beta1.Tenant{}
-	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, tenant)
+	err = s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, tenant)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return outcome{err: err}
 	}
@@ -66,7 +67,13 @@ func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	if err == nil {
 		observed.Tenant = tenant
 	}
-	switch provider.Decide(pe, observed) {
+	step := provider.Decide(pe, observed)
+	if step != provider.Revoke {
+		if o, stop := s.checkMode(ctx, pe.Consumer, nsObj); stop {
+			return o
+		}
+	}
+	switch step {
 	case provider.FailClosed:
 		return s.failClosed(ctx, pe, tenant, err == nil)
 	case provider.SkipInvalid:
@@ -374,7 +381,7 @@ func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) er
 		authv1beta1.TenantNamespaceLabel: authv1beta1.TrueValue,
 		ManagedByLabel:                   managedBy,
 		OwnerLabel:                       string(s.obj.UID),
-	}}})
+	}, Annotations: map[string]string{ModeAnnotation: s.modeName()}}})
 }
 
 // nonce returns the consumer's current nonce from the liqo-nonce Secret,
