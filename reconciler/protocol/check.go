@@ -30,14 +30,22 @@ func CheckTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.Public
 	return key, nil
 }
 
-// CheckIdentity checks that an Identity's certificate belongs to key, chains
-// to the CA inside the Identity (unless that CA is empty, as Liqo allows for a
-// publicly trusted API server), allows client authentication, is valid at now,
-// and names consumer (CN) in exactly the group liqo.io (O).
+// CheckIdentity checks an Identity as a consumer must before it proves it
+// with a SelfSubjectReview: its certificate is for key, valid at now, allows
+// client authentication and names consumer (CN) in exactly the group liqo.io
+// (O); its CA, when not empty, is a bundle of CA certificates. The
+// certificate need not chain to that CA: in Liqo it is the API server's
+// serving CA, or empty for a publicly trusted API server (the system roots
+// verify it), and never promised to be the CA that signed the certificate.
 func CheckIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer string, now time.Time) (*x509.Certificate, error) {
-	cert, err := crypto.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, id.Spec.AuthParams.CA, key, now)
+	cert, err := crypto.CheckClientCertificate(id.Spec.AuthParams.SignedCRT, key, now)
 	if err != nil {
 		return nil, fmt.Errorf("identity certificate: %w", err)
+	}
+	if ca := id.Spec.AuthParams.CA; len(ca) > 0 {
+		if _, err := crypto.ParseCAPEM(ca); err != nil {
+			return nil, fmt.Errorf("identity CA: %w", err)
+		}
 	}
 	if err := CheckSubject(cert, consumer); err != nil {
 		return nil, err
