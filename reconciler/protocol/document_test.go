@@ -322,6 +322,9 @@ func TestCheckTenant(t *testing.T) {
 			tt.Spec.Signature = sigBy(other, nonce)
 			tt.Spec.CSR = csrWith(t, other, consumer, "liqo.io")
 		}), wantErr: "tenant signature:"},
+		{name: "authzPolicy TolerateNoHandshake", tenant: with(func(tt *authv1beta1.Tenant) { p := authv1beta1.TolerateNoHandshake; tt.Spec.AuthzPolicy = &p }),
+			wantErr: `spec.authzPolicy is "TolerateNoHandshake"`},
+		{name: "authzPolicy unset: the CRD defaults it to KeysExchange", tenant: with(func(tt *authv1beta1.Tenant) { tt.Spec.AuthzPolicy = nil })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := CheckTenant(tc.tenant, nonce, consumer)

@@ -143,15 +143,12 @@ func condition(c authv1beta1.TenantCondition) authv1beta1.TenantCondition {
 // day. A Tenant over an old nonce without such an Identity is a replay.
 func (d *directory) checkTenant(now time.Time) (string, error) {
 	t, consumer := d.pe.Tenant, d.pe.Consumer
-	key, err := crypto.ParsePublicKey(t.Spec.PublicKey)
+	key, err := protocol.CheckTenantSpec(t, consumer)
 	if err != nil {
-		return "", fmt.Errorf("tenant public key: %w", err)
+		return "", err
 	}
 	if err := d.pe.CheckRequestKey(key); err != nil {
 		return "", err
-	}
-	if _, err := crypto.ValidateCSR(t.Spec.CSR, consumer, key); err != nil {
-		return "", fmt.Errorf("tenant CSR: %w", err)
 	}
 	sigErr := errors.New("tenant signature: no nonce.yaml beside it to verify against")
 	if d.ok[protocol.Nonce] {

@@ -76,6 +76,13 @@ var _ = Describe("Handshake", Ordered, func() {
 		Expect(secret.Labels).To(HaveKeyWithValue(authv1beta1.RemoteClusterIDLabel, providerID))
 		Expect(secret.Labels).To(HaveKeyWithValue(authv1beta1.IdentityTypeLabel, string(authv1beta1.ControlPlaneIdentityType)))
 		Expect(secret.Annotations).To(HaveKeyWithValue(authv1beta1.RemoteTenantNamespaceAnnotation, tenantNS))
+		for c, name := range map[*cluster]string{provider: tenantNS, consumer: consumerNS} {
+			ns := &corev1.Namespace{}
+			Expect(c.k8s.Get(ctx, client.ObjectKey{Name: name}, ns)).To(Succeed())
+			for _, l := range authv1beta1.PodSecurityLabels {
+				Expect(ns.Labels).To(HaveKeyWithValue(l, authv1beta1.PodSecurityPrivileged), "tenant namespace %s has Liqo's Pod Security labels", name)
+			}
+		}
 		kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
 
 		cs := clientFor(kubeconfig)

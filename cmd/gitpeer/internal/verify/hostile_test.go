@@ -94,6 +94,12 @@ func TestHostileCheckouts(t *testing.T) {
 		{name: "alias bomb", path: proposedDir + "tenant.yaml", wantErr: "anchors and aliases are not allowed", mutate: func(t *testing.T, c *checkout) {
 			c.write(t, proposedDir+"tenant.yaml", []byte(aliasBomb))
 		}},
+		{name: "authzPolicy TolerateNoHandshake", path: proposedDir + "tenant.yaml", wantErr: `spec.authzPolicy is "TolerateNoHandshake": only KeysExchange`, mutate: func(t *testing.T, c *checkout) {
+			tt := c.tenant(t)
+			policy := authv1beta1.TolerateNoHandshake
+			tt.Spec.AuthzPolicy = &policy
+			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
+		}},
 		{name: "multi-document", path: proposedDir + "tenant.yaml", wantErr: "more than one YAML document", mutate: func(t *testing.T, c *checkout) {
 			doc := c.proposed.Files["tenant.yaml"]
 			c.write(t, proposedDir+"tenant.yaml", append(append(append([]byte{}, doc...), "---\n"...), doc...))
