@@ -37,15 +37,7 @@ var _ = Describe("Handshake", Ordered, func() {
 	identityName := authv1beta1.ControlPlaneIdentityName(providerID)
 
 	BeforeAll(func() {
-		provider, consumer = newCluster(providerID), newCluster(consumerID)
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
-		})
-		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}}
-		})
-		provider.startAgent()
-		consumer.startAgent()
+		provider, consumer = startPeers(providerID, consumerID, false)
 	})
 
 	It("proposes the Tenant for review and issues nothing until it is merged", func(ctx SpecContext) {

@@ -36,15 +36,7 @@ var _ = Describe("Proxy URL", Ordered, func() {
 
 	BeforeAll(func() {
 		proxyURL, tunnels = startConnectProxy()
-		provider, consumer = newCluster(xProviderID), newCluster(xConsumerID)
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
-		})
-		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{xProviderID}}
-		})
-		provider.startAgent()
-		consumer.startAgent()
+		provider, consumer = startPeers(xProviderID, xConsumerID, false)
 	})
 
 	It("refuses a Tenant with a proxyURL the provider does not allow", func(ctx SpecContext) {
