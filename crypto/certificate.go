@@ -46,23 +46,19 @@ func ParseCAPEM(data []byte) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// VerifyClientCertificate checks a client certificate issued to a consumer,
-// as the consumer must before using it: it is for key (the consumer's own
-// public key), it is valid at now, it allows client authentication and, when
-// caPEM is not empty, it chains to a certificate in caPEM. An empty caPEM is
-// Liqo's way of saying the API server has a publicly trusted certificate: it
-// names no CA to chain to. It returns the parsed certificate. Failures are
-// *Error with one of the RuleCertificate* rules.
-func VerifyClientCertificate(certPEM, caPEM []byte, key crypto.PublicKey, now time.Time) (*x509.Certificate, error) {
+// CheckClientCertificate checks a client certificate issued to a consumer
+// without asking who issued it: it is one PEM certificate for key (the
+// consumer's own public key), valid at now, allowing client authentication
+// (extended key usage clientAuth and, when the certificate restricts its key
+// usage, digital signature: what a TLS client does with its key). Liqo
+// promises no CA that signed it (Identity.spec.authParams.ca is the API
+// server's serving CA, or empty), so only the API server can vouch for the
+// issuer: prove the certificate with a request. Failures are *Error with one
+// of the RuleCertificate* rules.
+func CheckClientCertificate(certPEM []byte, key crypto.PublicKey, now time.Time) (*x509.Certificate, error) {
 	cert, err := ParseCertificatePEM(certPEM)
 	if err != nil {
 		return nil, err
-	}
-	var roots *x509.CertPool
-	if len(caPEM) > 0 {
-		if roots, err = ParseCAPEM(caPEM); err != nil {
-			return nil, err
-		}
 	}
 	if !samePublicKey(cert.PublicKey, key) {
 		return nil, newError(RuleCertificateKey, nil, "certificate %s key is not the cluster's %s public key",
@@ -75,8 +71,25 @@ func VerifyClientCertificate(certPEM, caPEM []byte, key crypto.PublicKey, now ti
 	if !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
 		return nil, newError(RuleCertificateUsage, nil, "certificate does not have the client-auth extended key usage")
 	}
-	if roots == nil {
-		return cert, nil
+	if cert.KeyUsage != 0 && cert.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
+		return nil, newError(RuleCertificateUsage, nil, "certificate key usage does not allow digital signature, which client authentication needs")
+	}
+	return cert, nil
+}
+
+// VerifyClientCertificate checks a client certificate as
+// CheckClientCertificate does and, when caPEM is not empty, that it chains to
+// a certificate in caPEM. An empty caPEM names no CA to chain to. It returns
+// the parsed certificate. Failures are *Error with one of the
+// RuleCertificate* rules.
+func VerifyClientCertificate(certPEM, caPEM []byte, key crypto.PublicKey, now time.Time) (*x509.Certificate, error) {
+	cert, err := CheckClientCertificate(certPEM, key, now)
+	if err != nil || len(caPEM) == 0 {
+		return cert, err
+	}
+	roots, err := ParseCAPEM(caPEM)
+	if err != nil {
+		return nil, err
 	}
 	_, err = cert.Verify(x509.VerifyOptions{
 		Roots:       roots,

@@ -2,7 +2,10 @@ package crypto
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"testing"
 	"time"
 )
@@ -72,6 +75,51 @@ func TestVerifyClientCertificate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := VerifyClientCertificate(tc.cert, tc.ca, key.Public(), tc.now)
+			requireRule(t, err, tc.rule, tc.want)
+		})
+	}
+}
+
+func TestCheckClientCertificate(t *testing.T) {
+	ca, otherCA := newTestCA(t, "client-ca"), newTestCA(t, "serving-ca")
+	key := newEd25519(t)
+	now := time.Now()
+	nb, na := now.Add(-time.Minute), now.Add(time.Hour)
+	good := ca.issue(t, key.Public(), consumerID, nb, na, x509.ExtKeyUsageClientAuth)
+
+	t.Run("issued by a CA it names nowhere", func(t *testing.T) {
+		// Liqo's Identity: ca is the serving CA, the client certificate comes from the client CA.
+		_, err := VerifyClientCertificate(good, otherCA.pem, key.Public(), now)
+		requireRule(t, err, RuleCertificateChain, "does not chain")
+		cert, err := CheckClientCertificate(good, key.Public(), now)
+		requireNoError(t, err)
+		if cert.Subject.CommonName != consumerID {
+			t.Fatalf("CN = %q", cert.Subject.CommonName)
+		}
+	})
+	t.Run("key usage without digital signature", func(t *testing.T) {
+		template := &x509.Certificate{
+			SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: consumerID, Organization: []string{CSROrganization}},
+			NotBefore: nb, NotAfter: na, KeyUsage: x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, template, ca.cert, key.Public(), ca.key)
+		requireNoError(t, err)
+		_, err = CheckClientCertificate(pemOf(pemCertificate, der), key.Public(), now)
+		requireRule(t, err, RuleCertificateUsage, "does not allow digital signature")
+	})
+	for name, tc := range map[string]struct {
+		cert []byte
+		now  time.Time
+		rule Rule
+		want string
+	}{
+		"other key":   {ca.issue(t, newEd25519(t).Public(), consumerID, nb, na, x509.ExtKeyUsageClientAuth), now, RuleCertificateKey, "is not the cluster's"},
+		"expired":     {good, na.Add(time.Second), RuleCertificateValidity, "not at"},
+		"server auth": {ca.issue(t, key.Public(), consumerID, nb, na, x509.ExtKeyUsageServerAuth), now, RuleCertificateUsage, "client-auth"},
+		"garbage":     {pemOf(pemCertificate, []byte{0x30, 0}), now, RuleCertificateFormat, "cannot parse certificate"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := CheckClientCertificate(tc.cert, key.Public(), tc.now)
 			requireRule(t, err, tc.rule, tc.want)
 		})
 	}

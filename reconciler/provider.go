@@ -145,6 +145,7 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
 		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
 		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
+		AllowProxyURL:  s.obj.Spec.Provider.AllowProxyURL,
 	})
 	if verdict.Rejected != "" {
 		return s.rejectTenant(pe, verdict.Rejected)
@@ -369,19 +370,17 @@ func (s *session) rejectTenant(pe *protocol.Documents, reason string) outcome {
 }
 
 // ensureTenantNamespace makes sure liqo-tenant-<peer> exists with Liqo's
-// labels and belongs to this PeeringRepository: it creates it, adopts a legacy
+// labels (Pod Security privileged included) and belongs to this PeeringRepository: it creates it, adopts a legacy
 // one (see adoptIfLegacy) and refuses any other (errNotOurs).
 func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) error {
 	obj, err := s.tenantNamespace(ctx, peer, ns)
 	if err != nil || obj != nil {
 		return err
 	}
-	return s.r.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-		authv1beta1.RemoteClusterIDLabel: peer,
-		authv1beta1.TenantNamespaceLabel: authv1beta1.TrueValue,
-		ManagedByLabel:                   managedBy,
-		OwnerLabel:                       string(s.obj.UID),
-	}, Annotations: map[string]string{ModeAnnotation: s.modeName()}}})
+	labels := authv1beta1.TenantNamespaceLabels(authv1beta1.ClusterID(peer))
+	labels[ManagedByLabel], labels[OwnerLabel] = managedBy, string(s.obj.UID)
+	return s.r.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels,
+		Annotations: map[string]string{ModeAnnotation: s.modeName()}}})
 }
 
 // nonce returns the consumer's current nonce from the liqo-nonce Secret,
@@ -454,7 +453,8 @@ func (s *session) storeIssued(ctx context.Context, tenant *authv1beta1.Tenant, n
 	}
 	patch := client.MergeFrom(tenant.DeepCopy())
 	tenant.Status.TenantNamespace = ns
-	tenant.Status.AuthParams = &authv1beta1.AuthParams{CA: ca, SignedCRT: cert, APIServer: s.apiServer()}
+	// proxyURL = spec.proxyURL, as Liqo's tenant controller sets it (CheckTenant allowed it).
+	tenant.Status.AuthParams = &authv1beta1.AuthParams{CA: ca, SignedCRT: cert, APIServer: s.apiServer(), ProxyURL: tenant.Spec.ProxyURL}
 	return s.r.Status().Patch(ctx, tenant, patch)
 }
 

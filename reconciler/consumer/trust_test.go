@@ -52,6 +52,8 @@ func TestCheckPin(t *testing.T) {
 			wantErr: "CA (none: system roots) is not the API server and CA pinned"},
 		{name: "CA dropped after a CA was pinned", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url,
 			wantErr: "is not the API server and CA pinned"},
+		{name: "CA appears after an empty CA was pinned (plain Liqo provider switched)", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, nil)}, url: url, ca: ca,
+			wantErr: "is not the API server and CA pinned"},
 		{name: "legacy CA pin, same CA: migrated", annotations: map[string]string{PinnedCAAnnotation: legacy}, url: url, ca: ca},
 		{name: "legacy CA pin, other CA", annotations: map[string]string{PinnedCAAnnotation: legacy}, url: url, ca: otherCA,
 			wantErr: "is not the CA pinned for provider provider-a"},

@@ -12,10 +12,8 @@ import (
 )
 
 // CheckTenant checks a Tenant as the provider must before issuing anything:
-// its public key parses, its signature is over nonce (the provider's own
-// current nonce), and its CSR passes the strict rules for consumer (CN, O
-// exactly liqo.io, no extensions, key equal to the Tenant's key). It returns
-// the Tenant's public key.
+// CheckTenantSpec, and its signature is over nonce (the provider's own
+// current nonce). It returns the Tenant's public key.
 func CheckTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.PublicKey, error) {
 	key, err := crypto.ParsePublicKey(t.Spec.PublicKey)
 	if err != nil {
@@ -24,20 +22,45 @@ func CheckTenant(t *authv1beta1.Tenant, nonce, consumer string) (gocrypto.Public
 	if err := crypto.VerifyNonceSignature(key, nonce, t.Spec.Signature); err != nil {
 		return nil, fmt.Errorf("tenant signature: %w", err)
 	}
+	return CheckTenantSpec(t, consumer)
+}
+
+// CheckTenantSpec checks what a Tenant asks for, whatever nonce it signed:
+// its public key parses, its authzPolicy is KeysExchange (or unset, which the
+// CRD defaults to it), and its CSR passes the strict rules for consumer (CN, O
+// exactly liqo.io, no extensions, key equal to the Tenant's key). It returns
+// the Tenant's public key. The provider agent and `gitpeer verify` both use it.
+func CheckTenantSpec(t *authv1beta1.Tenant, consumer string) (gocrypto.PublicKey, error) {
+	key, err := crypto.ParsePublicKey(t.Spec.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("tenant public key: %w", err)
+	}
+	if p := authv1beta1.GetAuthzPolicyValue(t.Spec.AuthzPolicy); p != authv1beta1.KeysExchange {
+		return nil, fmt.Errorf("%w: tenant spec.authzPolicy is %q: only %s is accepted from Git (%s would make Liqo skip the handshake checks)",
+			ErrInvalid, p, authv1beta1.KeysExchange, authv1beta1.TolerateNoHandshake)
+	}
 	if _, err := crypto.ValidateCSR(t.Spec.CSR, consumer, key); err != nil {
 		return nil, fmt.Errorf("tenant CSR: %w", err)
 	}
 	return key, nil
 }
 
-// CheckIdentity checks that an Identity's certificate belongs to key, chains
-// to the CA inside the Identity (unless that CA is empty, as Liqo allows for a
-// publicly trusted API server), allows client authentication, is valid at now,
-// and names consumer (CN) in exactly the group liqo.io (O).
+// CheckIdentity checks an Identity as a consumer must before it proves it
+// with a SelfSubjectReview: its certificate is for key, valid at now, allows
+// client authentication and names consumer (CN) in exactly the group liqo.io
+// (O); its CA, when not empty, is a bundle of CA certificates. The
+// certificate need not chain to that CA: in Liqo it is the API server's
+// serving CA, or empty for a publicly trusted API server (the system roots
+// verify it), and never promised to be the CA that signed the certificate.
 func CheckIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer string, now time.Time) (*x509.Certificate, error) {
-	cert, err := crypto.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, id.Spec.AuthParams.CA, key, now)
+	cert, err := crypto.CheckClientCertificate(id.Spec.AuthParams.SignedCRT, key, now)
 	if err != nil {
 		return nil, fmt.Errorf("identity certificate: %w", err)
+	}
+	if ca := id.Spec.AuthParams.CA; len(ca) > 0 {
+		if _, err := crypto.ParseCAPEM(ca); err != nil {
+			return nil, fmt.Errorf("identity CA: %w", err)
+		}
 	}
 	if err := CheckSubject(cert, consumer); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	gocrypto "crypto"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -30,7 +31,11 @@ func TestCheckIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issue := func(cn string, orgs ...string) []byte {
+	otherKey, err := crypto.GenerateKey(crypto.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issueFor := func(key gocrypto.Signer, cn string, orgs ...string) []byte {
 		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
 		if err != nil {
 			t.Fatal(err)
@@ -41,22 +46,32 @@ func TestCheckIdentity(t *testing.T) {
 		}
 		return cert
 	}
+	issue := func(cn string, orgs ...string) []byte { return issueFor(key, cn, orgs...) }
 	good := issue(consumer, authv1beta1.CertificateOrganization)
 	for _, tc := range []struct {
 		name     string
 		cert, ca []byte
+		at       time.Time
 		wantErr  string
 	}{
 		{name: "chains to its CA", cert: good, ca: ca.PEM},
 		{name: "empty CA: publicly trusted API server, no chain to check", cert: good},
-		{name: "another CA", cert: good, ca: otherCA.PEM, wantErr: "does not chain"},
+		{name: "signed by a CA it does not name (Liqo: ca is the serving CA)", cert: good, ca: otherCA.PEM},
+		{name: "CA field holds the client certificate", cert: good, ca: good, wantErr: "identity CA: CA certificate 1"},
+		{name: "CA field is not PEM", cert: good, ca: []byte("not a CA"), wantErr: "identity CA:"},
+		{name: "another key", cert: issueFor(otherKey, consumer, authv1beta1.CertificateOrganization), ca: otherCA.PEM, wantErr: "is not the cluster's"},
+		{name: "expired", cert: good, ca: ca.PEM, at: now.Add(2 * time.Hour), wantErr: "not at"},
 		{name: "empty CA, another consumer", cert: issue("consumer-2", authv1beta1.CertificateOrganization), wantErr: `is for "consumer-2"`},
 		{name: "empty CA, system:masters", cert: issue(consumer, "system:masters"), wantErr: "organization [system:masters] is not [liqo.io]"},
 		{name: "extra organization", cert: issue(consumer, authv1beta1.CertificateOrganization, "system:masters"), ca: ca.PEM, wantErr: "organization [liqo.io system:masters]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: "https://p:6443", CA: tc.ca, SignedCRT: tc.cert}}}
-			_, err := protocol.CheckIdentity(id, key.Public(), consumer, now)
+			at := now
+			if !tc.at.IsZero() {
+				at = tc.at
+			}
+			_, err := protocol.CheckIdentity(id, key.Public(), consumer, at)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)

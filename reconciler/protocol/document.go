@@ -118,11 +118,9 @@ func (pe *Documents) decode(p Path, data []byte) error {
 			return fmt.Errorf("%w: Identity type %q is not %q", ErrInvalid, id.Spec.Type, authv1beta1.ControlPlaneIdentityType)
 		}
 		// An empty ca is legal in Liqo: the API server has a publicly trusted certificate.
+		// proxyURL and awsConfig (liqoctl generate identity copies them from the Tenant status) are carried.
 		if id.Spec.AuthParams.APIServer == "" || len(id.Spec.AuthParams.SignedCRT) == 0 {
 			return fmt.Errorf("%w: Identity needs spec.authParams.apiServer and signedCRT", ErrInvalid)
-		}
-		if id.Spec.AuthParams.AwsConfig != nil {
-			return fmt.Errorf("%w: Identity with awsConfig is not supported", ErrInvalid)
 		}
 		pe.Identity = &id
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -225,7 +226,11 @@ func TestDecode(t *testing.T) {
 		{name: "tenant without signature", kind: Tenant, data: tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.Signature = nil }), wantErr: "needs spec.publicKey, spec.csr and spec.signature"},
 		{name: "identity under another provider", kind: Identity, data: identity(nil), path: &Path{Provider: "provider-b", Consumer: consumer, Kind: Identity}, wantErr: `sits in the directory of provider "provider-b"`},
 		{name: "identity wrong type", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.Type = "ResourceSlice" }), wantErr: `Identity type "ResourceSlice"`},
-		{name: "identity with awsConfig", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.AwsConfig = &authv1beta1.AwsConfig{} }), wantErr: "awsConfig is not supported"},
+		{name: "identity with awsConfig and proxyURL (liqoctl generate identity of an EKS provider): carried", kind: Identity, data: identity(func(id *authv1beta1.Identity) {
+			id.Spec.AuthParams.AwsConfig = &authv1beta1.AwsConfig{AwsUserArn: "arn:aws:iam::1:user/liqo", AwsRegion: "eu-west-1", AwsClusterName: "p"}
+			id.Spec.AuthParams.ProxyURL = ptr.To("http://proxy:3128")
+		})},
+		{name: "identity with an unknown authParams field", kind: Identity, data: []byte(strings.Replace(string(identity(nil)), "authParams:", "authParams:\n    token: x", 1)), wantErr: `unknown field "spec.authParams.token"`},
 		{name: "identity without certificate", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.SignedCRT = nil }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
 		{name: "identity without API server", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.APIServer = "" }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
 		{name: "identity without CA (publicly trusted API server)", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.CA = nil })},
@@ -320,6 +325,9 @@ func TestCheckTenant(t *testing.T) {
 			tt.Spec.Signature = sigBy(other, nonce)
 			tt.Spec.CSR = csrWith(t, other, consumer, "liqo.io")
 		}), wantErr: "tenant signature:"},
+		{name: "authzPolicy TolerateNoHandshake", tenant: with(func(tt *authv1beta1.Tenant) { p := authv1beta1.TolerateNoHandshake; tt.Spec.AuthzPolicy = &p }),
+			wantErr: `spec.authzPolicy is "TolerateNoHandshake"`},
+		{name: "authzPolicy unset: the CRD defaults it to KeysExchange", tenant: with(func(tt *authv1beta1.Tenant) { tt.Spec.AuthzPolicy = nil })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := CheckTenant(tc.tenant, nonce, consumer)

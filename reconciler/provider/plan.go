@@ -10,8 +10,12 @@ import (
 	gocrypto "crypto"
 	"crypto/x509"
 	"fmt"
+	"net/url"
 	"path"
+	"slices"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -135,6 +139,9 @@ type TenantCheck struct {
 	// RevivalBlocked, if not empty, says why the consumer must not be bound
 	// again (an unexpired revoked certificate no admin accepted).
 	RevivalBlocked string
+	// AllowProxyURL: the provider lets a Tenant name a proxyURL
+	// (spec.provider.allowProxyURL).
+	AllowProxyURL bool
 }
 
 // TenantVerdict is the result of CheckTenant.
@@ -150,8 +157,10 @@ type TenantVerdict struct {
 
 // CheckTenant applies the trust rules to the Tenant merged in pe: signed
 // over the provider's own current nonce, for the consumer's subject, with
-// the key of request.yaml, not blocked by a revoked certificate, and the key
-// pinned at first issuance (changed only by the rekey annotation).
+// authzPolicy KeysExchange (protocol.CheckTenant), with the key of
+// request.yaml, a proxyURL only if the provider allows one, not blocked by a
+// revoked certificate, and the key pinned at first issuance (changed only by
+// the rekey annotation).
 func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
 	if c.Nonce == "" {
 		return TenantVerdict{Rejected: "no nonce was issued to this consumer (request.yaml missing or revoked)"}
@@ -159,6 +168,9 @@ func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
 	key, err := protocol.CheckTenant(pe.Tenant, c.Nonce, pe.Consumer)
 	if err == nil {
 		err = pe.CheckRequestKey(key)
+	}
+	if err == nil {
+		err = CheckProxyURL(pe.Tenant, c.AllowProxyURL)
 	}
 	if err != nil {
 		return TenantVerdict{Rejected: err.Error()}
@@ -180,6 +192,28 @@ func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
 		v.Replaces = c.PinnedKey
 	}
 	return v
+}
+
+// proxySchemes are the proxy URL schemes client-go dials.
+var proxySchemes = []string{"http", "https", "socks5"}
+
+// CheckProxyURL refuses a Tenant's spec.proxyURL unless allowed (the
+// provider's spec.provider.allowProxyURL), and one that is not an absolute
+// http, https or socks5 URL of a host. The provider copies an accepted one
+// into the Tenant's status and identity.yaml, as Liqo's tenant controller does.
+func CheckProxyURL(t *authv1beta1.Tenant, allowed bool) error {
+	raw := ptr.Deref(t.Spec.ProxyURL, "")
+	if raw == "" {
+		return nil
+	}
+	if !allowed {
+		return fmt.Errorf("tenant spec.proxyURL %q: this provider does not accept proxies named by consumers (spec.provider.allowProxyURL is false); remove it from tenant.yaml", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !slices.Contains(proxySchemes, u.Scheme) || u.Host == "" {
+		return fmt.Errorf("tenant spec.proxyURL %q is not an absolute %v URL of a host", raw, proxySchemes)
+	}
+	return nil
 }
 
 func short(digest string) string { return digest[:min(16, len(digest))] }

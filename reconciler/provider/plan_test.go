@@ -112,22 +112,44 @@ func TestCheckTenant(t *testing.T) {
 	pe, pin := peering(t, nonce)
 	otherKey, _ := peering(t, nonce)
 	otherPin := strings.Repeat("ab", 32)
+	with := func(mutate func(*authv1beta1.TenantSpec)) *protocol.Documents {
+		changed := *pe
+		changed.Tenant = pe.Tenant.DeepCopy()
+		mutate(&changed.Tenant.Spec)
+		return &changed
+	}
+	policy := func(p authv1beta1.AuthzPolicy) *protocol.Documents {
+		return with(func(s *authv1beta1.TenantSpec) { s.AuthzPolicy = &p })
+	}
+	proxy := func(u string) *protocol.Documents {
+		return with(func(s *authv1beta1.TenantSpec) { s.ProxyURL = &u })
+	}
 	for name, tc := range map[string]struct {
 		pe       *protocol.Documents
 		check    TenantCheck
 		rejected string // substring; "" accepts
 		replaces string
 	}{
-		"first issuance":                {pe, TenantCheck{Nonce: nonce}, "", ""},
-		"pinned key":                    {pe, TenantCheck{Nonce: nonce, PinnedKey: pin}, "", ""},
-		"no nonce issued":               {pe, TenantCheck{}, "no nonce was issued", ""},
-		"signed over another nonce":     {pe, TenantCheck{Nonce: crypto.GenerateNonce()}, "tenant signature", ""},
-		"key is not request.yaml's key": {&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: pe.Tenant, Request: otherKey.Request}, TenantCheck{Nonce: nonce}, "request", ""},
-		"no request.yaml":               {&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: pe.Tenant}, TenantCheck{Nonce: nonce}, "no valid request.yaml", ""},
-		"revoked certificate unexpired": {pe, TenantCheck{Nonce: nonce, RevivalBlocked: "revoked certificate 1f is valid until"}, "revoked certificate 1f", ""},
-		"another key pinned":            {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, "is not the key pinned for consumer-1", ""},
-		"rekey to another key only":     {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: otherPin}, "is not the key pinned", ""},
-		"rekeyed by the admin":          {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: pin}, "", otherPin},
+		"first issuance":                               {pe, TenantCheck{Nonce: nonce}, "", ""},
+		"pinned key":                                   {pe, TenantCheck{Nonce: nonce, PinnedKey: pin}, "", ""},
+		"no nonce issued":                              {pe, TenantCheck{}, "no nonce was issued", ""},
+		"signed over another nonce":                    {pe, TenantCheck{Nonce: crypto.GenerateNonce()}, "tenant signature", ""},
+		"key is not request.yaml's key":                {&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: pe.Tenant, Request: otherKey.Request}, TenantCheck{Nonce: nonce}, "request", ""},
+		"no request.yaml":                              {&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: pe.Tenant}, TenantCheck{Nonce: nonce}, "no valid request.yaml", ""},
+		"revoked certificate unexpired":                {pe, TenantCheck{Nonce: nonce, RevivalBlocked: "revoked certificate 1f is valid until"}, "revoked certificate 1f", ""},
+		"another key pinned":                           {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, "is not the key pinned for consumer-1", ""},
+		"rekey to another key only":                    {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: otherPin}, "is not the key pinned", ""},
+		"rekeyed by the admin":                         {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: pin}, "", otherPin},
+		"authzPolicy unset (CRD default KeysExchange)": {with(func(s *authv1beta1.TenantSpec) { s.AuthzPolicy = nil }), TenantCheck{Nonce: nonce}, "", ""},
+		"authzPolicy TolerateNoHandshake": {policy(authv1beta1.TolerateNoHandshake), TenantCheck{Nonce: nonce, AllowProxyURL: true},
+			`spec.authzPolicy is "TolerateNoHandshake": only KeysExchange is accepted`, ""},
+		"authzPolicy empty string":    {policy(""), TenantCheck{Nonce: nonce}, `spec.authzPolicy is ""`, ""},
+		"proxyURL not allowed":        {proxy("http://proxy.consumer:3128"), TenantCheck{Nonce: nonce}, "does not accept proxies named by consumers (spec.provider.allowProxyURL is false)", ""},
+		"proxyURL allowed":            {proxy("http://proxy.consumer:3128"), TenantCheck{Nonce: nonce, AllowProxyURL: true}, "", ""},
+		"socks5 proxyURL allowed":     {proxy("socks5://10.0.0.1:1080"), TenantCheck{Nonce: nonce, AllowProxyURL: true}, "", ""},
+		"empty proxyURL":              {proxy(""), TenantCheck{Nonce: nonce}, "", ""},
+		"proxyURL not a URL":          {proxy("proxy.consumer:3128"), TenantCheck{Nonce: nonce, AllowProxyURL: true}, "is not an absolute [http https socks5] URL", ""},
+		"proxyURL with a file scheme": {proxy("file:///etc/passwd"), TenantCheck{Nonce: nonce, AllowProxyURL: true}, "is not an absolute", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := CheckTenant(tc.pe, tc.check)

@@ -143,15 +143,12 @@ func condition(c authv1beta1.TenantCondition) authv1beta1.TenantCondition {
 // day. A Tenant over an old nonce without such an Identity is a replay.
 func (d *directory) checkTenant(now time.Time) (string, error) {
 	t, consumer := d.pe.Tenant, d.pe.Consumer
-	key, err := crypto.ParsePublicKey(t.Spec.PublicKey)
+	key, err := protocol.CheckTenantSpec(t, consumer)
 	if err != nil {
-		return "", fmt.Errorf("tenant public key: %w", err)
+		return "", err
 	}
 	if err := d.pe.CheckRequestKey(key); err != nil {
 		return "", err
-	}
-	if _, err := crypto.ValidateCSR(t.Spec.CSR, consumer, key); err != nil {
-		return "", fmt.Errorf("tenant CSR: %w", err)
 	}
 	sigErr := errors.New("tenant signature: no nonce.yaml beside it to verify against")
 	if d.ok[protocol.Nonce] {
@@ -169,8 +166,8 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 	return "", sigErr
 }
 
-// checkIdentity verifies identity.yaml's certificate: it chains to the CA in
-// the Identity, allows client auth, is valid now, names the consumer in
+// checkIdentity verifies identity.yaml's certificate (protocol.CheckIdentity):
+// it allows client auth, is valid now, names the consumer in
 // exactly O=liqo.io, and is for the key of tenant.yaml (or of request.yaml
 // when tenant.yaml is gone, e.g. in a revoking pull request).
 func (d *directory) checkIdentity(now time.Time) (string, error) {
@@ -196,10 +193,19 @@ func (d *directory) checkIdentity(now time.Time) (string, error) {
 	if cert, err = protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
 		return "", fmt.Errorf("%w (checked against %s)", err, source)
 	}
-	chain := "chains to its CA"
-	if len(d.pe.Identity.Spec.AuthParams.CA) == 0 {
-		chain = "has no CA (the API server must be publicly trusted)"
-	}
 	return fmt.Sprintf("certificate %s for CN=%s %s, is for %s, expires %s",
-		cert.SerialNumber.Text(16), d.pe.Consumer, chain, source, cert.NotAfter.UTC().Format(time.RFC3339)), nil
+		cert.SerialNumber.Text(16), d.pe.Consumer, issuer(d.pe.Identity, key, now), source, cert.NotAfter.UTC().Format(time.RFC3339)), nil
+}
+
+// issuer says how the certificate of id relates to the CA id names. Liqo
+// promises no CA that signed it: the consumer proves it with a SelfSubjectReview.
+func issuer(id *authv1beta1.Identity, key gocrypto.PublicKey, now time.Time) string {
+	ap := id.Spec.AuthParams
+	switch _, err := crypto.VerifyClientCertificate(ap.SignedCRT, ap.CA, key, now); {
+	case len(ap.CA) == 0:
+		return "has no CA (the API server must be trusted by the system roots; the consumer proves the certificate with a SelfSubjectReview)"
+	case err != nil:
+		return "does not chain to its CA (Liqo-legal: that is the API server's serving CA; the consumer proves the certificate with a SelfSubjectReview)"
+	}
+	return "chains to its CA"
 }

@@ -44,9 +44,13 @@ type ControlPlane struct {
 	Config *rest.Config
 	// URL is the API server's https URL.
 	URL string
-	// CAPEM is the cluster CA: it signs the serving certificate, client
-	// certificates and every kube-apiserver-client CSR.
+	// CAPEM is the cluster CA: it signs the serving certificate (unless
+	// Options.SeparateServingCA), client certificates and every
+	// kube-apiserver-client CSR.
 	CAPEM []byte
+	// ServingCAPEM is the CA of the API server's serving certificate, the CA
+	// of Config: CAPEM, or another CA with Options.SeparateServingCA.
+	ServingCAPEM []byte
 	// Dir holds the control plane's files; KubeconfigPath is the admin kubeconfig in it.
 	Dir, KubeconfigPath string
 	// StartupTime is how long the control plane took to become ready.
@@ -70,12 +74,26 @@ const controllers = "certificatesigningrequest-signing-controller,certificatesig
 	"namespace-controller,garbage-collector-controller,serviceaccount-controller," +
 	"clusterrole-aggregation-controller,root-ca-certificate-publisher-controller"
 
+// Options change how a control plane is set up.
+type Options struct {
+	// SeparateServingCA signs the API server's serving certificate with a CA
+	// of its own, as k3s and managed clusters do: client certificates (and
+	// CSRs) then do not chain to the CA clients verify the server with.
+	SeparateServingCA bool
+}
+
 // Start runs a control plane until the test ends. Everything it started is
 // stopped and its directory removed when the test ends, also when the test
 // fails or panics. Component logs are printed only when the test failed.
 func Start(t TB) *ControlPlane {
 	t.Helper()
-	cp, err := New(context.Background(), "")
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t TB, o Options) *ControlPlane {
+	t.Helper()
+	cp, err := NewWith(context.Background(), "", o)
 	if err != nil {
 		t.Fatalf("start control plane: %v", err)
 	}
@@ -92,13 +110,18 @@ func Start(t TB) *ControlPlane {
 // New starts a control plane in dir (a new temporary directory, removed by
 // Stop, when dir is empty) and waits until it is ready. Call Stop when done.
 func New(ctx context.Context, dir string) (*ControlPlane, error) {
+	return NewWith(ctx, dir, Options{})
+}
+
+// NewWith is New with options.
+func NewWith(ctx context.Context, dir string, o Options) (*ControlPlane, error) {
 	bin, err := findBinaries()
 	if err != nil {
 		return nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		cp, err := start(ctx, bin, dir)
+		cp, err := start(ctx, bin, dir, o)
 		if err == nil {
 			return cp, nil
 		}
@@ -112,7 +135,7 @@ func New(ctx context.Context, dir string) (*ControlPlane, error) {
 
 var errPortInUse = errors.New("port taken before it could be bound")
 
-func start(ctx context.Context, bin, dir string) (cp *ControlPlane, err error) {
+func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, err error) {
 	began := time.Now()
 	cp = &ControlPlane{Dir: dir, bin: bin}
 	if dir == "" {
@@ -132,7 +155,13 @@ func start(ctx context.Context, bin, dir string) (cp *ControlPlane, err error) {
 	if cp.pki, err = newPKI(); err != nil {
 		return cp, err
 	}
-	cp.CAPEM = cp.pki.caPEM
+	cp.pki.serving = cp.pki
+	if o.SeparateServingCA {
+		if cp.pki.serving, err = newPKI(); err != nil {
+			return cp, err
+		}
+	}
+	cp.CAPEM, cp.ServingCAPEM = cp.pki.caPEM, cp.pki.serving.caPEM
 	files, err := cp.pki.writeFiles(cp.Dir)
 	if err != nil {
 		return cp, err
@@ -192,7 +221,7 @@ func start(ctx context.Context, bin, dir string) (cp *ControlPlane, err error) {
 		"--kube-api-qps="+strconv.Itoa(ControllerManagerQPS), "--kube-api-burst="+strconv.Itoa(2*ControllerManagerQPS),
 		"--controllers="+controllers, "--use-service-account-credentials=false",
 		"--cluster-signing-cert-file="+files.caCert, "--cluster-signing-key-file="+files.caKey,
-		"--root-ca-file="+files.caCert, "--service-account-private-key-file="+files.saKey,
+		"--root-ca-file="+files.servingCA, "--service-account-private-key-file="+files.saKey,
 	); err != nil {
 		return cp, err
 	}
@@ -274,7 +303,7 @@ func (cp *ControlPlane) clientConfig(user string, groups []string) (*rest.Config
 	}
 	return &rest.Config{
 		Host:            cp.URL,
-		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CAPEM, CertData: certPEM, KeyData: keyPEM},
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.ServingCAPEM, CertData: certPEM, KeyData: keyPEM},
 		QPS:             100,
 		Burst:           200,
 	}, nil

@@ -16,13 +16,15 @@ import (
 	"time"
 )
 
-// pki is the control plane's one certificate authority. It is the API server's
+// pki is the control plane's certificate authority. It is the API server's
 // client CA and the controller-manager's cluster-signing CA, so certificates
-// issued for CSRs authenticate to the API server.
+// issued for CSRs authenticate to the API server; serving signs the API
+// server's certificate (the pki itself unless a separate serving CA is asked for).
 type pki struct {
-	caCert *x509.Certificate
-	caKey  crypto.Signer
-	caPEM  []byte
+	caCert  *x509.Certificate
+	caKey   crypto.Signer
+	caPEM   []byte
+	serving *pki
 }
 
 func newPKI() (*pki, error) {
@@ -88,6 +90,7 @@ func (p *pki) writeFiles(dir string) (files pkiFiles, err error) {
 	files = pkiFiles{
 		caCert:      filepath.Join(dir, "ca.crt"),
 		caKey:       filepath.Join(dir, "ca.key"),
+		servingCA:   filepath.Join(dir, "serving-ca.crt"),
 		servingCert: filepath.Join(dir, "apiserver.crt"),
 		servingKey:  filepath.Join(dir, "apiserver.key"),
 		saKey:       filepath.Join(dir, "sa.key"),
@@ -97,7 +100,7 @@ func (p *pki) writeFiles(dir string) (files pkiFiles, err error) {
 	if err != nil {
 		return files, err
 	}
-	servingCert, servingKey, err := p.issue(pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
+	servingCert, servingKey, err := p.serving.issue(pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)}, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
 	if err != nil {
 		return files, err
@@ -117,6 +120,7 @@ func (p *pki) writeFiles(dir string) (files pkiFiles, err error) {
 	}
 	for path, data := range map[string][]byte{
 		files.caCert:      p.caPEM,
+		files.servingCA:   p.serving.caPEM,
 		files.caKey:       pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: caKeyDER}),
 		files.servingCert: servingCert,
 		files.servingKey:  servingKey,
@@ -131,5 +135,5 @@ func (p *pki) writeFiles(dir string) (files pkiFiles, err error) {
 }
 
 type pkiFiles struct {
-	caCert, caKey, servingCert, servingKey, saKey, saPub string
+	caCert, caKey, servingCA, servingCert, servingKey, saKey, saPub string
 }

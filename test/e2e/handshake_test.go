@@ -37,15 +37,7 @@ var _ = Describe("Handshake", Ordered, func() {
 	identityName := authv1beta1.ControlPlaneIdentityName(providerID)
 
 	BeforeAll(func() {
-		provider, consumer = newCluster(providerID), newCluster(consumerID)
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
-		})
-		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}}
-		})
-		provider.startAgent()
-		consumer.startAgent()
+		provider, consumer = startPeers(providerID, consumerID, false)
 	})
 
 	It("proposes the Tenant for review and issues nothing until it is merged", func(ctx SpecContext) {
@@ -76,6 +68,13 @@ var _ = Describe("Handshake", Ordered, func() {
 		Expect(secret.Labels).To(HaveKeyWithValue(authv1beta1.RemoteClusterIDLabel, providerID))
 		Expect(secret.Labels).To(HaveKeyWithValue(authv1beta1.IdentityTypeLabel, string(authv1beta1.ControlPlaneIdentityType)))
 		Expect(secret.Annotations).To(HaveKeyWithValue(authv1beta1.RemoteTenantNamespaceAnnotation, tenantNS))
+		for c, name := range map[*cluster]string{provider: tenantNS, consumer: consumerNS} {
+			ns := &corev1.Namespace{}
+			Expect(c.k8s.Get(ctx, client.ObjectKey{Name: name}, ns)).To(Succeed())
+			for _, l := range authv1beta1.PodSecurityLabels {
+				Expect(ns.Labels).To(HaveKeyWithValue(l, authv1beta1.PodSecurityPrivileged), "tenant namespace %s has Liqo's Pod Security labels", name)
+			}
+		}
 		kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
 
 		cs := clientFor(kubeconfig)

@@ -143,19 +143,27 @@ patches:
 // the consumer's peering is Ready.
 func peerDirect(providerID, consumerID string) (provider, consumer *cluster) {
 	GinkgoHelper()
+	provider, consumer = startPeers(providerID, consumerID, true)
+	Eventually(func(g Gomega) {
+		g.Expect(peeringPhases(context.Background(), consumer)).To(HaveKeyWithValue("Consumer/"+providerID, gitpeerv1alpha1.PhaseReady),
+			"consumer: %v\nprovider: %v", peeringMessages(consumer), peeringMessages(provider))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	return provider, consumer
+}
+
+// startPeers starts a provider and a consumer of it (in direct mode, or
+// proposing its Tenant for review) with their agents.
+func startPeers(providerID, consumerID string, direct bool) (provider, consumer *cluster) {
+	GinkgoHelper()
 	provider, consumer = newCluster(providerID), newCluster(consumerID)
 	provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 	})
 	consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{authv1beta1.ClusterID(providerID)}, Direct: true}
+		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{authv1beta1.ClusterID(providerID)}, Direct: direct}
 	})
 	provider.startAgent()
 	consumer.startAgent()
-	Eventually(func(g Gomega) {
-		g.Expect(peeringPhases(context.Background(), consumer)).To(HaveKeyWithValue("Consumer/"+providerID, gitpeerv1alpha1.PhaseReady),
-			"consumer: %v\nprovider: %v", peeringMessages(consumer), peeringMessages(provider))
-	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	return provider, consumer
 }
 

@@ -79,6 +79,25 @@ func ValidateClusterID(id string) error {
 // TenantNamespaceName returns the name of the tenant namespace for the peer cluster.
 func TenantNamespaceName(peerID ClusterID) string { return TenantNamespacePrefix + string(peerID) }
 
+// PodSecurityLabels are the Pod Security admission labels Liqo sets on its own namespaces,
+// tenant namespaces included: level privileged for audit, enforce and warn.
+var PodSecurityLabels = [...]string{
+	"pod-security.kubernetes.io/audit", "pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/warn",
+}
+
+// PodSecurityPrivileged is the Pod Security level of PodSecurityLabels.
+const PodSecurityPrivileged = "privileged"
+
+// TenantNamespaceLabels returns the labels Liqo gives the tenant namespace of the peer cluster
+// (pkg/tenantNamespace CreateNamespace): its ID, the tenant-namespace marker and PodSecurityLabels.
+func TenantNamespaceLabels(peerID ClusterID) map[string]string {
+	labels := map[string]string{RemoteClusterIDLabel: string(peerID), TenantNamespaceLabel: TrueValue}
+	for _, l := range PodSecurityLabels {
+		labels[l] = PodSecurityPrivileged
+	}
+	return labels
+}
+
 // TenantName returns the name of the Tenant of a consumer cluster: its cluster ID.
 func TenantName(consumerID ClusterID) string { return string(consumerID) }
 

@@ -233,6 +233,13 @@ type ProviderSpec struct {
 	// +optional
 	CASecretRef *meta.LocalObjectReference `json:"caSecretRef,omitempty"`
 
+	// AllowProxyURL lets consumers reach this cluster through a proxy of their choice: a Tenant's
+	// spec.proxyURL (an http, https or socks5 URL) is then copied into its status and identity.yaml
+	// (authParams.proxyURL), as Liqo's tenant controller does. By default a Tenant with a proxyURL
+	// is refused, with the reason.
+	// +optional
+	AllowProxyURL bool `json:"allowProxyURL,omitempty"`
+
 	// CertificateTTL is the lifetime of the client certificates issued to consumers (the CSR's
 	// expirationSeconds); they are renewed when 2/3 of it has passed, without a new approval.
 	// Defaults to 24h; at least 10m. A revoked certificate stays valid until it expires, and the

@@ -94,6 +94,12 @@ func TestHostileCheckouts(t *testing.T) {
 		{name: "alias bomb", path: proposedDir + "tenant.yaml", wantErr: "anchors and aliases are not allowed", mutate: func(t *testing.T, c *checkout) {
 			c.write(t, proposedDir+"tenant.yaml", []byte(aliasBomb))
 		}},
+		{name: "authzPolicy TolerateNoHandshake", path: proposedDir + "tenant.yaml", wantErr: `spec.authzPolicy is "TolerateNoHandshake": only KeysExchange`, mutate: func(t *testing.T, c *checkout) {
+			tt := c.tenant(t)
+			policy := authv1beta1.TolerateNoHandshake
+			tt.Spec.AuthzPolicy = &policy
+			c.writeYAML(t, proposedDir+"tenant.yaml", tt)
+		}},
 		{name: "multi-document", path: proposedDir + "tenant.yaml", wantErr: "more than one YAML document", mutate: func(t *testing.T, c *checkout) {
 			doc := c.proposed.Files["tenant.yaml"]
 			c.write(t, proposedDir+"tenant.yaml", append(append(append([]byte{}, doc...), "---\n"...), doc...))
@@ -115,13 +121,9 @@ func TestHostileCheckouts(t *testing.T) {
 		{name: "identity for another key", path: issuedDir + "identity.yaml", also: issuedDir + "tenant.yaml", wantErr: "key is not the cluster's", mutate: func(t *testing.T, c *checkout) {
 			c.identity(t, c.ca, newKey(t), time.Now().Add(-time.Minute))
 		}},
-		{name: "identity not signed by its CA", path: issuedDir + "identity.yaml", also: issuedDir + "tenant.yaml", wantErr: "does not chain to the CA", mutate: func(t *testing.T, c *checkout) {
-			other, err := repofixture.NewCA("impostor", time.Now().Add(-time.Hour), 24*time.Hour)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cert := c.issue(t, other, c.issued.Key, "consumer-1", time.Now().Add(-time.Minute))
-			c.writeIdentity(t, c.ca.PEM, cert)
+		{name: "identity with a client certificate as its CA", path: issuedDir + "identity.yaml", also: issuedDir + "tenant.yaml", wantErr: "identity CA: CA certificate 1", mutate: func(t *testing.T, c *checkout) {
+			cert := c.issue(t, c.ca, c.issued.Key, "consumer-1", time.Now().Add(-time.Minute))
+			c.writeIdentity(t, cert, cert)
 		}},
 		{name: "expired identity", path: issuedDir + "identity.yaml", also: issuedDir + "tenant.yaml", wantErr: "not at", mutate: func(t *testing.T, c *checkout) {
 			c.identity(t, c.ca, c.issued.Key, time.Now().Add(-2*time.Hour))
@@ -161,6 +163,30 @@ func TestHostileCheckouts(t *testing.T) {
 				t.Fatalf("want exactly %s invalid, got %+v", tc.path, results)
 			}
 		})
+	}
+}
+
+// TestIdentityNotChainingToItsCA: Liqo's identity.yaml names the API server's
+// serving CA, which need not have signed the client certificate; offline the
+// verdict is valid and says so, and the consumer proves it with a SelfSubjectReview.
+func TestIdentityNotChainingToItsCA(t *testing.T) {
+	c := newCheckout(t)
+	other, err := repofixture.NewCA("client CA", time.Now().Add(-time.Hour), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.writeIdentity(t, c.ca.PEM, c.issue(t, other, c.issued.Key, "consumer-1", time.Now().Add(-time.Minute)))
+	results, err := Check(commitAll(t, c.root), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Path == issuedDir+"identity.yaml" && (!r.Valid || !strings.Contains(r.Reason, "does not chain to its CA (Liqo-legal")) {
+			t.Fatalf("%+v, want valid, saying it does not chain to its CA", r)
+		}
+	}
+	if n := Invalid(results); n != 0 {
+		t.Fatalf("%d invalid: %+v", n, results)
 	}
 }
 
