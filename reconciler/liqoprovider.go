@@ -122,6 +122,5 @@ func (s *session) deleteLiqoCertificateCache(ctx context.Context, ns string) err
 // No setting allows one yet: it is refused.
 func (s *session) allowProxyURL() bool { return false }
 
-// liqoMode reports whether the provider runs in Liqo mode.
-// TODO(liqo-base): replace with the session's Liqo mode once merged.
-func (s *session) liqoMode() bool { return false }
+// liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).
+func (s *session) liqoMode() bool { return s.liqo.Active }

@@ -174,8 +174,10 @@ var _ = Describe("Liqo provider", Ordered, func() {
 	})
 })
 
-// enableLiqo selects Liqo mode in a PeeringRepository spec.
-func enableLiqo(s *gitpeerv1alpha1.PeeringRepositorySpec) {}
+// enableLiqo requires Liqo mode in a PeeringRepository spec.
+func enableLiqo(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+	s.Liqo = &gitpeerv1alpha1.LiqoSpec{Mode: gitpeerv1alpha1.LiqoEnabled}
+}
 
 // startLiqoDouble installs the Liqo double on c (cluster ID c.id, its
 // ClusterRoles) and runs its provider-side controllers, the nonce creator and
