@@ -93,12 +93,31 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	return issuedOutcome(tenant, cert)
 }
 
-// recordLiqoCertificate records the certificate in the status of the
-// consumer's Tenant, if any, before a revocation marks every record revoked:
-// one Liqo renewed since the last round is revoked too.
-func (s *session) recordLiqoCertificate(ctx context.Context, consumer, ns string) error {
+// revokeConsumer marks every certificate of consumer revoked, the one in the
+// status of its Tenant included (Liqo may have renewed it since the last
+// round), and deletes what this PeeringRepository created for it (deleteOwned)
+// and then Liqo's certificate cache, or a new peering would get the revoked
+// certificate back from it. Without Liqo there is no cache to delete.
+func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
+	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
+		return err
+	}
+	if err := s.recordRevoked(ctx, consumer); err != nil {
+		return err
+	}
+	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
+		return err
+	}
+	cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: LiqoCertificateCacheSecret}}
+	return client.IgnoreNotFound(s.r.Delete(ctx, cache))
+}
+
+// recordTenantCertificate records the certificate in the status of the
+// consumer's Tenant, if this PeeringRepository applied one.
+func (s *session) recordTenantCertificate(ctx context.Context, consumer string) error {
 	tenant := &authv1beta1.Tenant{}
-	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: consumer}, tenant); err != nil {
+	key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: consumer}
+	if err := s.r.Get(ctx, key, tenant); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !s.owns(tenant) || tenant.Status.AuthParams == nil {
@@ -106,16 +125,9 @@ func (s *session) recordLiqoCertificate(ctx context.Context, consumer, ns string
 	}
 	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
 	if err != nil {
-		return nil // nothing anyone could use
+		return nil //nolint:nilerr // no certificate anyone could use
 	}
 	return s.recordIssued(ctx, consumer, cert)
-}
-
-// deleteLiqoCertificateCache deletes Liqo's certificate cache in the tenant
-// namespace ns, after its Tenant was deleted.
-func (s *session) deleteLiqoCertificateCache(ctx context.Context, ns string) error {
-	cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: LiqoCertificateCacheSecret}}
-	return client.IgnoreNotFound(s.r.Delete(ctx, cache))
 }
 
 // allowProxyURL reports whether a Tenant may carry a proxyURL in Liqo mode.

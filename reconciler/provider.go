@@ -74,7 +74,7 @@ func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	case provider.SkipInvalid:
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
 	case provider.Revoke:
-		return s.revoke(ctx, pe, ns)
+		return s.revoke(ctx, pe)
 	case provider.OfferNonce:
 		return s.offerNonce(ctx, pe, ns)
 	case provider.Maintain:
@@ -356,24 +356,11 @@ func (s *session) usedNonceRotated(ctx context.Context, consumer string, tenant 
 
 // revoke deletes everything this PeeringRepository issued to a consumer whose
 // tenant.yaml left the branch, marks its certificates revoked (the key pin
-// stays), and removes identity.yaml, nonce.yaml and request.yaml from the
+// stays; see revokeConsumer), and removes identity.yaml, nonce.yaml and request.yaml from the
 // branch: peering again takes a new request and a new approval.
-func (s *session) revoke(ctx context.Context, pe *protocol.Documents, ns string) outcome {
-	if s.liqoMode() {
-		if err := s.recordLiqoCertificate(ctx, pe.Consumer, ns); err != nil {
-			return outcome{err: err}
-		}
-	}
-	if err := s.recordRevoked(ctx, pe.Consumer); err != nil {
+func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
+	if err := s.revokeConsumer(ctx, pe.Consumer); err != nil {
 		return outcome{err: err}
-	}
-	if err := s.deleteOwned(ctx, pe.Consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
-		return outcome{err: err}
-	}
-	if s.liqoMode() {
-		if err := s.deleteLiqoCertificateCache(ctx, ns); err != nil {
-			return outcome{err: err}
-		}
 	}
 	var changes []gitsync.FileChange
 	for _, k := range []protocol.Kind{protocol.Identity, protocol.Nonce, protocol.Request} {
