@@ -298,6 +298,13 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 	nonce.StringData = map[string]string{"nonce": "rotated"}
 	expectAllowed(t, "update liqo-nonce", agent.Update(ctx, nonce))
 	expectDenied(t, "list secrets", agent.List(ctx, &corev1.SecretList{}, client.InNamespace(tenantNS)))
+	// Liqo mode: revocation deletes Liqo's certificate cache, which the agent never writes.
+	cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "liqo-remote-certificate"}}
+	expectAllowed(t, "create Liqo's certificate cache (admin)", admin.Create(ctx, cache))
+	expectDenied(t, "update liqo-remote-certificate", agent.Update(ctx, cache, client.DryRunAll))
+	expectDenied(t, "create liqo-remote-certificate outside tenant namespaces", agent.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "liqo-remote-certificate"}}, client.DryRunAll))
+	expectAllowed(t, "delete liqo-remote-certificate (revocation in Liqo mode)", agent.Delete(ctx, cache))
 	expectDenied(t, "create Secret other in tenant namespace", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "other"}}, client.DryRunAll))
 	expectDenied(t, "create liqo-nonce outside tenant namespaces", agent.Create(ctx,

@@ -332,10 +332,7 @@ func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeer
 			return err
 		}
 		for _, c := range consumers {
-			if err := s.recordRevoked(ctx, c); err != nil {
-				return err
-			}
-			if err := s.deleteOwned(ctx, c, obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
+			if err := s.revokeConsumer(ctx, c); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"cmp"
 	"context"
+	gocrypto "crypto"
 	"crypto/x509"
 	"fmt"
 	"os"
@@ -79,11 +80,17 @@ func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	case provider.SkipInvalid:
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
 	case provider.Revoke:
-		return s.revoke(ctx, pe, ns)
+		return s.revoke(ctx, pe)
 	case provider.OfferNonce:
 		return s.offerNonce(ctx, pe, ns)
 	case provider.Maintain:
+		if s.liqoMode() {
+			return s.publishLiqoIdentity(ctx, pe, tenant)
+		}
 		return s.maintain(ctx, pe, tenant, false)
+	}
+	if s.liqoMode() {
+		return s.issueLiqo(ctx, pe, ns)
 	}
 	return s.issue(ctx, pe, ns)
 }
@@ -108,6 +115,9 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 	if err != nil {
 		return outcome{err: err}
 	}
+	if nonce == "" {
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for Liqo's nonce creator to fill Secret " + authv1beta1.NonceSecretName}
+	}
 	if pe.Nonce == nil || pe.Nonce.Spec.Nonce != nonce {
 		doc, err := protocol.NonceDocument(pe.Provider, pe.Consumer, nonce)
 		if err != nil {
@@ -128,41 +138,9 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 // holds, applies it, binds RBAC, signs its CSR and commits identity.yaml with
 // a fresh nonce.
 func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) outcome {
-	nonce, err := s.nonce(ctx, pe.Consumer, ns, true)
-	if err != nil {
-		return outcome{err: err}
-	}
-	records, err := s.records(ctx, pe.Consumer)
-	if err != nil {
-		return outcome{err: err}
-	}
-	nsObj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return outcome{err: err}
-	}
-	verdict := provider.CheckTenant(pe, provider.TenantCheck{
-		Nonce:          nonce,
-		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
-		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
-		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
-		AllowProxyURL:  s.obj.Spec.Provider.AllowProxyURL,
-	})
-	if verdict.Rejected != "" {
-		return s.rejectTenant(pe, verdict.Rejected)
-	}
-	key := verdict.Key
-	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
-		return outcome{err: err}
-	}
-	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, ManagedByLabel, managedBy)
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, OwnerLabel, string(s.obj.UID))
-		tenant.Spec = pe.Tenant.Spec
-		return nil
-	}); err != nil {
-		return outcome{err: err}
+	tenant, key, stop := s.applyTenant(ctx, pe, ns)
+	if stop != nil {
+		return *stop
 	}
 	if err := s.syncBinding(ctx, pe.Consumer, ns, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
@@ -180,6 +158,50 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 	return o
 }
 
+// applyTenant verifies the Tenant merged in pe with the trust rules
+// (provider.CheckTenant), pins its
+// key and applies it, labelled as this PeeringRepository's. It returns the
+// applied Tenant and its key; stop is set when it was refused or failed.
+func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns string) (*authv1beta1.Tenant, gocrypto.PublicKey, *outcome) {
+	nonce, err := s.nonce(ctx, pe.Consumer, ns, true)
+	if err != nil {
+		return nil, nil, &outcome{err: err}
+	}
+	records, err := s.records(ctx, pe.Consumer)
+	if err != nil {
+		return nil, nil, &outcome{err: err}
+	}
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return nil, nil, &outcome{err: err}
+	}
+	verdict := provider.CheckTenant(pe, provider.TenantCheck{
+		Nonce:          nonce,
+		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
+		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
+		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
+		AllowProxyURL:  s.obj.Spec.Provider.AllowProxyURL,
+	})
+	if verdict.Rejected != "" {
+		o := s.rejectTenant(pe, verdict.Rejected)
+		return nil, nil, &o
+	}
+	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
+		return nil, nil, &outcome{err: err}
+	}
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, ManagedByLabel, managedBy)
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, OwnerLabel, string(s.obj.UID))
+		tenant.Spec = pe.Tenant.Spec
+		return nil
+	}); err != nil {
+		return nil, nil, &outcome{err: err}
+	}
+	return tenant, verdict.Key, nil
+}
+
 // maintain keeps an issued peering true to the branch: the nonce is rotated
 // once used, identity.yaml matches the issued certificate, the Tenant's
 // condition is honoured, and the certificate is renewed at 2/3 of its life.
@@ -187,12 +209,8 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 // that renews nothing leaves the nonce as it is, unread.
 func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, fresh bool) outcome {
 	ns := tenant.Namespace
-	if tenant.Spec.TenantCondition != pe.Tenant.Spec.TenantCondition {
-		patch := client.MergeFrom(tenant.DeepCopy())
-		tenant.Spec.TenantCondition = pe.Tenant.Spec.TenantCondition
-		if err := s.r.Patch(ctx, tenant, patch); err != nil {
-			return outcome{err: err}
-		}
+	if err := s.syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
+		return outcome{err: err}
 	}
 	if err := s.syncBinding(ctx, pe.Consumer, ns, tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
@@ -233,6 +251,25 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		}
 		changes = append(changes, nonce)
 	}
+	s.stageIdentity(pe, action, reason, cert, changes...)
+	o := issuedOutcome(tenant, cert)
+	o.message = joinNote(o.message, note)
+	return o
+}
+
+// syncTenantCondition sets the applied Tenant's condition to want, the one on the branch.
+func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.Tenant, want authv1beta1.TenantCondition) error {
+	if tenant.Spec.TenantCondition == want {
+		return nil
+	}
+	patch := client.MergeFrom(tenant.DeepCopy())
+	tenant.Spec.TenantCondition = want
+	return s.r.Patch(ctx, tenant, patch)
+}
+
+// stageIdentity stages the commit of identity.yaml for cert (action issue or
+// renew, event reason once pushed) with changes.
+func (s *session) stageIdentity(pe *protocol.Documents, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
 	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
 		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
 		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
@@ -243,15 +280,17 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		}
 		return nil
 	}, changes...)
-	o := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
+}
+
+// issuedOutcome is the outcome of an issued peering holding cert, by the Tenant's condition.
+func issuedOutcome(tenant *authv1beta1.Tenant, cert *x509.Certificate) outcome {
 	switch tenant.Spec.TenantCondition {
 	case authv1beta1.TenantConditionCordoned:
-		o = outcome{phase: gitpeerv1alpha1.PhaseCordoned, message: "tenant cordoned"}
+		return outcome{phase: gitpeerv1alpha1.PhaseCordoned, message: "tenant cordoned"}
 	case authv1beta1.TenantConditionDrained:
-		o = outcome{phase: gitpeerv1alpha1.PhaseDrained, message: "tenant drained: RBAC removed"}
+		return outcome{phase: gitpeerv1alpha1.PhaseDrained, message: "tenant drained: RBAC removed"}
 	}
-	o.message = joinNote(o.message, note)
-	return o
+	return outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
 }
 
 // renew signs the stored Tenant's CSR anew and stores and records the
@@ -321,13 +360,10 @@ func (s *session) usedNonceRotated(ctx context.Context, consumer string, tenant 
 
 // revoke deletes everything this PeeringRepository issued to a consumer whose
 // tenant.yaml left the branch, marks its certificates revoked (the key pin
-// stays), and removes identity.yaml, nonce.yaml and request.yaml from the
+// stays; see revokeConsumer), and removes identity.yaml, nonce.yaml and request.yaml from the
 // branch: peering again takes a new request and a new approval.
-func (s *session) revoke(ctx context.Context, pe *protocol.Documents, ns string) outcome {
-	if err := s.recordRevoked(ctx, pe.Consumer); err != nil {
-		return outcome{err: err}
-	}
-	if err := s.deleteOwned(ctx, pe.Consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
+func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
+	if err := s.revokeConsumer(ctx, pe.Consumer); err != nil {
 		return outcome{err: err}
 	}
 	var changes []gitsync.FileChange
@@ -384,7 +420,8 @@ func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) er
 }
 
 // nonce returns the consumer's current nonce from the liqo-nonce Secret,
-// creating one unless onlyExisting is set (then "" means none).
+// creating one unless onlyExisting is set (then "" means none). In Liqo mode
+// the Secret is created empty, for Liqo's nonce creator to fill: "" until then.
 func (s *session) nonce(ctx context.Context, consumer, ns string, onlyExisting bool) (string, error) {
 	secret := &corev1.Secret{}
 	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.NonceSecretName}, secret)
@@ -393,6 +430,8 @@ func (s *session) nonce(ctx context.Context, consumer, ns string, onlyExisting b
 		return string(secret.Data[authv1beta1.NonceSecretField]), nil
 	case !apierrors.IsNotFound(err) || onlyExisting:
 		return "", client.IgnoreNotFound(err)
+	case s.liqoMode():
+		return "", s.createLiqoNonce(ctx, consumer, ns)
 	}
 	return s.rotateNonce(ctx, consumer, ns)
 }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	gocrypto "crypto"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -73,7 +74,22 @@ func NewTenant(consumer string, key gocrypto.Signer, nonce string) (*authv1beta1
 // IdentityDocument renders identity.yaml: the Identity a provider issues to
 // consumer, as the consumer applies it in its namespace for the provider.
 func IdentityDocument(provider, consumer string, params authv1beta1.AuthParams) ([]byte, error) {
-	remoteNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
+	return identityDocument(provider, params, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)))
+}
+
+// IdentityFromTenant renders identity.yaml as `liqoctl generate identity`
+// builds it from a Tenant Liqo's tenant controller issued (LIQO-CONTRACT.md):
+// Identity controlplane-<provider> whose authParams are the Tenant's status
+// unchanged and whose namespace is its status.tenantNamespace. The provider
+// uses it in Liqo mode.
+func IdentityFromTenant(provider string, tenant *authv1beta1.Tenant) ([]byte, error) {
+	if tenant.Status.AuthParams == nil {
+		return nil, fmt.Errorf("tenant %s has no authParams yet", tenant.Name)
+	}
+	return identityDocument(provider, *tenant.Status.AuthParams, tenant.Status.TenantNamespace)
+}
+
+func identityDocument(provider string, params authv1beta1.AuthParams, remoteNS string) ([]byte, error) {
 	return yaml.Marshal(&authv1beta1.Identity{
 		TypeMeta: metav1.TypeMeta{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.IdentityKind},
 		ObjectMeta: metav1.ObjectMeta{

@@ -1,0 +1,134 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
+)
+
+// The provider in Liqo mode: gitpeer moves the files and gates approval, and
+// Liqo's tenant controller does the crypto. The nonce is created as `liqoctl
+// create nonce` creates it and filled by Liqo's nonce creator; it is never
+// changed while a Tenant exists (Liqo verifies the handshake against it on
+// every reconcile), only deleted at revocation. A merged Tenant is verified
+// with the same rules as in standalone mode (provider.CheckTenant),
+// before it is applied; gitpeer then creates no CSR and no RoleBinding: Liqo
+// issues, binds and renews. identity.yaml is what `liqoctl generate identity`
+// makes of the Tenant's status, committed once per change of that status
+// after its certificate is checked and its serial recorded.
+
+// LiqoCertificateCacheSecret is the Secret in a tenant namespace where Liqo's
+// tenant controller caches the certificate it issued with the CSR it was
+// issued for (pkg/identityManager). Revocation deletes it, or a new peering
+// of the consumer would be stuck on a CSR that does not match the cache.
+const LiqoCertificateCacheSecret = "liqo-remote-certificate"
+
+// createLiqoNonce creates the consumer's nonce Secret as `liqoctl create
+// nonce` does: labels only, for Liqo's nonce creator to fill data.nonce. It
+// carries this PeeringRepository's labels too, so that revocation deletes it.
+func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) error {
+	return client.IgnoreAlreadyExists(s.r.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: authv1beta1.NonceSecretName,
+		Labels: map[string]string{
+			authv1beta1.NonceSecretLabel: authv1beta1.TrueValue, authv1beta1.RemoteClusterIDLabel: consumer,
+			ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID),
+		},
+	}}))
+}
+
+// issueLiqo verifies and applies the merged Tenant (applyTenant) for Liqo's
+// tenant controller to issue, and publishes the certificate once it has.
+func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string) outcome {
+	tenant, _, stop := s.applyTenant(ctx, pe, ns)
+	if stop != nil {
+		return *stop
+	}
+	if tenant.Status.AuthParams == nil {
+		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "Tenant verified and applied; waiting for Liqo's tenant controller to issue its certificate"}
+	}
+	return s.publishLiqoIdentity(ctx, pe, tenant)
+}
+
+// publishLiqoIdentity keeps an issued peering of Liqo mode true to the
+// branch: the Tenant's condition is the branch's, and the certificate Liqo put
+// in its status (issued or renewed) is checked, recorded, then committed as
+// identity.yaml unless the branch carries it already.
+func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
+	if err := s.syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
+		return outcome{err: err}
+	}
+	key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
+	if err != nil {
+		return outcome{err: fmt.Errorf("applied Tenant of %s: %w", pe.Consumer, err)}
+	}
+	cert, err := provider.CheckLiqoCertificate(tenant.Status.AuthParams.SignedCRT, key, pe.Consumer, s.r.Now())
+	if err != nil {
+		msg := fmt.Sprintf("certificate in the status of Tenant %s not committed: %v", pe.Consumer, err)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCertificateRejected, pe.Consumer, "%s", msg)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
+	}
+	// Recorded before it is published: a revoked certificate must block a revival.
+	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
+		return outcome{err: err}
+	}
+	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
+	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
+		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
+		if err != nil {
+			return outcome{err: err}
+		}
+		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
+		s.stageIdentity(pe, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
+	}
+	return issuedOutcome(tenant, cert)
+}
+
+// revokeConsumer marks every certificate of consumer revoked, the one in the
+// status of its Tenant included (Liqo may have renewed it since the last
+// round), and deletes what this PeeringRepository created for it (deleteOwned)
+// and then Liqo's certificate cache, or a new peering would get the revoked
+// certificate back from it. Without Liqo there is no cache to delete.
+func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
+	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
+		return err
+	}
+	if err := s.recordRevoked(ctx, consumer); err != nil {
+		return err
+	}
+	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
+		return err
+	}
+	cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: LiqoCertificateCacheSecret}}
+	return client.IgnoreNotFound(s.r.Delete(ctx, cache))
+}
+
+// recordTenantCertificate records the certificate in the status of the
+// consumer's Tenant, if this PeeringRepository applied one.
+func (s *session) recordTenantCertificate(ctx context.Context, consumer string) error {
+	tenant := &authv1beta1.Tenant{}
+	key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: consumer}
+	if err := s.r.Get(ctx, key, tenant); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !s.owns(tenant) || tenant.Status.AuthParams == nil {
+		return nil
+	}
+	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return nil //nolint:nilerr // no certificate anyone could use
+	}
+	return s.recordIssued(ctx, consumer, cert)
+}
+
+// liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).
+func (s *session) liqoMode() bool { return s.liqo.Active }

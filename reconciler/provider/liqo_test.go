@@ -1,0 +1,97 @@
+package provider
+
+import (
+	gocrypto "crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+)
+
+// liqoCert is a client certificate as Liqo's tenant controller gets it
+// from the cluster's signer, self-signed here (no chain is checked).
+func liqoCert(t *testing.T, key gocrypto.Signer, mutate func(*x509.Certificate)) []byte {
+	t.Helper()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "consumer-1", Organization: []string{"liqo.io"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if mutate != nil {
+		mutate(tmpl)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestCheckLiqoCertificate(t *testing.T) {
+	key, _ := crypto.GenerateKey(crypto.Ed25519)
+	other, _ := crypto.GenerateKey(crypto.Ed25519)
+	for name, tc := range map[string]struct {
+		cert     []byte
+		rejected string // substring; "" accepts
+	}{
+		"as Liqo issues it": {liqoCert(t, key, nil), ""},
+		"another key":       {liqoCert(t, other, nil), "key"},
+		"another consumer":  {liqoCert(t, key, func(c *x509.Certificate) { c.Subject.CommonName = "consumer-2" }), `"consumer-2"`},
+		"system:masters":    {liqoCert(t, key, func(c *x509.Certificate) { c.Subject.Organization = []string{"liqo.io", "system:masters"} }), "organization"},
+		"no organization":   {liqoCert(t, key, func(c *x509.Certificate) { c.Subject.Organization = nil }), "organization"},
+		"expired":           {liqoCert(t, key, func(c *x509.Certificate) { c.NotAfter = time.Now().Add(-time.Minute) }), "valid from"},
+		"not yet valid":     {liqoCert(t, key, func(c *x509.Certificate) { c.NotBefore = time.Now().Add(time.Minute) }), "valid from"},
+		"server auth only":  {liqoCert(t, key, func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} }), "client-auth"},
+		"not PEM":           {[]byte("garbage"), "certificate"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cert, err := CheckLiqoCertificate(tc.cert, key.Public(), "consumer-1", time.Now())
+			switch {
+			case tc.rejected == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tc.rejected == "" && cert.SerialNumber.Int64() != 7:
+				t.Fatalf("serial %s", cert.SerialNumber)
+			case tc.rejected != "" && (err == nil || !strings.Contains(err.Error(), tc.rejected)):
+				t.Fatalf("err = %v, want it to contain %q", err, tc.rejected)
+			}
+		})
+	}
+}
+
+func TestIdentityAction(t *testing.T) {
+	params := func(crt string) *authv1beta1.AuthParams {
+		return &authv1beta1.AuthParams{CA: []byte("ca"), SignedCRT: []byte(crt), APIServer: "https://p:6443"}
+	}
+	published := func(p *authv1beta1.AuthParams) *authv1beta1.Identity {
+		return &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: *p}}
+	}
+	proxied := params("crt-1")
+	proxied.ProxyURL = ptr.To("http://proxy")
+	for name, tc := range map[string]struct {
+		status    *authv1beta1.AuthParams
+		published *authv1beta1.Identity
+		want      string
+	}{
+		"Liqo has not issued yet":                 {nil, nil, ""},
+		"first certificate: issue":                {params("crt-1"), nil, protocol.ActionIssueIdentity},
+		"published already: nothing":              {params("crt-1"), published(params("crt-1")), ""},
+		"renewed by Liqo: renew once":             {params("crt-2"), published(params("crt-1")), protocol.ActionRenewIdentity},
+		"proxyURL added to the status":            {proxied, published(params("crt-1")), protocol.ActionRenewIdentity},
+		"published newer than status: republish":  {params("crt-1"), published(params("crt-2")), protocol.ActionRenewIdentity},
+		"status gone after publishing: no change": {nil, published(params("crt-1")), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := IdentityAction(tc.status, tc.published); got != tc.want {
+				t.Errorf("IdentityAction = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
