@@ -83,6 +83,7 @@ type PeeringRepositoryReconciler struct {
 	repos  map[types.NamespacedName]*openRepo
 	user   string // the agent's own user name, learned once (agentUser)
 	phases phaseMemory
+	proven provenMemory // Liqo mode: the kubeconfigs proven (consumer_liqo.go)
 }
 
 type openRepo struct {
