@@ -157,6 +157,10 @@ func samePublicKey(a, b crypto.PublicKey) bool {
 	return ok && k.Equal(b)
 }
 
+// KeyType names the type and size of a public key for people: Ed25519,
+// RSA-2048, ECDSA P-256...
+func KeyType(pub crypto.PublicKey) string { return describeKey(pub) }
+
 // describeKey names the type and size of a public key for messages.
 func describeKey(pub crypto.PublicKey) string {
 	switch k := pub.(type) {

@@ -83,6 +83,23 @@ func keySecret(namespace string, key crypto.Signer) (*corev1.Secret, error) {
 // keyFromSecret parses and cross-checks the key pair stored in secret and
 // requires a key of algorithm alg.
 func keyFromSecret(secret *corev1.Secret, alg KeyAlgorithm) (crypto.Signer, error) {
+	key, err := ParseKeySecret(secret)
+	if err != nil {
+		return nil, err
+	}
+	if got, _ := AlgorithmOf(key.Public()); got != alg {
+		return nil, newError(RuleKeySecret, nil, "Secret %s/%s holds an %s key, not %s; delete the Secret to replace the key",
+			secret.Namespace, secret.Name, describeKey(key.Public()), alg)
+	}
+	return key, nil
+}
+
+// ParseKeySecret parses the key pair of a Secret laid out as Liqo's
+// authentication-keys (PrivateKeyField: PKCS #8 PEM, PublicKeyField: PKIX PEM)
+// and checks that the public key is the private key's. The key may be of any
+// type ParsePrivateKeyPEM allows (Ed25519, RSA, ECDSA). Failures are *Error
+// with RuleKeySecret.
+func ParseKeySecret(secret *corev1.Secret) (crypto.Signer, error) {
 	where := fmt.Sprintf("Secret %s/%s", secret.Namespace, secret.Name)
 	for _, field := range []string{PrivateKeyField, PublicKeyField} {
 		if len(secret.Data[field]) == 0 {
@@ -99,10 +116,6 @@ func keyFromSecret(secret *corev1.Secret, alg KeyAlgorithm) (crypto.Signer, erro
 	}
 	if !samePublicKey(key.Public(), pub) {
 		return nil, newError(RuleKeySecret, nil, "%s: %q is not the public key of %q", where, PublicKeyField, PrivateKeyField)
-	}
-	if got, _ := AlgorithmOf(pub); got != alg {
-		return nil, newError(RuleKeySecret, nil, "%s holds an %s key, not %s; delete the Secret to replace the key",
-			where, describeKey(pub), alg)
 	}
 	return key, nil
 }

@@ -38,6 +38,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
@@ -63,6 +64,8 @@ const (
 	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a
 	// certificate the provider issued is past its renewal point, not renewed.
 	ConditionCertificatesRenewed = gitpeerv1alpha1.CertificatesRenewedCondition
+	// ConditionLiqoReady reports the mode in force: Liqo mode or standalone.
+	ConditionLiqoReady = gitpeerv1alpha1.LiqoReadyCondition
 )
 
 // PeeringRepositoryReconciler reconciles PeeringRepository objects.
@@ -135,7 +138,7 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	defer func() {
 		r.summarize(obj, roundErr)
 		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{
-			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth, ConditionCertificatesRenewed,
+			meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, ConditionSourceVerified, ConditionFilesValid, ConditionPeeringsHealth, ConditionCertificatesRenewed, ConditionLiqoReady,
 		}}, patch.WithFieldOwner("gitpeer")); err != nil {
 			// The status could not be written (e.g. the API server went away mid-round):
 			// reported like a failed round and retried with backoff.
@@ -205,6 +208,7 @@ type session struct {
 	repo     *gitsync.Repo
 	loader   *protocol.Loader
 	key      gocrypto.Signer
+	liqo     liqo.Mode // Liqo mode or standalone; in Liqo mode key is Liqo's key
 	head     plumbing.Hash
 	loaded   *protocol.Loaded
 	invalid  []string
@@ -226,14 +230,41 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 	if err != nil {
 		return nil, err
 	}
-	key, err := crypto.LoadOrCreateKey(ctx, r.apiReader(), obj.Namespace, crypto.Ed25519)
+	mode, err := r.detectLiqo(ctx, obj)
 	if err != nil {
-		if apiUnavailable(err) {
-			return nil, err
-		}
-		return nil, &Generic{Reason: ReasonKeyError, Err: fmt.Errorf("cluster key: %w", err)}
+		return nil, err
 	}
-	return &session{r: r, obj: obj, repo: open.repo, loader: open.loader, key: key, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
+	key := mode.Key
+	if !mode.Active {
+		if key, err = crypto.LoadOrCreateKey(ctx, r.apiReader(), obj.Namespace, crypto.Ed25519); err != nil {
+			if apiUnavailable(err) {
+				return nil, err
+			}
+			return nil, &Generic{Reason: ReasonKeyError, Err: fmt.Errorf("cluster key: %w", err)}
+		}
+	}
+	return &session{r: r, obj: obj, repo: open.repo, loader: open.loader, key: key, liqo: mode, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
+}
+
+// detectLiqo decides the mode of obj (liqo.Detect, through the API reader)
+// and reports it in condition LiqoReady. What stops Liqo mode stalls the
+// agent with its reason: nothing runs in the wrong mode or as the wrong
+// cluster.
+func (r *PeeringRepositoryReconciler) detectLiqo(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (liqo.Mode, error) {
+	mode, err := liqo.Detect(ctx, r.apiReader(), obj.Spec.Liqo, string(obj.Spec.ClusterID))
+	if reason, ok := liqo.Reason(err); ok {
+		conditions.MarkFalse(obj, ConditionLiqoReady, reason, "%s", err)
+		return mode, &Stalling{Reason: reason, Err: err}
+	}
+	if err != nil {
+		return mode, err
+	}
+	reason := gitpeerv1alpha1.StandaloneReason
+	if mode.Active {
+		reason = gitpeerv1alpha1.LiqoModeReason
+	}
+	conditions.MarkTrue(obj, ConditionLiqoReady, reason, "%s", mode)
+	return mode, nil
 }
 
 func (r *PeeringRepositoryReconciler) apiReader() client.Client {

@@ -2,7 +2,10 @@ package protocol
 
 import (
 	gocrypto "crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -337,5 +340,55 @@ func TestCheckTenant(t *testing.T) {
 	// The same valid Tenant checked for another consumer fails on the CN.
 	if _, err := CheckTenant(good, nonce, "consumer-2"); err == nil || !strings.Contains(err.Error(), "common name") {
 		t.Fatalf("tenant verified for another consumer: %v", err)
+	}
+}
+
+// TestTenantOfEveryLiqoKeyType: in Liqo mode a consumer signs with Liqo's
+// cluster key, Ed25519 by default, RSA in Liqo's compatibility mode, or
+// whatever key an admin put in authentication-keys (ECDSA): the Tenant
+// NewTenant builds with any of them survives tenant.yaml's strict decoding and
+// passes the provider's CheckTenant, returning that key; a signature by
+// another key of the same type does not.
+func TestTenantOfEveryLiqoKeyType(t *testing.T) {
+	nonce := crypto.GenerateNonce()
+	for name, gen := range map[string]func() (gocrypto.Signer, error){
+		"Ed25519":     func() (gocrypto.Signer, error) { return crypto.GenerateKey(crypto.Ed25519) },
+		"RSA-2048":    func() (gocrypto.Signer, error) { return crypto.GenerateKey(crypto.RSA2048) },
+		"RSA-3072":    func() (gocrypto.Signer, error) { return rsa.GenerateKey(rand.Reader, 3072) },
+		"ECDSA P-256": func() (gocrypto.Signer, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) },
+		"ECDSA P-384": func() (gocrypto.Signer, error) { return ecdsa.GenerateKey(elliptic.P384(), rand.Reader) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			key, err := gen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := gen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tenant, err := NewTenant(consumer, key, nonce)
+			if err != nil {
+				t.Fatalf("NewTenant: %v", err)
+			}
+			var pe Documents
+			if err := pe.Decode(at(Tenant), marshal(t, tenant)); err != nil {
+				t.Fatalf("decoding tenant.yaml: %v", err)
+			}
+			got, err := CheckTenant(pe.Tenant, nonce, consumer)
+			if err != nil {
+				t.Fatalf("CheckTenant: %v", err)
+			}
+			if !key.Public().(interface{ Equal(gocrypto.PublicKey) bool }).Equal(got) {
+				t.Fatal("CheckTenant returned another key")
+			}
+			forged := pe.Tenant.DeepCopy()
+			if forged.Spec.Signature, err = crypto.SignNonce(other, nonce); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := CheckTenant(forged, nonce, consumer); err == nil || !strings.Contains(err.Error(), "tenant signature:") {
+				t.Fatalf("signature by another %s key: err = %v", name, err)
+			}
+		})
 	}
 }

@@ -13,6 +13,18 @@ const (
 	// CertificatesRenewedCondition is False (reason RenewalOverdueReason) while a certificate the
 	// provider issued is past its renewal point and not renewed (e.g. renewal stalled by an outage).
 	CertificatesRenewedCondition = "CertificatesRenewed"
+	// LiqoReadyCondition reports the mode in force (spec.liqo): True with reason LiqoModeReason
+	// (message: Liqo's cluster ID and key type) or StandaloneReason, False with the reason of what
+	// stops Liqo mode (LiqoPrerequisitesMissing, LiqoClusterIDMismatch, LiqoKeyInvalid).
+	LiqoReadyCondition = "LiqoReady"
+)
+
+// Reasons of condition LiqoReady when True.
+const (
+	// LiqoModeReason: the agent runs in Liqo mode, with Liqo's cluster ID and key.
+	LiqoModeReason = "LiqoMode"
+	// StandaloneReason: the agent runs in standalone mode, with its own key.
+	StandaloneReason = "Standalone"
 )
 
 // RenewalOverdueReason signals a certificate past its renewal point by more than 1/12 of its life
@@ -44,6 +56,16 @@ const (
 	// CommitVerificationFailedReason signals that a commit the agent must act on is not signed by a
 	// trusted key.
 	CommitVerificationFailedReason = "CommitVerificationFailed"
+	// LiqoPrerequisitesMissingReason signals that Liqo mode is required (spec.liqo.mode Enabled, or
+	// Auto with Liqo half installed) but Liqo's cluster-ID ConfigMap or key Secret is missing, or
+	// cannot be read; the message names the object.
+	LiqoPrerequisitesMissingReason = "LiqoPrerequisitesMissing"
+	// LiqoClusterIDMismatchReason signals that, in Liqo mode, Liqo's cluster ID is not
+	// spec.clusterID: the agent refuses to run, since peers would know this cluster under another
+	// name than Liqo does.
+	LiqoClusterIDMismatchReason = "LiqoClusterIDMismatch"
+	// LiqoKeyInvalidReason signals that, in Liqo mode, Liqo's key Secret holds no usable key pair.
+	LiqoKeyInvalidReason = "LiqoKeyInvalid"
 )
 
 // Reasons of transient failures: Ready is False, Reconciling True, and the agent retries with

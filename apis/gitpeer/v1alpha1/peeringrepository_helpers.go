@@ -51,6 +51,22 @@ func (in *PeeringRepository) IsConsumer() bool {
 	return in.Spec.Consumer != nil && len(in.Spec.Consumer.Providers) > 0
 }
 
+// GetMode returns spec.liqo.mode, or LiqoAuto if unset.
+func (in *LiqoSpec) GetMode() LiqoMode {
+	if in == nil || in.Mode == "" {
+		return LiqoAuto
+	}
+	return in.Mode
+}
+
+// GetNamespace returns spec.liqo.namespace, or DefaultLiqoNamespace if empty.
+func (in *LiqoSpec) GetNamespace() string {
+	if in == nil || in.Namespace == "" {
+		return DefaultLiqoNamespace
+	}
+	return in.Namespace
+}
+
 // GetCertificateTTL returns spec.certificateTTL, or DefaultCertificateTTL if unset.
 func (in *ProviderSpec) GetCertificateTTL() time.Duration {
 	if in == nil || in.CertificateTTL == nil || in.CertificateTTL.Duration <= 0 {

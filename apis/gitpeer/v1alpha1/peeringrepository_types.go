@@ -39,6 +39,8 @@ const (
 	DefaultAuthorName = "gitpeer"
 	// DefaultAuthorEmail is the commit author email used when spec.commit.author.email is empty.
 	DefaultAuthorEmail = "gitpeer@localhost"
+	// DefaultLiqoNamespace is spec.liqo.namespace when unset: Liqo's default namespace.
+	DefaultLiqoNamespace = "liqo"
 
 	// Finalizer is the finalizer gitpeer sets on the objects it manages.
 	Finalizer = "gitpeer.io/finalizer"
@@ -149,6 +151,51 @@ type PeeringRepositorySpec struct {
 	// Commit configures the commits the agent writes.
 	// +optional
 	Commit *CommitSpec `json:"commit,omitempty"`
+
+	// Liqo selects whether the agent works beside an installed Liqo (Liqo mode) or on its own
+	// (standalone mode); unset is mode Auto in namespace liqo.
+	// +optional
+	Liqo *LiqoSpec `json:"liqo,omitempty"`
+}
+
+// LiqoMode selects whether the agent works beside an installed Liqo.
+// +kubebuilder:validation:Enum=Auto;Enabled;Disabled
+type LiqoMode string
+
+const (
+	// LiqoAuto is Liqo mode when Liqo's cluster-ID ConfigMap (liqo-clusterid-configmap) and key
+	// Secret (authentication-keys) both exist in spec.liqo.namespace, standalone mode when neither
+	// does. When only one of them exists (Liqo half installed or half removed) the agent stalls
+	// (reason LiqoPrerequisitesMissing) rather than guess.
+	LiqoAuto LiqoMode = "Auto"
+	// LiqoEnabled requires Liqo mode: the agent stalls (reason LiqoPrerequisitesMissing) until
+	// Liqo's ConfigMap and key Secret exist.
+	LiqoEnabled LiqoMode = "Enabled"
+	// LiqoDisabled is standalone mode whatever is installed: Liqo's objects are not even read. Do
+	// not use it on a cluster where Liqo runs: Liqo and the agent would fight over the same objects.
+	LiqoDisabled LiqoMode = "Disabled"
+)
+
+// LiqoSpec configures Liqo mode. In Liqo mode the agent moves the handshake's files and gates its
+// approval, and Liqo does its own cryptography: the agent signs with Liqo's cluster key (Secret
+// authentication-keys, read and never created or changed) instead of its own, and refuses to run
+// (reason LiqoClusterIDMismatch) unless spec.clusterID is Liqo's cluster ID (CLUSTER_ID of ConfigMap
+// liqo-clusterid-configmap). The mode in force is reported by condition LiqoReady. The mode of each
+// peering is recorded when it starts; a later change of mode is a re-peering a person must approve.
+type LiqoSpec struct {
+	// Mode is Auto (default), Enabled or Disabled.
+	// +kubebuilder:default=Auto
+	// +optional
+	Mode LiqoMode `json:"mode,omitempty"`
+
+	// Namespace is Liqo's namespace (its --liqo-namespace), where its cluster-ID ConfigMap and key
+	// Secret are read; defaults to liqo.
+	// +kubebuilder:default=liqo
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // ProviderSpec configures the provider role.
