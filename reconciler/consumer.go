@@ -108,7 +108,7 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns 
 	if branch == "" {
 		where = "the branch (direct mode)"
 	}
-	if s.liqoActive() {
+	if s.liqo.Active {
 		return s.proposeLiqoTenant(ctx, pe, ns, branch, where)
 	}
 	tenant, err := protocol.NewTenant(pe.Consumer, s.key, nonce)
@@ -229,7 +229,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	}
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
-	if s.liqoActive() {
+	if s.liqo.Active {
 		return s.applyLiqoIdentity(ctx, pe, nsObj, pin)
 	}
 	ready := outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}

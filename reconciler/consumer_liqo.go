@@ -232,7 +232,3 @@ func (p *provenMemory) set(k provenKey, digest string) {
 	}
 	p.m[k] = digest
 }
-
-// liqoActive says whether the session runs in Liqo mode. Placeholder until
-// the Liqo mode switch (branch liqobase, tag liqo-base) is merged.
-func (s *session) liqoActive() bool { return false }
