@@ -108,9 +108,9 @@ func (s *session) markLiqoProposed(ctx context.Context, provider, ns, nonce, whe
 	if string(secret.Data[authv1beta1.NonceSecretField]) != nonce {
 		return fmt.Errorf("secret %s/%s no longer holds the nonce tenant.yaml was signed for", ns, secret.Name)
 	}
-	patch := client.MergeFrom(secret.DeepCopy())
+	// An update, not a patch: the agent's role has no patch on Secrets.
 	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, consumer.ProposedAnnotation, where)
-	if err := s.r.Patch(ctx, secret, patch); err != nil {
+	if err := s.r.Update(ctx, secret); err != nil {
 		return err
 	}
 	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, provider, "tenant.yaml for provider %s pushed to %s", provider, where)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -152,6 +154,25 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		secret := &corev1.Secret{}
 		Expect(consumer.k8s.Get(ctx, kubeconfigKey, secret)).To(Succeed())
 		Expect(must(whoAmIWith(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
+	})
+
+	It("deletes the Identity and the signed nonce at revocation; Liqo's kubeconfig Secret goes with the Identity", func(ctx SpecContext) {
+		// The directory removed, as after the provider's revocation commit (its agent is stopped).
+		w := filepath.Join(GinkgoT().TempDir(), "w")
+		gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)
+		gitCLI(w, "rm", "-q", "-r", dir)
+		gitCLI(w, "commit", "-q", "-m", "Revoke "+lConsumerID)
+		gitCLI(w, "push", "-q", "origin", "HEAD:main")
+		for _, obj := range []client.Object{&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: identityKey.Namespace, Name: identityKey.Name}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: kubeconfigKey.Namespace, Name: kubeconfigKey.Name}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: authv1beta1.SignedNonceSecretName}}} {
+			Eventually(func() bool {
+				return apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+			}).WithTimeout(time.Minute).Should(BeTrue(), "%T %s", obj, obj.GetName())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(peeringRepository(ctx, g, consumer).Status.Peerings).To(ContainElement(HaveField("Phase", gitpeerv1alpha1.PhaseRevoked)))
+		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 })
 
