@@ -195,7 +195,7 @@ func (s *session) proveLiqoKubeconfig(ctx context.Context, pe *protocol.Document
 	}
 	user, err := whoAmI(ctx, kubeconfig)
 	if err != nil {
-		return s.waitForLiqo(outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("Liqo's kubeconfig for %s does not work yet: %v", pe.Provider, err)}), false
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("Liqo's kubeconfig for %s does not work yet: %v", pe.Provider, err)}, false
 	}
 	if user != pe.Consumer {
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates Liqo's kubeconfig as %q, not %q", pe.Provider, user, pe.Consumer)}, false
