@@ -114,6 +114,9 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns 
 	if branch == "" {
 		where = "the branch (direct mode)"
 	}
+	if s.liqo.Active {
+		return s.proposeLiqoTenant(ctx, pe, ns, branch, where)
+	}
 	tenant, err := protocol.NewTenant(pe.Consumer, s.key, nonce)
 	if err != nil {
 		return outcome{err: err}
@@ -132,9 +135,21 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns 
 		string(proposed.Data[authv1beta1.NonceSecretField]) == nonce {
 		return waiting
 	}
+	mark := func(ctx context.Context, _ bool) error {
+		return s.markProposed(ctx, pe.Provider, ns, nonce, signature, where)
+	}
+	if err := s.pushTenant(ctx, pe, tenant, branch, mark); err != nil {
+		return outcome{err: err}
+	}
+	return waiting
+}
+
+// pushTenant pushes tenant.yaml to the review branch (or stages it for the
+// branch in direct mode, branch "") and runs mark once it is pushed.
+func (s *session) pushTenant(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, branch string, mark func(context.Context, bool) error) error {
 	doc, err := yaml.Marshal(tenant)
 	if err != nil {
-		return outcome{err: err}
+		return err
 	}
 	msg := protocol.Message{
 		Subject: fmt.Sprintf("Propose Tenant of %s for %s", pe.Consumer, pe.Provider),
@@ -142,24 +157,18 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns 
 		Action:  protocol.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
 	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
-	mark := func(ctx context.Context, _ bool) error {
-		return s.markProposed(ctx, pe.Provider, ns, nonce, signature, where)
-	}
 	if branch == "" {
 		s.stage(gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, mark, change)
-		return waiting
+		return nil
 	}
 	// A review branch is the agent's own, written by this peering alone: its one write of the round.
 	if _, err = observeGit("write", func() (plumbing.Hash, error) {
 		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
 		return res.Commit, err
 	}); err != nil {
-		return outcome{err: err}
+		return err
 	}
-	if err := mark(ctx, true); err != nil {
-		return outcome{err: err}
-	}
-	return waiting
+	return mark(ctx, true)
 }
 
 // markProposed records, once tenant.yaml is pushed, that the Tenant for
@@ -226,6 +235,9 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	}
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
+	if s.liqo.Active {
+		return s.applyLiqoIdentity(ctx, pe, nsObj, pin)
+	}
 	ready := outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
 	if s.quiet() {
 		return ready // the last round, at this commit, proved and wrote this kubeconfig

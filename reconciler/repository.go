@@ -93,6 +93,7 @@ type PeeringRepositoryReconciler struct {
 	// recordsMigrated holds the UIDs of the PeeringRepositories whose gitpeer
 	// 0.1.0 records Secret this process found gone or moved (issued.go).
 	recordsMigrated sync.Map
+	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_liqo.go)
 }
 
 type openRepo struct {

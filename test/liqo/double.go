@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // Double is an installed Liqo's authentication module on one cluster.
@@ -26,10 +27,11 @@ func New(ctx context.Context, c client.Client, o Options) (*Double, error) {
 	return &Double{Options: o, Key: key}, nil
 }
 
-// Setup registers the controllers of both roles on mgr, as Liqo runs all nine
-// authentication controllers whatever the cluster's role (they cannot be
-// switched off one by one). provider, when not nil, reads the provider cluster
-// for the renewal path (see Renewal). The controllers run when mgr starts.
+// Setup registers the controllers of both roles and the Tenant admission
+// webhook on mgr, as Liqo runs all nine authentication controllers whatever
+// the cluster's role (they cannot be switched off one by one). provider, when
+// not nil, reads the provider cluster for the renewal path (see Renewal). The
+// controllers and the webhook run when mgr starts.
 func (d *Double) Setup(mgr ctrl.Manager, provider client.Reader) error {
 	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
@@ -47,6 +49,12 @@ func (d *Double) Setup(mgr ctrl.Manager, provider client.Reader) error {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}
+	}
+	hook := &TenantWebhook{Reader: mgr.GetAPIReader()}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return hook.Start(ctx, c, mgr.GetScheme())
+	})); err != nil {
+		return err
 	}
 	if provider != nil {
 		return (&Renewal{Client: c, Provider: provider, ConsumerID: d.Options.ClusterID}).SetupWithManager(mgr)

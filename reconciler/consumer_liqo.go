@@ -1,0 +1,234 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+)
+
+// The consumer in Liqo mode (docs/DESIGN.md "Consumer in Liqo mode"): Liqo's
+// nonce signer signs the provider's nonce and Liqo's identity controller
+// writes the kubeconfig, both with Liqo's key (the session's key in Liqo
+// mode); gitpeer moves the files, applies the Identity and proves Liqo's
+// kubeconfig.
+
+// liqoRecheck is how soon a round comes back while it waits for one of
+// Liqo's controllers (the agent does not watch their objects).
+const liqoRecheck = 2 * time.Second
+
+// waitForLiqo makes the round come back in liqoRecheck and returns o.
+func (s *session) waitForLiqo(o outcome) outcome {
+	s.noteRenewal(s.r.Now().Add(liqoRecheck))
+	return o
+}
+
+// proposeLiqoTenant has Liqo's nonce signer sign the provider's nonce
+// through the liqo-signed-nonce Secret, as `liqoctl generate tenant` does,
+// then pushes tenant.yaml with that signature, once per nonce.
+func (s *session) proposeLiqoTenant(ctx context.Context, pe *protocol.Documents, ns, branch, where string) outcome {
+	nonce := pe.Nonce.Spec.Nonce
+	if pe.Tenant != nil && crypto.VerifyNonceSignature(s.key.Public(), nonce, pe.Tenant.Spec.Signature) == nil {
+		return outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml merged; waiting for identity.yaml"}
+	}
+	secret := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}, secret); client.IgnoreNotFound(err) != nil {
+		return outcome{err: err}
+	} else if err != nil {
+		secret = nil
+	}
+	signing := outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for Liqo's nonce signer to sign the provider's nonce (Secret " + authv1beta1.SignedNonceSecretName + ")"}
+	waiting := outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "tenant.yaml proposed on " + where + "; waiting for approval"}
+	step, signature := consumer.PlanSignedNonce(secret, nonce, s.key.Public())
+	switch step {
+	case consumer.WriteNonce:
+		if err := s.writeNonce(ctx, pe.Provider, ns, nonce); err != nil {
+			return outcome{err: err}
+		}
+		return s.waitForLiqo(signing)
+	case consumer.WaitForSignature:
+		return s.waitForLiqo(signing)
+	case consumer.AlreadyProposed:
+		return waiting
+	}
+	// As liqoctl builds it: Liqo's PEM public key, CSR CN = cluster ID, O = liqo.io, Liqo's signature.
+	tenant, err := protocol.NewTenant(pe.Consumer, s.key, nonce)
+	if err != nil {
+		return outcome{err: err}
+	}
+	tenant.Spec.Signature = signature
+	mark := func(ctx context.Context, _ bool) error { return s.markLiqoProposed(ctx, pe.Provider, ns, nonce, where) }
+	if err := s.pushTenant(ctx, pe, tenant, branch, mark); err != nil {
+		return outcome{err: err}
+	}
+	return waiting
+}
+
+// writeNonce writes the liqo-signed-nonce Secret {nonce} for provider, as
+// `liqoctl generate tenant` does, dropping the signature and the proposed
+// mark of an earlier nonce.
+func (s *session) writeNonce(ctx context.Context, provider, ns, nonce string) error {
+	if err := s.ensureTenantNamespace(ctx, provider, ns); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}}
+	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, provider)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
+		delete(secret.Annotations, consumer.ProposedAnnotation)
+		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce)}
+		return nil
+	})
+	return err
+}
+
+// markLiqoProposed records, once tenant.yaml is pushed, that the Tenant for
+// nonce was proposed: the annotation ProposedAnnotation on the
+// liqo-signed-nonce Secret that holds nonce.
+func (s *session) markLiqoProposed(ctx context.Context, provider, ns, nonce, where string) error {
+	secret := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}, secret); err != nil {
+		return err
+	}
+	if string(secret.Data[authv1beta1.NonceSecretField]) != nonce {
+		return fmt.Errorf("secret %s/%s no longer holds the nonce tenant.yaml was signed for", ns, secret.Name)
+	}
+	// An update, not a patch: the agent's role has no patch on Secrets.
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, consumer.ProposedAnnotation, where)
+	if err := s.r.Update(ctx, secret); err != nil {
+		return err
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, provider, "tenant.yaml for provider %s pushed to %s", provider, where)
+	return nil
+}
+
+// applyLiqoIdentity ends applyIdentity in Liqo mode, once identity.yaml
+// passed the consumer's checks: it applies the Identity unless Liqo's
+// renewer already moved it to a newer certificate, waits for Liqo's identity
+// controller to write the kubeconfig Secret, proves that kubeconfig with a
+// SelfSubjectReview (once per kubeconfig) and then pins the provider. It
+// never writes the kubeconfig Secret.
+func (s *session) applyLiqoIdentity(ctx context.Context, pe *protocol.Documents, nsObj *corev1.Namespace, pin string) outcome {
+	identity, change, err := s.liqoIdentity(ctx, pe, nsObj.Name)
+	if err != nil {
+		return outcome{err: err}
+	}
+	secret := &corev1.Secret{}
+	if ref := identity.Status.KubeconfigSecretRef; ref != nil {
+		if err := s.r.Get(ctx, client.ObjectKey{Namespace: nsObj.Name, Name: ref.Name}, secret); client.IgnoreNotFound(err) != nil {
+			return outcome{err: err}
+		} else if err != nil {
+			secret = nil
+		}
+	}
+	kubeconfig, err := consumer.LiqoKubeconfig(identity, secret)
+	if err != nil {
+		return s.waitForLiqo(outcome{phase: gitpeerv1alpha1.PhaseIssued, message: err.Error()})
+	}
+	if failed, ok := s.proveLiqoKubeconfig(ctx, pe, kubeconfig); !ok {
+		return failed
+	}
+	if err := s.recordProviderPin(ctx, nsObj, pin); err != nil {
+		return outcome{err: err}
+	}
+	cert, err := crypto.ParseCertificatePEM(identity.Spec.AuthParams.SignedCRT)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if change == consumer.CreateIdentity || change == consumer.UpdateIdentity {
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, pe.Provider, "Identity for provider %s applied (serial %s); Liqo's kubeconfig works", pe.Provider, cert.SerialNumber.Text(16))
+	}
+	kept := ""
+	if change == consumer.KeepRenewed {
+		kept = "; identity.yaml is older than the certificate Liqo renewed, kept"
+	}
+	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("Liqo's kubeconfig Secret %s/%s works (certificate %s, expires %s)%s",
+		nsObj.Name, secret.Name, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), kept)}
+}
+
+// liqoIdentity applies identity.yaml's Identity as consumer.PlanIdentity
+// decides and returns the Identity in the cluster and the change made.
+func (s *session) liqoIdentity(ctx context.Context, pe *protocol.Documents, ns string) (*authv1beta1.Identity, consumer.IdentityChange, error) {
+	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Identity.Name}}
+	var current *authv1beta1.IdentitySpec
+	if err := s.r.Get(ctx, client.ObjectKeyFromObject(identity), identity); client.IgnoreNotFound(err) != nil {
+		return nil, 0, err
+	} else if err == nil {
+		current = identity.Spec.DeepCopy()
+	}
+	change, err := consumer.PlanIdentity(current, &pe.Identity.Spec)
+	if err != nil || (change != consumer.CreateIdentity && change != consumer.UpdateIdentity) {
+		return identity, change, err
+	}
+	_, err = controllerutil.CreateOrUpdate(ctx, s.r.Client, identity, func() error {
+		s.labelConsumerObject(&identity.ObjectMeta, pe.Provider)
+		identity.Spec = pe.Identity.Spec
+		return nil
+	})
+	return identity, change, err
+}
+
+// proveLiqoKubeconfig proves with a SelfSubjectReview that kubeconfig
+// authenticates to the provider as this cluster, unless this kubeconfig was
+// proven before; when it does not, it returns the failed outcome and false.
+func (s *session) proveLiqoKubeconfig(ctx context.Context, pe *protocol.Documents, kubeconfig []byte) (outcome, bool) {
+	sum := sha256.Sum256(kubeconfig)
+	digest := hex.EncodeToString(sum[:])
+	key := provenKey{repo: client.ObjectKeyFromObject(s.obj), provider: pe.Provider}
+	if s.r.proven.is(key, digest) {
+		return outcome{}, true
+	}
+	user, err := whoAmI(ctx, kubeconfig)
+	if err != nil {
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("Liqo's kubeconfig for %s does not work yet: %v", pe.Provider, err)}, false
+	}
+	if user != pe.Consumer {
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates Liqo's kubeconfig as %q, not %q", pe.Provider, user, pe.Consumer)}, false
+	}
+	s.r.proven.set(key, digest)
+	return outcome{}, true
+}
+
+// provenMemory remembers, across rounds, the SHA-256 of the kubeconfig last
+// proven per PeeringRepository and provider: Liqo's identity controller may
+// rewrite it at any time (renewal), and each new one is proven once. After a
+// restart each is proven again.
+type provenMemory struct {
+	mu sync.Mutex
+	m  map[provenKey]string
+}
+
+type provenKey struct {
+	repo     types.NamespacedName
+	provider string
+}
+
+func (p *provenMemory) is(k provenKey, digest string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[k] == digest
+}
+
+func (p *provenMemory) set(k provenKey, digest string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[provenKey]string{}
+	}
+	p.m[k] = digest
+}
