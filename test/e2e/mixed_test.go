@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -45,6 +46,8 @@ var _ = Describe("Mixed peers", Ordered, func() {
 	var providerClient client.Client
 	var consumer *cluster
 	var stopDouble func()
+	var proxyURL string
+	var tunnels *atomic.Int64
 
 	// startDouble runs Liqo's authentication controllers on the provider with o.
 	startDouble := func(ctx context.Context, o liqo.Options) func() {
@@ -102,6 +105,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		providerClient, err = client.New(cp.Config, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(crdinstall.Install(ctx, providerClient)).To(Succeed())
+		proxyURL, tunnels = startConnectProxy()
 		stopDouble = startDouble(ctx, liqo.Options{})
 		DeferCleanup(func() { stopDouble() })
 
@@ -121,12 +125,11 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		commit("liqoctl create nonce for "+mConsumerID, map[string][]byte{dir + "nonce.yaml": doc})
 
-		// A reviewer merges the consumer's Tenant; the provider's admin applies it, Liqo issues.
+		// A reviewer merges the consumer's Tenant, with the consumer's proxy; the provider's admin
+		// applies it, Liqo issues and copies the proxyURL into the status.
 		review := "gitpeer/" + mProviderID + "/" + mConsumerID
 		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
-		w := clone()
-		gitCLI(w, "merge", "-q", "--no-ff", "origin/"+review, "-m", "Merge pull request from "+review)
-		pushMain(w)
+		mergeWithProxy(review, dir, proxyURL)
 		tenant := &authv1beta1.Tenant{}
 		Expect(yaml.UnmarshalStrict([]byte(show("main", dir+"tenant.yaml")), tenant)).To(Succeed())
 		Expect(providerClient.Create(ctx, tenant)).To(Succeed())
@@ -146,6 +149,8 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		applied := &authv1beta1.Identity{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: identityName}, applied)).To(Succeed())
 		Expect(applied.Spec).To(Equal(id.Spec), "the Identity applied is liqoctl's, unchanged")
+		Expect(applied.Spec.AuthParams.ProxyURL).To(HaveValue(Equal(proxyURL)))
+		Expect(tunnels.Load()).To(BeNumerically(">", 0), "the consumer proved its kubeconfig through the proxy")
 		Eventually(func(g Gomega) gitpeerv1alpha1.PeeringPhase { return peering(ctx, g).Phase }).WithTimeout(30 * time.Second).Should(Equal(gitpeerv1alpha1.PhaseReady))
 		ns := &corev1.Namespace{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())

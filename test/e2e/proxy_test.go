@@ -41,15 +41,7 @@ var _ = Describe("Proxy URL", Ordered, func() {
 
 	It("refuses a Tenant with a proxyURL the provider does not allow", func(ctx SpecContext) {
 		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
-		// The reviewer adds the consumer's proxy to the Tenant and merges it.
-		w := clone()
-		gitCLI(w, "merge", "-q", "--no-ff", "origin/"+review, "-m", "Merge pull request from "+review)
-		tenant := &authv1beta1.Tenant{}
-		Expect(yaml.UnmarshalStrict(must(os.ReadFile(filepath.Join(w, dir, "tenant.yaml"))), tenant)).To(Succeed())
-		tenant.Spec.ProxyURL = ptr.To(proxyURL)
-		Expect(os.WriteFile(filepath.Join(w, dir, "tenant.yaml"), must(yaml.Marshal(tenant)), 0o644)).To(Succeed())
-		gitCLI(w, "commit", "-q", "-a", "-m", "Reach "+xProviderID+" through the consumer's proxy")
-		pushMain(w)
+		mergeWithProxy(review, dir, proxyURL)
 
 		expectEvent(ctx, provider, reconciler.ReasonRejected, dir+"tenant.yaml rejected", "does not accept proxies named by consumers")
 		Consistently(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(3 * time.Second).Should(BeEmpty())
@@ -78,6 +70,20 @@ var _ = Describe("Proxy URL", Ordered, func() {
 		Expect(tunnels.Load()).To(BeNumerically(">", 0), "the consumer proved its kubeconfig through the proxy")
 	})
 })
+
+// mergeWithProxy merges the review branch as a reviewer who adds proxyURL to
+// the Tenant in dir (the consumer's signature covers only the nonce).
+func mergeWithProxy(review, dir, proxyURL string) {
+	GinkgoHelper()
+	w := clone()
+	gitCLI(w, "merge", "-q", "--no-ff", "origin/"+review, "-m", "Merge pull request from "+review)
+	tenant := &authv1beta1.Tenant{}
+	Expect(yaml.UnmarshalStrict(must(os.ReadFile(filepath.Join(w, dir, "tenant.yaml"))), tenant)).To(Succeed())
+	tenant.Spec.ProxyURL = ptr.To(proxyURL)
+	Expect(os.WriteFile(filepath.Join(w, dir, "tenant.yaml"), must(yaml.Marshal(tenant)), 0o644)).To(Succeed())
+	gitCLI(w, "commit", "-q", "-a", "-m", "Reach the provider through the consumer's proxy")
+	pushMain(w)
+}
 
 // startConnectProxy runs an HTTP CONNECT proxy until the spec ends and returns
 // its URL and the number of tunnels it opened.
