@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	gocrypto "crypto"
 	"errors"
 	"strings"
 	"testing"
@@ -35,20 +36,7 @@ func TestCheckProposed(t *testing.T) {
 		t.Fatal(err)
 	}
 	nonce := crypto.GenerateNonce()
-	pe := &protocol.Documents{Provider: "hub", Consumer: "edge-1"}
-	req, err := protocol.RequestDocument("hub", "edge-1", key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nonceDoc, err := protocol.NonceDocument("hub", "edge-1", nonce)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, data := range map[protocol.Kind][]byte{protocol.Request: req, protocol.Nonce: nonceDoc} {
-		if err := pe.Decode(protocol.Path{Provider: "hub", Consumer: "edge-1", Kind: p}, data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pe := nonceIssued(t, key, nonce)
 	own, err := protocol.NewTenant("edge-1", key, nonce)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +102,26 @@ func TestCheckProposed(t *testing.T) {
 	}
 }
 
+// nonceIssued is the peering hub/edge-1 with key's request.yaml and nonce.yaml.
+func nonceIssued(t *testing.T, key gocrypto.Signer, nonce string) *protocol.Documents {
+	t.Helper()
+	pe := &protocol.Documents{Provider: "hub", Consumer: "edge-1"}
+	req, err := protocol.RequestDocument("hub", "edge-1", key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonceDoc, err := protocol.NonceDocument("hub", "edge-1", nonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, data := range map[protocol.Kind][]byte{protocol.Request: req, protocol.Nonce: nonceDoc} {
+		if err := pe.Decode(protocol.Path{Provider: "hub", Consumer: "edge-1", Kind: k}, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pe
+}
+
 // countingForge is a forge with one open pull request that counts the calls made to it.
 type countingForge struct {
 	calls int
@@ -156,23 +164,6 @@ func TestPullRequestFollowedOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	documentsWith := func(nonce string) *protocol.Documents {
-		pe := &protocol.Documents{Provider: "hub", Consumer: "edge-1"}
-		req, err := protocol.RequestDocument("hub", "edge-1", key.Public())
-		if err != nil {
-			t.Fatal(err)
-		}
-		nonceDoc, err := protocol.NonceDocument("hub", "edge-1", nonce)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, data := range map[protocol.Kind][]byte{protocol.Request: req, protocol.Nonce: nonceDoc} {
-			if err := pe.Decode(protocol.Path{Provider: "hub", Consumer: "edge-1", Kind: k}, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return pe
-	}
 	fake := &countingForge{pr: forge.PullRequest{Number: 7, URL: "https://forge.example/org/peering/pulls/7", State: forge.Open, Head: "abc"}}
 	defer func(orig func(forge.Repository, string) (forge.Client, error)) { newForge = orig }(newForge)
 	newForge = func(forge.Repository, string) (forge.Client, error) { return fake, nil }
@@ -185,7 +176,7 @@ func TestPullRequestFollowedOnChange(t *testing.T) {
 		Consumer: &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"hub"},
 			PullRequest: &gitpeerv1alpha1.PullRequestSpec{Provider: "gitea", SecretRef: meta.LocalObjectReference{Name: "forge"}}},
 	}}
-	pe := documentsWith(crypto.GenerateNonce())
+	pe := nonceIssued(t, key, crypto.GenerateNonce())
 	var messages []string
 	round := func(name string, head plumbing.Hash, wantCall bool) {
 		t.Helper()
@@ -207,7 +198,7 @@ func TestPullRequestFollowedOnChange(t *testing.T) {
 	now = now.Add(10 * time.Second)
 	round("same proposal", plumbing.NewHash("01"), false)
 	round("the branch moved (another peering)", plumbing.NewHash("02"), false)
-	pe = documentsWith(crypto.GenerateNonce())
+	pe = nonceIssued(t, key, crypto.GenerateNonce())
 	round("new nonce", plumbing.NewHash("03"), true)
 	now = now.Add(30 * time.Second)
 	round("same proposal again", plumbing.NewHash("03"), false)

@@ -5,10 +5,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -94,27 +98,36 @@ func sortConditions(obj *gitpeerv1alpha1.PeeringRepository) {
 }
 
 // writeStatus writes the status obj reached in a round to the status
-// subresource, as a JSON merge patch from before, the object read at the
-// start of the round; nothing is sent when the round changed nothing.
+// subresource, and nothing when the round changed nothing (before is the
+// object read at the start of the round).
 //
-// Flux's patch helper, used before, patched the conditions it was told it
-// owned (all of ours) over the latest object with an optimistic lock and
-// retries on conflict, and the rest of the status with a plain merge patch.
-// The agent is the status' only writer (one leader; `kubectl` and Flux-style
-// tooling only annotate or edit the spec), so the lock bought nothing: a
-// merge patch without resourceVersion never conflicts, never needs a re-read,
-// and writes exactly the fields the round changed. Lists (conditions,
-// peerings) are replaced whole, as the merge patch of the status did before;
-// a condition another writer added during the round would be dropped, one
-// present when the round began is kept.
+// It does what Flux's patch helper, used before, did for the conditions it
+// owned (all of ours): read the latest object (from the cache), apply the
+// round's status to it and send the difference as a merge patch with
+// resourceVersion (optimistic lock), re-reading and retrying on a conflict
+// a few times. The status is the agent's alone, so the patch carries the
+// whole of what changed; a concurrent edit of the spec or metadata only
+// costs a retry. Lists (conditions, peerings) are replaced whole, as the
+// helper's status patch did. When the conflicts persist, as after an API
+// server restart until the cache has caught up, it gives up
+// (wait.ErrorInterrupted): the round is reported as KubernetesAPIUnavailable
+// and retried with backoff, never written from a stale view.
 func (r *PeeringRepositoryReconciler) writeStatus(ctx context.Context, before, obj *gitpeerv1alpha1.PeeringRepository) error {
-	patch := client.MergeFrom(before)
-	data, err := patch.Data(obj)
-	if err != nil {
-		return err
-	}
-	if string(data) == "{}" {
+	if equality.Semantic.DeepEqual(before.Status, obj.Status) {
 		return nil
 	}
-	return r.Status().Patch(ctx, obj, patch, client.FieldOwner("gitpeer"))
+	backoff := wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Jitter: 1.0}
+	return wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		latest := &gitpeerv1alpha1.PeeringRepository{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
+			return false, err
+		}
+		patch := client.MergeFromWithOptions(latest.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		latest.Status = obj.Status
+		err := r.Status().Patch(ctx, latest, patch, client.FieldOwner("gitpeer"))
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }

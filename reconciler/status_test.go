@@ -3,11 +3,14 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -112,16 +115,21 @@ func TestConditionTransitionTime(t *testing.T) {
 	}
 }
 
-// TestWriteStatus: the status is written with one merge patch to the status
-// subresource (no resourceVersion: a concurrent write of the object does not
-// make it fail), and not at all when the round changed nothing.
+// TestWriteStatus: the status is written with a merge patch of the status
+// subresource over the latest object, a concurrent write of the object costs
+// a retry, not the round; an unchanged status is not written; conflicts that
+// persist (a stale cache) give up as an API outage, retried with backoff.
 func TestWriteStatus(t *testing.T) {
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Generation: 1}}
 	var patches []string
+	conflicts := 0 // the next patches that conflict
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(obj).WithStatusSubresource(obj).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			data, _ := p.Data(o)
-			patches = append(patches, sub+" "+string(p.Type())+" "+string(data))
+			patches = append(patches, sub+" "+string(p.Type()))
+			if conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(schema.GroupResource{Group: "gitpeer.io", Resource: "peeringrepositories"}, o.GetName(), errors.New("stale"))
+			}
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		}}).Build()
 	r := &PeeringRepositoryReconciler{Client: c}
@@ -130,19 +138,20 @@ func TestWriteStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := obj.DeepCopy()
-	// Another writer changes the object during the round.
+	// Another writer changes the object during the round; the first patch conflicts.
 	other := obj.DeepCopy()
 	other.Annotations = map[string]string{"x": "y"}
 	if err := c.Update(ctx, other); err != nil {
 		t.Fatal(err)
 	}
+	conflicts = 1
 	markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "ok")
 	obj.Status.LastProcessedCommit = "abc"
 	if err := r.writeStatus(ctx, before, obj); err != nil {
 		t.Fatalf("writeStatus after a concurrent write: %v", err)
 	}
-	if len(patches) != 1 || patches[0][:len("status application/merge-patch+json")] != "status application/merge-patch+json" {
-		t.Fatalf("patches %q, want one merge patch of the status", patches)
+	if len(patches) != 2 || patches[1] != "status application/merge-patch+json" {
+		t.Fatalf("patches %q, want a conflict, then a merge patch of the status", patches)
 	}
 	got := &gitpeerv1alpha1.PeeringRepository{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
@@ -153,7 +162,17 @@ func TestWriteStatus(t *testing.T) {
 	}
 	quiet := got.DeepCopy()
 	markTrue(got, meta.ReadyCondition, ReasonSucceeded, "ok")
-	if err := r.writeStatus(ctx, quiet, got); err != nil || len(patches) != 1 {
+	if err := r.writeStatus(ctx, quiet, got); err != nil || len(patches) != 2 {
 		t.Fatalf("an unchanged status was written: %v, %q", err, patches)
+	}
+
+	conflicts = 100
+	got.Status.LastProcessedCommit = "def"
+	err := r.writeStatus(ctx, quiet, got)
+	if err == nil {
+		t.Fatal("persistent conflicts: written")
+	}
+	if reason := reasonOf(typedError(got, fmt.Errorf("writing the status: %w", err))); reason != gitpeerv1alpha1.KubernetesAPIUnavailableReason {
+		t.Fatalf("persistent conflicts: %v reported as %s", err, reason)
 	}
 }
