@@ -1,7 +1,9 @@
 package reconciler
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +74,11 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 		return outcome{err: fmt.Errorf("applied Tenant of %s: %w", pe.Consumer, err)}
 	}
 	cert, err := provider.CheckLiqoCertificate(tenant.Status.AuthParams.SignedCRT, key, pe.Consumer, s.r.Now())
+	if cerr := (*crypto.Error)(nil); errors.As(err, &cerr) && cerr.Rule == crypto.RuleCertificateKey {
+		// The status still holds the certificate of the key the Tenant had
+		// before an approved rekey (dropStaleLiqoCache): Liqo has not issued yet.
+		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "Tenant applied with a new key; waiting for Liqo's tenant controller to issue its certificate"}
+	}
 	if err != nil {
 		msg := fmt.Sprintf("certificate in the status of Tenant %s not committed: %v", pe.Consumer, err)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCertificateRejected, pe.Consumer, "%s", msg)
@@ -108,8 +115,32 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
 		return err
 	}
-	cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: LiqoCertificateCacheSecret}}
+	return s.deleteLiqoCache(ctx, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)))
+}
+
+// deleteLiqoCache deletes Liqo's certificate cache in the tenant namespace ns.
+func (s *session) deleteLiqoCache(ctx context.Context, ns string) error {
+	cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: LiqoCertificateCacheSecret}}
 	return client.IgnoreNotFound(s.r.Delete(ctx, cache))
+}
+
+// dropStaleLiqoCache prepares an approved change of the CSR of an applied
+// Tenant (a rekey, or a new CSR for the same key): the certificate in its
+// status is recorded, and Liqo's certificate cache is deleted before the new
+// spec is applied. Liqo's tenant controller refuses a CSR that differs from
+// the cached one and leaves the Tenant stuck (LIQO-CONTRACT.md, ForgeAuthParams).
+func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
+	applied := &authv1beta1.Tenant{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, applied); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !s.owns(applied) || bytes.Equal(applied.Spec.CSR, pe.Tenant.Spec.CSR) {
+		return nil
+	}
+	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
+		return err
+	}
+	return s.deleteLiqoCache(ctx, ns)
 }
 
 // recordTenantCertificate records the certificate in the status of the

@@ -189,6 +189,11 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
 		return nil, nil, &outcome{err: err}
 	}
+	if s.liqoMode() {
+		if err := s.dropStaleLiqoCache(ctx, pe, ns); err != nil {
+			return nil, nil, &outcome{err: err}
+		}
+	}
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)

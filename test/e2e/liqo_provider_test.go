@@ -129,6 +129,24 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		Expect(show("main", dir+"nonce.yaml")).To(ContainSubstring(nonce), "the nonce is never changed while the Tenant exists")
 	})
 
+	It("re-keys a peered consumer after the explicit rekey: Liqo's cache is dropped and Liqo issues for the new key", func(ctx SpecContext) {
+		newKey := newClusterKey()
+		commit("Merge pull request: new key of "+lpConsumerID, map[string][]byte{
+			dir + "request.yaml": requestFor(lpProviderID, lpConsumerID, newKey),
+			dir + "tenant.yaml":  tenantDoc(must(protocol.NewTenant(lpConsumerID, newKey, nonce))),
+		})
+		expectReported(ctx, provider, dir+"tenant.yaml", "not the key pinned")
+		annotateRepository(ctx, provider, gitpeerv1alpha1.RekeyAnnotationPrefix+lpConsumerID, must(crypto.KeyPin(newKey.Public())))
+
+		id := waitIdentity(dir, serials[1])
+		cert := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT))
+		Expect(must(crypto.KeyPin(cert.PublicKey))).To(Equal(must(crypto.KeyPin(newKey.Public()))), "Liqo issued for the new key")
+		serials = append(serials, cert.SerialNumber.Text(16))
+		Expect(issuedRecords(ctx, provider, lpConsumerID)).To(And(ContainSubstring(serials[1]), ContainSubstring(serials[2])))
+		expectOnlyLiqoCSRs(ctx, provider, 3)
+		liqoKey = newKey
+	})
+
 	It("refuses a TolerateNoHandshake Tenant: it is never applied", func(ctx SpecContext) {
 		tdir := lpDir(lpTolerantID)
 		key := newClusterKey()
@@ -156,7 +174,7 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		}
 		Eventually(func() []string { return roleBindings(ctx, provider, tenantNS) }).WithTimeout(time.Minute).Should(BeEmpty())
 		rec := issuedRecords(ctx, provider, lpConsumerID)
-		Expect(strings.Count(rec, "revokedAt")).To(Equal(2), rec)
+		Expect(strings.Count(rec, "revokedAt")).To(Equal(len(serials)), rec)
 	})
 
 	It("refuses to re-peer while a revoked certificate is valid, and re-peers with the override", func(ctx SpecContext) {
@@ -170,7 +188,7 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		id := waitIdentity(dir, "")
 		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
 		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: its cache was deleted at revocation")
-		expectOnlyLiqoCSRs(ctx, provider, 3)
+		expectOnlyLiqoCSRs(ctx, provider, len(serials)+1)
 	})
 })
 
