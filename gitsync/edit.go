@@ -46,6 +46,20 @@ func (n *editNode) child(name string) *editNode {
 // treeEditor writes blobs and trees for a set of file changes.
 type treeEditor struct {
 	s storer.EncodedObjectStorer
+	// applied remembers each subdirectory's edit result by the tree it was
+	// applied to: when a write is retried on a branch another writer moved,
+	// only the directories that writer changed are edited again.
+	applied map[appliedKey]appliedTree
+}
+
+type appliedKey struct {
+	tree plumbing.Hash // zero: no tree
+	n    *editNode
+}
+
+type appliedTree struct {
+	hash    plumbing.Hash
+	changed bool
 }
 
 // plan validates the changes, stores their blobs and returns the edit tree
@@ -86,21 +100,26 @@ func (e *treeEditor) apply(t *object.Tree, n *editNode) (plumbing.Hash, bool, er
 	if t != nil {
 		entries = append(entries, t.Entries...)
 	}
+	index := make(map[string]int, len(entries)) // the first entry of each name, as a lookup would find it
+	for i := len(entries) - 1; i >= 0; i-- {
+		index[entries[i].Name] = i
+	}
 	changed := false
+	var removed []int
 	for name, child := range n.children {
-		i := indexOf(entries, name)
+		i, ok := index[name]
+		if !ok {
+			i = -1
+		}
 		var next *object.TreeEntry
 		if child.leaf {
 			next = leafEntry(name, child)
 		} else {
-			var sub *object.Tree
+			var sub plumbing.Hash
 			if i >= 0 && entries[i].Mode == filemode.Dir {
-				var err error
-				if sub, err = object.GetTree(e.s, entries[i].Hash); err != nil {
-					return plumbing.ZeroHash, false, err
-				}
+				sub = entries[i].Hash
 			}
-			h, subChanged, err := e.apply(sub, child)
+			h, subChanged, err := e.applyDir(sub, child)
 			if err != nil {
 				return plumbing.ZeroHash, false, err
 			}
@@ -111,8 +130,19 @@ func (e *treeEditor) apply(t *object.Tree, n *editNode) (plumbing.Hash, bool, er
 				next = &object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
 			}
 		}
-		entries, changed = replaceEntry(entries, i, next, changed)
+		switch {
+		case i < 0 && next == nil:
+		case i < 0:
+			entries, changed = append(entries, *next), true
+			index[name] = len(entries) - 1
+		case next == nil:
+			removed, changed = append(removed, i), true
+			delete(index, name)
+		case !sameEntry(entries[i], *next):
+			entries[i], changed = *next, true
+		}
 	}
+	entries = without(entries, removed)
 	if !changed {
 		if t == nil {
 			return plumbing.ZeroHash, false, nil
@@ -126,6 +156,49 @@ func (e *treeEditor) apply(t *object.Tree, n *editNode) (plumbing.Hash, bool, er
 	return h, true, err
 }
 
+// applyDir is apply on the tree tree (zero for none), remembered by tree and
+// n (see treeEditor.applied).
+func (e *treeEditor) applyDir(tree plumbing.Hash, n *editNode) (plumbing.Hash, bool, error) {
+	key := appliedKey{tree: tree, n: n}
+	if done, ok := e.applied[key]; ok {
+		return done.hash, done.changed, nil
+	}
+	var t *object.Tree
+	if !tree.IsZero() {
+		var err error
+		if t, err = object.GetTree(e.s, tree); err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+	}
+	h, changed, err := e.apply(t, n)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	if e.applied == nil {
+		e.applied = map[appliedKey]appliedTree{}
+	}
+	e.applied[key] = appliedTree{hash: h, changed: changed}
+	return h, changed, nil
+}
+
+// without returns entries without those at the indexes in removed.
+func without(entries []object.TreeEntry, removed []int) []object.TreeEntry {
+	if len(removed) == 0 {
+		return entries
+	}
+	drop := make(map[int]bool, len(removed))
+	for _, i := range removed {
+		drop[i] = true
+	}
+	out := entries[:0]
+	for i, en := range entries {
+		if !drop[i] {
+			out = append(out, en)
+		}
+	}
+	return out
+}
+
 // leafEntry is the entry a leaf edit produces, nil for a delete.
 func leafEntry(name string, n *editNode) *object.TreeEntry {
 	if n.blob == nil {
@@ -134,36 +207,10 @@ func leafEntry(name string, n *editNode) *object.TreeEntry {
 	return &object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: *n.blob}
 }
 
-// replaceEntry puts next at index i (-1: absent) and reports whether that
-// changed anything, or-ed into changed.
-func replaceEntry(entries []object.TreeEntry, i int, next *object.TreeEntry, changed bool) ([]object.TreeEntry, bool) {
-	switch {
-	case i < 0 && next == nil:
-		return entries, changed
-	case i < 0:
-		return append(entries, *next), true
-	case next == nil:
-		return append(entries[:i], entries[i+1:]...), true
-	case sameEntry(entries[i], *next):
-		return entries, changed
-	}
-	entries[i] = *next
-	return entries, true
-}
-
 // sameEntry reports whether a and b have the same content and kind (both
 // spellings of a regular file's mode count as the same).
 func sameEntry(a, b object.TreeEntry) bool {
 	return a.Hash == b.Hash && (a.Mode == b.Mode || isRegular(a.Mode) && isRegular(b.Mode))
-}
-
-func indexOf(entries []object.TreeEntry, name string) int {
-	for i := range entries {
-		if entries[i].Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 func (e *treeEditor) writeBlob(content []byte) (plumbing.Hash, error) {

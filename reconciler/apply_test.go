@@ -1,11 +1,14 @@
 package reconciler
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 func TestRoundMessage(t *testing.T) {
@@ -51,4 +54,27 @@ func TestRoundMessage(t *testing.T) {
 			t.Fatalf("%d changes", len(changes))
 		}
 	})
+}
+
+// TestFailPeerings: only the peerings named fail, with their error, and a
+// peering that needed attention keeps its reason.
+func TestFailPeerings(t *testing.T) {
+	waiting := outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed (CSR requested)"}
+	overdue := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing", reason: provider.RenewalOverdue}
+	results := []result{
+		{"c1", gitpeerv1alpha1.ProviderRole, waiting},
+		{"c2", gitpeerv1alpha1.ProviderRole, overdue},
+		{"c1", gitpeerv1alpha1.ConsumerRole, waiting},
+	}
+	boom := errors.New("creating the CSR: boom")
+	failPeerings(results, map[string]error{
+		resultKey(gitpeerv1alpha1.ProviderRole, "c1"): boom,
+		resultKey(gitpeerv1alpha1.ProviderRole, "c2"): boom,
+	})
+	want := []outcome{{err: boom}, {err: boom, reason: provider.RenewalOverdue}, waiting}
+	for i, res := range results {
+		if res.o != want[i] {
+			t.Errorf("%s %s: %+v, want %+v", res.role, res.peer, res.o, want[i])
+		}
+	}
 }

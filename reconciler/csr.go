@@ -162,7 +162,7 @@ func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certifi
 				break
 			}
 		}
-		s.issuance = issuance{listed: true, csrs: csrs}
+		s.issuance.listed, s.issuance.csrs = true, csrs
 	}
 	return s.issuance.csrs[consumer], nil
 }
