@@ -1,0 +1,204 @@
+// Package reconciler holds gitpeer's controller: one PeeringRepository
+// reconciler that follows a Git branch and, for the local cluster, acts as the
+// provider (nonces, Tenant verification, CSR signing, Identities) and as the
+// consumer (requests, signed Tenants, kubeconfigs) of the handshake described
+// in docs/DESIGN.md.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+)
+
+// Condition types and reasons (also the event reasons), defined in apis/gitpeer/v1alpha1.
+const (
+	ReasonSucceeded         = meta.SucceededReason
+	ReasonProgressing       = meta.ProgressingReason
+	ReasonGitFailed         = gitpeerv1alpha1.GitOperationFailedReason
+	ReasonHistoryRewritten  = gitpeerv1alpha1.HistoryRewrittenReason
+	ReasonInvalidFile       = gitpeerv1alpha1.InvalidDocumentReason
+	ReasonRejected          = gitpeerv1alpha1.RejectedReason
+	ReasonIssued            = gitpeerv1alpha1.IdentityIssuedReason
+	ReasonRenewed           = gitpeerv1alpha1.IdentityRenewedReason
+	ReasonRevoked           = gitpeerv1alpha1.RevokedReason
+	ReasonSuspended         = gitpeerv1alpha1.SuspendedReason
+	ReasonKeyError          = gitpeerv1alpha1.ClusterKeyErrorReason
+	ReasonPeeringReady      = gitpeerv1alpha1.PeeringReadyReason
+	ReasonTenantProposed    = gitpeerv1alpha1.TenantProposedReason
+	ReasonNonceIssued       = gitpeerv1alpha1.NonceIssuedReason
+	ReasonRequested         = gitpeerv1alpha1.RequestedReason
+	ConditionFilesValid     = gitpeerv1alpha1.FilesValidCondition
+	ConditionPeeringsHealth = gitpeerv1alpha1.PeeringsHealthyCondition
+	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a
+	// certificate the provider issued is past its renewal point, not renewed.
+	ConditionCertificatesRenewed = gitpeerv1alpha1.CertificatesRenewedCondition
+	// ConditionLiqoReady reports the mode in force: Liqo mode or standalone.
+	ConditionLiqoReady = gitpeerv1alpha1.LiqoReadyCondition
+)
+
+// PeeringRepositoryReconciler reconciles PeeringRepository objects.
+type PeeringRepositoryReconciler struct {
+	client.Client
+	// APIReader reads straight from the API server (the cluster key Secret).
+	APIReader client.Reader
+	// Config is the agent's own client configuration; its CA is the CA the
+	// provider puts in Identities unless spec.provider.caSecretRef is set.
+	Config   *rest.Config
+	Recorder events.EventRecorder
+	// DataDir holds the persistent clones, one per repository.
+	DataDir string
+	// Now returns the current time; tests may replace it.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	repos  map[types.NamespacedName]*openRepo
+	user   string // the agent's own user name, learned once (agentUser)
+	phases phaseMemory
+	// terms holds, by PeeringRepository, the terms it last built (terms.go).
+	terms sync.Map
+	// pullRequests holds, by consumer peering, the last sync of its pull request (pullrequest.go).
+	pullRequests sync.Map
+	// recordsMigrated holds the UIDs of the PeeringRepositories whose gitpeer
+	// 0.1.0 records Secret this process found gone or moved (issued.go).
+	recordsMigrated sync.Map
+	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_liqo.go)
+}
+
+type openRepo struct {
+	repo   *gitsync.Repo
+	loader *protocol.Loader // what was decoded from the clone, kept across rounds
+	key    string           // what the clone was opened with; a change reopens it
+}
+
+// SetupWithManager registers the reconciler. It reconciles on spec changes,
+// on the reconcile.fluxcd.io/requestedAt annotation and on changes of the
+// agent's own CSRs; polling does the rest.
+func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts ControllerOptions) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.repos = map[types.NamespacedName]*openRepo{}
+	return r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
+		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).
+		WatchesMetadata(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(r.termsRoleUsers)).
+		WithOptions(opts.controller()).
+		Complete(r)
+}
+
+// Reconcile runs the ordered steps for one PeeringRepository and derives Ready.
+func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := r.Now()
+	obj := &gitpeerv1alpha1.PeeringRepository{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer func() {
+		reconcileDuration.WithLabelValues(req.Namespace, req.Name).Observe(time.Since(start).Seconds())
+	}()
+	if !obj.DeletionTimestamp.IsZero() {
+		if controllerutil.ContainsFinalizer(obj, gitpeerv1alpha1.Finalizer) {
+			return ctrl.Result{}, r.finalize(ctx, obj)
+		}
+		return ctrl.Result{}, nil
+	}
+	if err := r.ensureFinalizer(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	var roundErr error // typed (errors.go)
+	before := obj.DeepCopy()
+	defer func() {
+		r.summarize(obj, roundErr)
+		if err := r.writeStatus(ctx, before, obj); err != nil {
+			// The status could not be written (e.g. the API server went away mid-round):
+			// reported like a failed round and retried with backoff.
+			perr := typedError(obj, fmt.Errorf("writing the status: %w", err))
+			r.report(ctx, obj, perr)
+			retErr = errors.Join(retErr, perr)
+		}
+	}()
+	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		obj.Status.SetLastHandledReconcileRequest(v)
+	}
+	if obj.Spec.Suspend {
+		markFalse(obj, meta.ReadyCondition, ReasonSuspended, "reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	if obj.Generation != obj.Status.ObservedGeneration {
+		markReconciling(obj, ReasonProgressing, "reconciling generation %d", obj.Generation)
+	}
+
+	s, err := r.newSession(ctx, obj)
+	if err == nil {
+		err = s.sync(ctx)
+	}
+	if err != nil {
+		roundErr = typedError(obj, err)
+		r.report(ctx, obj, roundErr)
+		return resultOf(obj, roundErr)
+	}
+	if err := s.run(ctx); err != nil {
+		roundErr = typedError(obj, err)
+		r.report(ctx, obj, roundErr)
+		return resultOf(obj, roundErr)
+	}
+	return ctrl.Result{RequeueAfter: s.requeueAfter()}, nil
+}
+
+// summarize derives Ready from the other conditions and the round's typed
+// error, the way Flux controllers do, and records the observed generation.
+func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepository, err error) {
+	if !obj.Spec.Suspend && !stalls(err) {
+		deleteCondition(obj, meta.StalledCondition)
+	}
+	switch {
+	case obj.Spec.Suspend:
+	case err != nil:
+		markFailure(obj, err)
+	case isFalse(obj, ConditionFilesValid):
+		deleteCondition(obj, meta.ReconcilingCondition)
+		markFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", getCondition(obj, ConditionFilesValid).Message)
+	case isFalse(obj, ConditionPeeringsHealth):
+		deleteCondition(obj, meta.ReconcilingCondition)
+		markFalse(obj, meta.ReadyCondition, getCondition(obj, ConditionPeeringsHealth).Reason, "%s", getCondition(obj, ConditionPeeringsHealth).Message)
+	default:
+		deleteCondition(obj, meta.ReconcilingCondition)
+		markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
+	}
+	boundConditionMessages(obj)
+	sortConditions(obj)
+	if err == nil || stalls(err) {
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+}
+
+func (r *PeeringRepositoryReconciler) apiReader() client.Client {
+	if c, ok := r.APIReader.(client.Client); ok {
+		return c
+	}
+	return r.Client
+}
