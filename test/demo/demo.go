@@ -33,6 +33,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
+	"github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
@@ -41,14 +42,18 @@ func main() {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	keep := fs.Bool("keep", false, "leave everything running until interrupted and print where to explore")
 	gitpeer := fs.String("gitpeer", "bin/gitpeer", "the gitpeer binary (make build) whose audit command reads the repository's history")
+	liqoMode := fs.Bool("liqo", false, "install the Liqo test double on both clusters and run both agents in Liqo mode")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `Usage: go run ./test/demo [--keep] [--gitpeer PATH]
+		fmt.Fprintf(fs.Output(), `Usage: go run ./test/demo [--keep] [--liqo] [--gitpeer PATH]
 
 The demo starts a provider and a consumer control plane (kube-apiserver, kube-controller-manager
 and etcd built by 'make tools') and a local Git server, runs one gitpeer agent per cluster, and
 shows every step of the handshake: request, nonce, Tenant for review, the reviewer's merge,
 Identity, a working least-privilege kubeconfig, the audit trail, and revocation. It runs in a
 checkout of gitpeer ('make demo'); the agents run in this process, wired as 'gitpeer agent' is.
+With --liqo, Liqo's authentication controllers (a test double written from Liqo's source) run on
+both clusters and the agents run in Liqo mode: gitpeer moves the files and gates the approval,
+Liqo issues the certificate and writes the kubeconfig.
 
 `)
 		fs.PrintDefaults()
@@ -56,7 +61,7 @@ checkout of gitpeer ('make demo'); the agents run in this process, wired as 'git
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runDemo(ctx, os.Stdout, *gitpeer, *keep); err != nil {
+	if err := runDemo(ctx, os.Stdout, *gitpeer, *keep, *liqoMode); err != nil {
 		stop()
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
@@ -77,15 +82,18 @@ type demo struct {
 	began   time.Time
 	repo    gitserver.Repo
 	cleanup []func()
+	liqo    bool                    // Liqo mode: the Liqo double runs on both clusters
+	doubles map[string]*liqo.Double // by cluster ID, in Liqo mode
 }
 
 // runDemo runs the demo, printing to out; gitpeer is the binary whose audit
-// command it runs; with keep, everything stays up until ctx is done.
-func runDemo(ctx context.Context, out io.Writer, gitpeer string, keep bool) (err error) {
+// command it runs; with keep, everything stays up until ctx is done; with
+// liqoMode, both clusters run the Liqo double and both agents Liqo mode.
+func runDemo(ctx context.Context, out io.Writer, gitpeer string, keep, liqoMode bool) (err error) {
 	if _, err := exec.LookPath(gitpeer); err != nil {
 		return fmt.Errorf("the gitpeer binary (make build): %w", err)
 	}
-	d := &demo{out: out, gitpeer: gitpeer, began: time.Now()}
+	d := &demo{out: out, gitpeer: gitpeer, began: time.Now(), liqo: liqoMode, doubles: map[string]*liqo.Double{}}
 	if d.dir, err = os.MkdirTemp("", "gitpeer-demo-"); err != nil {
 		return err
 	}
@@ -108,6 +116,11 @@ func runDemo(ctx context.Context, out io.Writer, gitpeer string, keep bool) (err
 	}
 	if err := d.prove(ctx, kubeconfig); err != nil {
 		return err
+	}
+	if d.liqo {
+		if err := d.showLiqo(ctx, provider); err != nil {
+			return err
+		}
 	}
 	if err := d.audit(ctx); err != nil {
 		return err
@@ -166,15 +179,22 @@ func (d *demo) setUp(ctx context.Context) (provider, consumer *sandbox.Cluster, 
 		}
 		clusters[id] = c
 		d.step("%s control plane ready in %s: etcd, kube-apiserver, kube-controller-manager at %s", id, cp.StartupTime.Round(time.Millisecond), cp.URL)
+		if d.liqo {
+			if err := d.installLiqo(ctx, c); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	provider, consumer = clusters[demoProvider], clusters[demoConsumer]
 	if _, err := provider.Apply(ctx, d.repo.SSHURL, time.Second, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.CP.URL}
+		s.Liqo = d.liqoSpec()
 	}); err != nil {
 		return nil, nil, err
 	}
 	if _, err := consumer.Apply(ctx, d.repo.SSHURL, time.Second, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{demoProvider}}
+		s.Liqo = d.liqoSpec()
 	}); err != nil {
 		return nil, nil, err
 	}
@@ -223,7 +243,12 @@ func (d *demo) handshake(ctx context.Context, consumer *sandbox.Cluster) ([]byte
 	if err := d.waitFile(ctx, "main", dir+"identity.yaml", true); err != nil {
 		return nil, err
 	}
-	d.step("provider verified the Tenant, signed its CSR and committed identity.yaml\n%s  %s", strings.Repeat(" ", 10), sandbox.LastCommit(d.repo.Dir, "main", dir+"identity.yaml"))
+	issued, wrote := "provider verified the Tenant, signed its CSR and committed identity.yaml", "consumer verified identity.yaml and wrote its kubeconfig Secret"
+	if d.liqo {
+		issued = "provider verified the Tenant and applied it; Liqo's tenant controller issued; provider committed identity.yaml"
+		wrote = "consumer verified and applied the Identity; Liqo's identity controller wrote the kubeconfig Secret"
+	}
+	d.step("%s\n%s  %s", issued, strings.Repeat(" ", 10), sandbox.LastCommit(d.repo.Dir, "main", dir+"identity.yaml"))
 	ns := authv1beta1.TenantNamespaceName(demoProvider)
 	name := authv1beta1.KubeconfigSecretName(authv1beta1.ControlPlaneIdentityName(demoProvider))
 	secret := &corev1.Secret{}
@@ -233,7 +258,7 @@ func (d *demo) handshake(ctx context.Context, consumer *sandbox.Cluster) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the consumer's kubeconfig: %w", err)
 	}
-	d.step("consumer verified identity.yaml and wrote its kubeconfig Secret %s/%s", ns, name)
+	d.step("%s %s/%s", wrote, ns, name)
 	return secret.Data[authv1beta1.KubeconfigSecretField], nil
 }
 
@@ -304,12 +329,14 @@ func (d *demo) revoke(ctx context.Context, consumer *sandbox.Cluster, kubeconfig
 	if err != nil {
 		return err
 	}
-	allowed, err := canCreateResourceSlices(ctx, cs, authv1beta1.TenantNamespaceName(demoConsumer))
+	// In Liqo mode, Liqo's finalizer unbinds once the agent deleted the Tenant.
+	allowed := true
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		allowed, err = canCreateResourceSlices(ctx, cs, authv1beta1.TenantNamespaceName(demoConsumer))
+		return !allowed, err
+	})
 	if err != nil {
-		return err
-	}
-	if allowed {
-		return errors.New("access still allowed after revocation")
+		return fmt.Errorf("access still allowed after revocation: %w", err)
 	}
 	d.step("the old kubeconfig may no longer create resourceslices: %s", yesNo(allowed))
 	ns := authv1beta1.TenantNamespaceName(demoProvider)
@@ -322,6 +349,15 @@ func (d *demo) revoke(ctx context.Context, consumer *sandbox.Cluster, kubeconfig
 	}
 	d.step("consumer deleted its Identity and kubeconfig Secret")
 	return nil
+}
+
+// liqoSpec is the spec.liqo of both PeeringRepositories: Liqo mode required
+// with --liqo, and the default (Auto: standalone, without Liqo) otherwise.
+func (d *demo) liqoSpec() *gitpeerv1alpha1.LiqoSpec {
+	if !d.liqo {
+		return nil
+	}
+	return &gitpeerv1alpha1.LiqoSpec{Mode: gitpeerv1alpha1.LiqoEnabled}
 }
 
 func (d *demo) explore(provider, consumer *sandbox.Cluster) {

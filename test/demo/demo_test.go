@@ -13,6 +13,28 @@ import (
 // server, two agents, the merge, the proof, the audit trail (by the gitpeer
 // binary) and the revocation.
 func TestDemo(t *testing.T) {
+	runAndCheck(t, false,
+		"proposed its Tenant on branch gitpeer/provider/consumer",
+		"provider verified the Tenant, signed its CSR and committed identity.yaml",
+		"consumer verified identity.yaml and wrote its kubeconfig Secret",
+		"provider deleted the Tenant and its RoleBinding")
+}
+
+// TestDemoLiqo runs the demo with --liqo: the Liqo double on both clusters,
+// both agents in Liqo mode; Liqo issues and writes the kubeconfig.
+func TestDemoLiqo(t *testing.T) {
+	runAndCheck(t, true,
+		`Liqo (test double) installed: cluster ID "provider"`,
+		`Liqo (test double) installed: cluster ID "consumer"`,
+		"Liqo's tenant controller issued; provider committed identity.yaml",
+		"Liqo's identity controller wrote the kubeconfig Secret",
+		"of them Liqo's tenant controller's: 1",
+		"a ResourceSlice signed by the consumer's Liqo: accepted")
+}
+
+// runAndCheck builds gitpeer, runs the demo (in Liqo mode with liqoMode) and
+// checks its output holds the steps both modes share and the extra lines.
+func runAndCheck(t *testing.T, liqoMode bool, extra ...string) {
 	if testing.Short() {
 		t.Skip("starts two control planes")
 	}
@@ -23,15 +45,14 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	if err := runDemo(ctx, &out, gitpeer, false); err != nil {
+	if err := runDemo(ctx, &out, gitpeer, false, liqoMode); err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
 	}
 	t.Log(out.String())
-	for _, want := range []string{
+	for _, want := range append([]string{
 		"provider control plane ready",
 		"consumer requested the peering",
 		"provider issued a nonce",
-		"proposed its Tenant on branch gitpeer/provider/consumer",
 		"In real life a person reviews the pull request",
 		"reviewer merged tenant.yaml into main",
 		"Issue identity of consumer on provider (serial",
@@ -44,7 +65,7 @@ func TestDemo(t *testing.T) {
 		"Revoke identity of consumer on provider",
 		"the old kubeconfig may no longer create resourceslices: no",
 		"consumer deleted its Identity and kubeconfig Secret",
-	} {
+	}, extra...) {
 		if !bytes.Contains(out.Bytes(), []byte(want)) {
 			t.Errorf("demo output lacks %q", want)
 		}
