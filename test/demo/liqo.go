@@ -8,14 +8,9 @@ import (
 	"path/filepath"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
@@ -27,14 +22,7 @@ import (
 // ID and key, its authentication controllers and Tenant webhook, run by this
 // process) as Liqo's chart would, so that the agent runs in Liqo mode.
 func (d *demo) installLiqo(ctx context.Context, c *sandbox.Cluster) error {
-	// Liqo's chart owns liqo-remote-controlplane and labels it for its tenant
-	// controller; the sandbox installed gitpeer's copy, labelled here as Liqo's.
-	role := &rbacv1.ClusterRole{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: authv1beta1.RemoteControlPlaneClusterRole}, role); err != nil {
-		return err
-	}
-	metav1.SetMetaDataLabel(&role.ObjectMeta, liqo.ClusterIDConfigMapLabel, liqo.RemoteControlPlaneRoleLabel)
-	if err := c.Client.Update(ctx, role); err != nil {
+	if err := liqo.AdoptRemoteControlPlaneRole(ctx, c.Client); err != nil {
 		return err
 	}
 	double, err := liqo.New(ctx, c.Client, liqo.Options{ClusterID: c.ID, APIServer: c.CP.URL})
@@ -49,18 +37,11 @@ func (d *demo) installLiqo(ctx context.Context, c *sandbox.Cluster) error {
 	logger := zap.New(zap.WriteTo(logFile))
 	// controller-runtime's work queues log through its global logger.
 	ctrl.SetLogger(logger)
-	mgr, err := ctrl.NewManager(c.CP.Config, ctrl.Options{Scheme: sandbox.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}, Logger: logger})
+	stop, err := double.Start(ctx, c.CP.Config, liqo.RunOptions{Scheme: sandbox.Scheme, Logger: logger})
 	if err != nil {
 		return err
 	}
-	if err := double.Setup(mgr, nil); err != nil {
-		return err
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	d.cleanup = append(d.cleanup, func() { cancel(); <-done })
+	d.cleanup = append(d.cleanup, func() { _ = stop() })
 	d.doubles[c.ID] = double
 	d.step("%s: Liqo (test double) installed: cluster ID %q, key %s, its authentication controllers running", c.ID, c.ID, crypto.KeyType(double.Key.Public()))
 	return nil

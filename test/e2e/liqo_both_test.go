@@ -36,7 +36,7 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 		provider, consumer = newCluster(bProviderID), newCluster(bConsumerID)
 		startLiqoDouble(ctx, provider, func() time.Time { return time.Now().Add(time.Duration(shift.Swap(0))) })
 		double = must(liqodouble.New(ctx, consumer.k8s, liqodouble.Options{ClusterID: bConsumerID}))
-		DeferCleanup(startDouble(double, consumer))
+		DeferCleanup(startDouble(double, consumer.cp.Config, liqodouble.RunOptions{}))
 		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 			enableLiqo(s)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -15,13 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
@@ -51,7 +47,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		provider, consumer = newCluster(lProviderID), newCluster(lConsumerID)
 		double = must(liqodouble.New(ctx, consumer.k8s, liqodouble.Options{ClusterID: lConsumerID}))
-		stopDouble = startDouble(double, consumer)
+		stopDouble = startDouble(double, consumer.cp.Config, liqodouble.RunOptions{})
 		DeferCleanup(func() { stopDouble() })
 		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
@@ -107,7 +103,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 			// A restarted controller reconciles every object it watches.
 			stopDouble()
 			before := reconciles("liqo-identity")
-			stopDouble = startDouble(double, consumer)
+			stopDouble = startDouble(double, consumer.cp.Config, liqodouble.RunOptions{})
 			Eventually(func() float64 { return reconciles("liqo-identity") }).WithTimeout(30*time.Second).Should(BeNumerically(">", before), "round %d", i)
 			requestRound(ctx, consumer)
 		}
@@ -176,17 +172,13 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 	})
 })
 
-// startDouble runs the Liqo double's controllers on c until the returned
-// function is called (it may be called more than once).
-func startDouble(d *liqodouble.Double, c *cluster) func() {
-	mgr := must(ctrl.NewManager(c.cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}))
-	Expect(d.Setup(mgr, nil)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	return func() { once.Do(func() { cancel(); Expect(<-done).To(Succeed()) }) }
+// startDouble runs the Liqo double's controllers on the cluster at cfg (see liqo.Double.Start)
+// until the returned function is called (it may be called more than once).
+func startDouble(d *liqodouble.Double, cfg *rest.Config, o liqodouble.RunOptions) func() {
+	GinkgoHelper()
+	o.Scheme = scheme
+	stop := must(d.Start(context.Background(), cfg, o))
+	return func() { Expect(stop()).To(Succeed()) }
 }
 
 // reconciles is how many reconciles of the named controller succeeded in this process.

@@ -12,15 +12,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -198,27 +193,13 @@ func enableLiqo(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 }
 
 // startLiqoDouble installs the Liqo double on c (cluster ID c.id, its
-// ClusterRoles) and runs its provider-side controllers, the nonce creator and
-// the tenant controller with clock now, until the end of the node.
+// ClusterRoles) and runs its controllers, the tenant controller with clock
+// now, until the end of the node.
 func startLiqoDouble(ctx context.Context, c *cluster, now func() time.Time) {
 	GinkgoHelper()
-	// Liqo's chart owns liqo-remote-controlplane and labels it for its tenant
-	// controller; the sandbox installed gitpeer's copy, labelled here as Liqo's.
-	role := &rbacv1.ClusterRole{}
-	Expect(c.k8s.Get(ctx, client.ObjectKey{Name: authv1beta1.RemoteControlPlaneClusterRole}, role)).To(Succeed())
-	metav1.SetMetaDataLabel(&role.ObjectMeta, liqo.ClusterIDConfigMapLabel, liqo.RemoteControlPlaneRoleLabel)
-	Expect(c.k8s.Update(ctx, role)).To(Succeed())
+	Expect(liqo.AdoptRemoteControlPlaneRole(ctx, c.k8s)).To(Succeed())
 	d := must(liqo.New(ctx, c.k8s, liqo.Options{ClusterID: c.id, APIServer: c.cp.URL}))
-	mgr := must(ctrl.NewManager(c.cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}))
-	tenants := &liqo.TenantController{Client: mgr.GetClient(), Clientset: kubernetes.NewForConfigOrDie(mgr.GetConfig()), Options: d.Options,
-		CA: c.cp.Config.CAData, Now: now, Recorder: mgr.GetEventRecorderFor("liqo-tenant")} //nolint:staticcheck // as the double's Setup
-	Expect(tenants.SetupWithManager(mgr)).To(Succeed())
-	Expect((&liqo.NonceCreator{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("liqo-noncecreator")}).SetupWithManager(mgr)).To(Succeed()) //nolint:staticcheck
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
+	DeferCleanup(startDouble(d, c.cp.Config, liqo.RunOptions{Now: now}))
 }
 
 // expectLiqoNonceCreated checks that the nonce Secret was created as `liqoctl

@@ -14,11 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -49,19 +45,12 @@ var _ = Describe("Mixed peers", Ordered, func() {
 	var proxyURL string
 	var tunnels *atomic.Int64
 
-	// startDouble runs Liqo's authentication controllers on the provider with o.
-	startDouble := func(ctx context.Context, o liqo.Options) func() {
+	// startLiqo runs Liqo's authentication controllers on the provider with o.
+	startLiqo := func(ctx context.Context, o liqo.Options) func() {
 		o.ClusterID, o.APIServer = mProviderID, cp.URL
 		d, err := liqo.New(ctx, providerClient, o)
 		Expect(err).NotTo(HaveOccurred())
-		mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(d.Setup(mgr, nil)).To(Succeed())
-		mctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(mctx) }()
-		return func() { cancel(); Expect(<-done).To(Succeed()) }
+		return startDouble(d, cp.Config, liqo.RunOptions{})
 	}
 	// generateIdentity waits for the Tenant's status to satisfy ok, then
 	// commits `liqoctl generate identity`'s output as identity.yaml.
@@ -106,7 +95,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(crdinstall.Install(ctx, providerClient)).To(Succeed())
 		proxyURL, tunnels = startConnectProxy()
-		stopDouble = startDouble(ctx, liqo.Options{})
+		stopDouble = startLiqo(ctx, liqo.Options{})
 		DeferCleanup(func() { stopDouble() })
 
 		consumer = newCluster(mConsumerID)
@@ -165,7 +154,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		before := kubeconfig(ctx, func([]byte) bool { return true })
 		// Liqo restarted with --advertise-api-server-trusted-ca: the Tenant status loses its CA.
 		stopDouble()
-		stopDouble = startDouble(ctx, liqo.Options{TrustedCA: true})
+		stopDouble = startLiqo(ctx, liqo.Options{TrustedCA: true})
 		id := generateIdentity(ctx, func(ap *authv1beta1.AuthParams) bool { return len(ap.CA) == 0 })
 		Expect(id.Spec.AuthParams.CA).To(BeEmpty())
 

@@ -6,11 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
@@ -44,19 +41,13 @@ func startCluster(ctx context.Context, id string, o liqo.Options, peer *cluster)
 	o.ClusterID = id
 	d, err := liqo.New(ctx, c, o)
 	Expect(err).NotTo(HaveOccurred())
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: sandbox.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		// Both clusters' doubles run in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	Expect(err).NotTo(HaveOccurred())
 	var reader client.Reader
 	if peer != nil {
 		reader = peer.client
 	}
-	Expect(d.Setup(mgr, reader)).To(Succeed())
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	DeferCleanup(func() { cancel(); Expect(<-done).To(Succeed()) })
+	stop, err := d.Start(context.Background(), cp.Config, liqo.RunOptions{Scheme: sandbox.Scheme, Provider: reader})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 	return &cluster{id: id, cp: cp, client: c, double: d}
 }
 
