@@ -13,9 +13,9 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitpeer/gitpeer/test/process"
 )
 
 // TB is the part of testing.TB the harness needs; *testing.T, *testing.B and
@@ -57,7 +59,7 @@ type ControlPlane struct {
 	StartupTime time.Duration
 
 	pki       *pki
-	processes []*process
+	processes []*process.Process
 	ownDir    bool
 	bin       string   // the directory of the binaries
 	apiArgs   []string // kube-apiserver's flags, for RestartAPIServer
@@ -166,7 +168,7 @@ func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, e
 	if err != nil {
 		return cp, err
 	}
-	ports, err := freePorts(3)
+	ports, err := process.FreePorts(3)
 	if err != nil {
 		return cp, err
 	}
@@ -241,7 +243,7 @@ func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, e
 
 // run starts one component from the binaries directory.
 func (cp *ControlPlane) run(bin, name string, args ...string) error {
-	p, err := startProcess(cp.Dir, filepath.Join(bin, name), args...)
+	p, err := cp.startProcess(bin, name, args...)
 	if err != nil {
 		return err
 	}
@@ -249,29 +251,21 @@ func (cp *ControlPlane) run(bin, name string, args ...string) error {
 	return nil
 }
 
+// startProcess starts the component name from the binaries directory bin,
+// logging to name.log in the control plane's directory.
+func (cp *ControlPlane) startProcess(bin, name string, args ...string) (*process.Process, error) {
+	return process.Start(name, exec.Command(filepath.Join(bin, name), args...), filepath.Join(cp.Dir, name+".log"))
+}
+
 // waitFor polls check until it succeeds, a component exits, or a minute passes.
 func (cp *ControlPlane) waitFor(ctx context.Context, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		err := check(ctx)
-		if err == nil {
-			return nil
-		}
-		for _, p := range cp.processes {
-			if done, exitErr := p.exited(); done {
-				if p.portInUse() {
-					return fmt.Errorf("%w: %v", errPortInUse, exitErr)
-				}
-				return exitErr
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %v", what, err)
-		case <-time.After(100 * time.Millisecond):
+	err := process.WaitUntil(ctx, time.Minute, 100*time.Millisecond, what, check, cp.processes...)
+	for _, p := range cp.processes {
+		if done, _ := p.Exited(); done && p.PortInUse() {
+			return fmt.Errorf("%w: %v", errPortInUse, err)
 		}
 	}
+	return err
 }
 
 func (cp *ControlPlane) apiServerReady(ctx context.Context) error {
@@ -318,27 +312,27 @@ func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config,
 // StopAPIServer stops kube-apiserver; etcd and the controller-manager keep
 // running, so the cluster's state survives. StartAPIServer brings it back.
 func (cp *ControlPlane) StopAPIServer() {
-	cp.apiServer().stop(10 * time.Second)
+	cp.apiServer().Stop(10 * time.Second)
 }
 
 // StartAPIServer starts kube-apiserver again, with the same flags, address
 // and certificates, and waits until it is ready.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
-	p, err := startProcess(cp.Dir, filepath.Join(cp.bin, "kube-apiserver"), cp.apiArgs...)
+	p, err := cp.startProcess(cp.bin, "kube-apiserver", cp.apiArgs...)
 	if err != nil {
 		return err
 	}
 	for i, old := range cp.processes {
-		if old.name == "kube-apiserver" {
+		if old.Name == "kube-apiserver" {
 			cp.processes[i] = p
 		}
 	}
 	return cp.waitFor(ctx, "kube-apiserver /readyz", cp.apiServerReady)
 }
 
-func (cp *ControlPlane) apiServer() *process {
+func (cp *ControlPlane) apiServer() *process.Process {
 	for _, p := range cp.processes {
-		if p.name == "kube-apiserver" {
+		if p.Name == "kube-apiserver" {
 			return p
 		}
 	}
@@ -349,7 +343,7 @@ func (cp *ControlPlane) apiServer() *process {
 // the directory if New created it. It is safe to call more than once.
 func (cp *ControlPlane) Stop() {
 	for i := len(cp.processes) - 1; i >= 0; i-- {
-		cp.processes[i].stop(10 * time.Second)
+		cp.processes[i].Stop(10 * time.Second)
 	}
 	if cp.ownDir && cp.Dir != "" {
 		_ = os.RemoveAll(cp.Dir)
@@ -360,7 +354,7 @@ func (cp *ControlPlane) Stop() {
 func (cp *ControlPlane) Logs(lines int) string {
 	var out string
 	for _, p := range cp.processes {
-		out += fmt.Sprintf("===== %s (last %d lines) =====\n%s\n", p.name, lines, p.tail(lines))
+		out += fmt.Sprintf("===== %s (last %d lines) =====\n%s\n", p.Name, lines, p.Tail(lines))
 	}
 	return out
 }
@@ -372,18 +366,4 @@ func writeKubeconfig(cfg *rest.Config, path string) error {
 	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "local"}
 	kc.CurrentContext = "local"
 	return clientcmd.WriteToFile(*kc, path)
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -6,20 +6,21 @@
 package gitea
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
+
+	"github.com/gitpeer/gitpeer/test/process"
 )
 
 // TB is the part of testing.TB the harness needs; *testing.T and ginkgo's
@@ -38,9 +39,8 @@ type Server struct {
 	// Admin is the site administrator created at start; AdminToken is its API token (all scopes).
 	Admin, AdminPassword, AdminToken string
 
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	dir string
+	web *process.Process
 }
 
 // Start runs Gitea until the test ends.
@@ -60,11 +60,12 @@ func New(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := process.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Admin: "forge-admin", AdminPassword: randomString(), dir: dir, done: make(chan struct{})}
+	port := ports[0]
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Admin: "forge-admin", AdminPassword: randomString(), dir: dir}
 	if err := os.WriteFile(s.configPath(), []byte(appINI(dir, static, port)), 0o600); err != nil {
 		return nil, err
 	}
@@ -113,58 +114,48 @@ func (s *Server) run(bin string, args ...string) (string, error) {
 
 // startWeb starts `gitea web` and waits until its API answers.
 func (s *Server) startWeb(bin string) error {
-	log, err := os.Create(filepath.Join(s.dir, "gitea.log"))
+	cmd := exec.Command(bin, "--config", s.configPath(), "--work-path", s.dir, "web")
+	cmd.Env, cmd.Dir = s.env(), s.dir
+	var err error
+	if s.web, err = process.Start("gitea web", cmd, filepath.Join(s.dir, "gitea.log")); err != nil {
+		return err
+	}
+	if err := process.WaitUntil(context.Background(), 2*time.Minute, 200*time.Millisecond, "gitea's API", s.apiReady, s.web); err != nil {
+		s.Stop()
+		return fmt.Errorf("%w: %s", err, s.Log())
+	}
+	return nil
+}
+
+// apiReady checks that Gitea's API answers.
+func (s *Server) apiReady(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"api/v1/version", nil)
 	if err != nil {
 		return err
 	}
-	s.cmd = exec.Command(bin, "--config", s.configPath(), "--work-path", s.dir, "web")
-	s.cmd.Env, s.cmd.Dir, s.cmd.Stdout, s.cmd.Stderr = s.env(), s.dir, log, log
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		log.Close()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
 		return err
 	}
-	go func() {
-		_ = s.cmd.Wait()
-		log.Close()
-		close(s.done)
-	}()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			return fmt.Errorf("gitea web exited: %s", s.Log())
-		default:
-		}
-		if resp, err := http.Get(s.URL + "api/v1/version"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("api/v1/version: %s", resp.Status)
 	}
-	s.Stop()
-	return fmt.Errorf("gitea did not answer within 2m: %s", s.Log())
+	return nil
 }
 
 // Log returns Gitea's log.
 func (s *Server) Log() string {
-	data, _ := os.ReadFile(filepath.Join(s.dir, "gitea.log"))
-	return string(data)
+	if s.web == nil {
+		return ""
+	}
+	return s.web.Log()
 }
 
 // Stop ends Gitea: SIGTERM, then SIGKILL after 10s.
 func (s *Server) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
+	if s.web != nil {
+		s.web.Stop(10 * time.Second)
 	}
 }
 
@@ -218,12 +209,10 @@ func (s *Server) CreateRepo(owner, name string) (*sdk.Repository, error) {
 // templates): $GITPEER_GITEA and $GITPEER_GITEA_ROOT as the Makefile sets them, or the only
 // build under .cache/gitea of the enclosing checkout and its version in the module cache.
 func findGitea() (bin, static string, err error) {
-	bin, static = os.Getenv("GITPEER_GITEA"), os.Getenv("GITPEER_GITEA_ROOT")
-	if bin == "" {
-		if bin, err = findCached(); err != nil {
-			return "", "", err
-		}
+	if bin, err = process.Find("GITPEER_GITEA", filepath.Join("gitea", "gitea-v*")); err != nil {
+		return "", "", fmt.Errorf("gitea: %w", err)
 	}
+	static = os.Getenv("GITPEER_GITEA_ROOT")
 	if static == "" {
 		version := strings.TrimPrefix(filepath.Base(bin), "gitea-")
 		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
@@ -236,25 +225,6 @@ func findGitea() (bin, static string, err error) {
 		return "", "", fmt.Errorf("gitea's module directory %s lacks options/locale: run `make tools` or set GITPEER_GITEA_ROOT", static)
 	}
 	return bin, static, nil
-}
-
-// findCached returns the only gitea build under .cache/gitea of the working directory or a parent.
-func findCached() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		matches, _ := filepath.Glob(filepath.Join(dir, ".cache", "gitea", "gitea-v*"))
-		switch {
-		case len(matches) == 1:
-			return matches[0], nil
-		case len(matches) > 1:
-			return "", fmt.Errorf("several gitea builds in %s: set GITPEER_GITEA (the Makefile does)", filepath.Dir(matches[0]))
-		case filepath.Dir(dir) == dir:
-			return "", errors.New("no gitea binary: run `make tools` or set GITPEER_GITEA")
-		}
-	}
 }
 
 // appINI is Gitea's configuration: installed, sqlite, loopback HTTP, no SSH, no mail, nothing
@@ -307,16 +277,6 @@ MODE = console
 LEVEL = warn
 ROOT_PATH = %[1]s/log
 `, dir, static, port, randomString())
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomString() string {
