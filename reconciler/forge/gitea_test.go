@@ -16,18 +16,7 @@ import (
 // opened once with the status of the checks on its head, left alone when nothing changed, and once
 // closed it is reported, its branch deleted, and it is not reopened.
 func TestGiteaLive(t *testing.T) {
-	srv := gitea.Start(t)
-	u, err := srv.CreateUser("consumer-agent", "write:repository", "read:user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := srv.CreateRepo(u.Name, "peering"); err != nil {
-		t.Fatal(err)
-	}
-	c, err := srv.Client(u.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, u, c := gitea.StartWithRepo(t, "consumer-agent", "peering")
 	const branch = "gitpeer/hub/edge-1"
 	if _, _, err := c.CreateFile(u.Name, "peering", "hub/edge-1/tenant.yaml", sdk.CreateFileOptions{
 		FileOptions: sdk.FileOptions{NewBranchName: branch, Message: "Propose Tenant"}, Content: base64.StdEncoding.EncodeToString([]byte("kind: Tenant\n")),

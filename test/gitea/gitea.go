@@ -54,6 +54,26 @@ func Start(t TB) *Server {
 	return s
 }
 
+// StartWithRepo runs Gitea until the test ends, with a user owning the
+// repository user/repo (an initial commit on main) and a token of AgentScopes,
+// and returns that user and an API client acting as it.
+func StartWithRepo(t TB, user, repo string) (*Server, User, *sdk.Client) {
+	t.Helper()
+	s := Start(t)
+	u, err := s.CreateUser(user, AgentScopes...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if _, err := s.CreateRepo(u.Name, repo); err != nil {
+		t.Fatalf("%v", err)
+	}
+	c, err := s.Client(u.Token)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return s, u, c
+}
+
 // New runs Gitea with its data under dir. Call Stop when done.
 func New(dir string) (*Server, error) {
 	bin, static, err := findGitea()
@@ -163,6 +183,10 @@ func (s *Server) Stop() {
 func (s *Server) Client(token string) (*sdk.Client, error) {
 	return sdk.NewClient(s.URL, sdk.SetToken(token))
 }
+
+// AgentScopes are the token scopes gitpeer's agent needs: push to the
+// repository and open pull requests, read its own user.
+var AgentScopes = []sdk.AccessTokenScope{"write:repository", "read:user"}
 
 // User is a forge account with an API token.
 type User struct {
