@@ -20,6 +20,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/config/crd"
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/crdinstall"
 )
 
 // TestOnAPIServer installs the CRDs on a real kube-apiserver (from `make tools`) and checks that
@@ -56,20 +57,8 @@ func TestOnAPIServer(t *testing.T) {
 		}
 	}
 	for _, o := range crds {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKey{Name: o.Name}, got); err != nil {
-				return false, err
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("CRD %s not established: %v", o.Name, err)
+		if err := crdinstall.WaitEstablished(ctx, c, o.Name); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// The REST mapping of a new CRD may take a moment to reach the client's discovery.

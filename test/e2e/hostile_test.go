@@ -48,15 +48,7 @@ var _ = Describe("Hostile input", Ordered, func() {
 	keys := map[string]gocrypto.Signer{}
 
 	BeforeAll(func() {
-		provider, consumer = newCluster(hProviderID), newCluster(hConsumerID)
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
-		})
-		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{hProviderID}, Direct: true}
-		})
-		provider.startAgent()
-		consumer.startAgent()
+		provider, consumer = startPeers(hProviderID, hConsumerID, true)
 	})
 
 	It("completes a legitimate peering and issues a test-driven consumer", func(ctx SpecContext) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // Both clusters in Liqo mode, each beside the Liqo double: gitpeer on both
@@ -97,6 +98,6 @@ func expectLiqoKubeconfig(ctx SpecContext, consumer *cluster, providerID, consum
 		cert, err := kubeconfigCert(consumer, providerID)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cert.SerialNumber.Text(16)).To(Equal(serial))
-		g.Expect(whoAmIWith(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(consumerID))
+		g.Expect(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(consumerID))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // A consumer in Liqo mode beside the Liqo double (test/liqo): Liqo's nonce
@@ -92,7 +93,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		for _, user := range cfg.AuthInfos {
 			Expect(user.ClientKeyData).To(Equal(liqoKey))
 		}
-		Expect(must(whoAmIWith(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
+		Expect(must(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
 	})
 
 	It("leaves the kubeconfig Secret and the Identity unchanged over 20 alternations of Liqo's controllers and gitpeer rounds", func(ctx SpecContext) {
@@ -149,7 +150,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		Expect(onBranch.Spec.AuthParams.SignedCRT).To(Equal(old), "identity.yaml still carries the older certificate")
 		secret := &corev1.Secret{}
 		Expect(consumer.k8s.Get(ctx, kubeconfigKey, secret)).To(Succeed())
-		Expect(must(whoAmIWith(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
+		Expect(must(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
 	})
 
 	It("deletes the Identity and the signed nonce at revocation; Liqo's kubeconfig Secret goes with the Identity", func(ctx SpecContext) {

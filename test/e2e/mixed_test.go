@@ -10,9 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -25,6 +23,7 @@ import (
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // Mixed peers: the provider runs a plain Liqo (test/liqo's double, no gitpeer
@@ -132,9 +131,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		Expect(err).To(MatchError(ContainSubstring("does not chain to the CA")), "the scenario: a certificate that does not chain to the Identity's CA")
 
 		data := kubeconfig(ctx, func([]byte) bool { return true })
-		review2, err := clientFor(data).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(review2.Status.UserInfo.Username).To(Equal(mConsumerID))
+		Expect(sandbox.WhoAmI(ctx, data)).To(Equal(mConsumerID))
 		applied := &authv1beta1.Identity{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: identityName}, applied)).To(Succeed())
 		Expect(applied.Spec).To(Equal(id.Spec), "the Identity applied is liqoctl's, unchanged")
@@ -173,9 +170,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 			kc, err := clientcmd.Load(data)
 			return err == nil && kc.Clusters[mProviderID] != nil && len(kc.Clusters[mProviderID].CertificateAuthorityData) == 0
 		})
-		review, err := clientFor(data).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(review.Status.UserInfo.Username).To(Equal(mConsumerID))
+		Expect(sandbox.WhoAmI(ctx, data)).To(Equal(mConsumerID))
 		Eventually(func(g Gomega) gitpeerv1alpha1.PeeringPhase { return peering(ctx, g).Phase }).WithTimeout(30 * time.Second).Should(Equal(gitpeerv1alpha1.PhaseReady))
 	})
 })

@@ -17,7 +17,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -38,6 +37,7 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 const (
@@ -171,7 +171,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 			Data: map[string][]byte{authv1beta1.KubeconfigSecretField: kubeconfig}})).To(Succeed())
 		identity.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: kubeconfigKey.Name}
 		Expect(consumer.k8s.Status().Update(ctx, identity)).To(Succeed())
-		Expect(must(whoAmIWith(ctx, kubeconfig))).To(Equal(upConsumerID), "the previous release's kubeconfig works")
+		Expect(must(sandbox.WhoAmI(ctx, kubeconfig))).To(Equal(upConsumerID), "the previous release's kubeconfig works")
 
 		// The upgrade: this version's CRDs applied over the previous ones, then its agents.
 		for _, c := range []*cluster{provider, consumer} {
@@ -274,7 +274,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 			cert, err := crypto.ParseCertificatePEM(cfg.AuthInfos[identityName].ClientCertificateData)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cert.SerialNumber.Text(16)).NotTo(Equal(oldSerial), "the renewed certificate reached the kubeconfig")
-			g.Expect(whoAmIWith(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(upConsumerID))
+			g.Expect(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(upConsumerID))
 			ns := &corev1.Namespace{}
 			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
 			g.Expect(ns.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(consumer.object.UID)))
@@ -314,15 +314,6 @@ func signWithClusterCA(c *cluster, csrPEM []byte, notBefore, notAfter time.Time)
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, ca, req.PublicKey, caKey))
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-// whoAmIWith asks the API server the kubeconfig points to who it authenticates as.
-func whoAmIWith(ctx context.Context, kubeconfig []byte) (string, error) {
-	review, err := clientFor(kubeconfig).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	return review.Status.UserInfo.Username, nil
 }
 
 // normalEvents returns the notes of the Normal events with reason on c's PeeringRepository.

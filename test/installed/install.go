@@ -21,11 +21,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -34,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gitpeer/gitpeer/test/crdinstall"
 )
 
 // FieldManager is the server-side apply field manager of the install.
@@ -104,31 +104,13 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 				return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
 			}
 			if crds {
-				if err := waitEstablished(ctx, c, o.GetName()); err != nil {
+				if err := crdinstall.WaitEstablished(ctx, c, o.GetName()); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// waitEstablished waits until the API server serves the CustomResourceDefinition name.
-func waitEstablished(ctx context.Context, c client.Client, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return false, err
-		}
-		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, cond := range conditions {
-			if m, ok := cond.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
 }
 
 // Deployment returns the Deployment named name among objs, converted to its typed form.

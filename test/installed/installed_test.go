@@ -15,7 +15,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -125,23 +124,6 @@ func (n *node) annotate(ctx context.Context, key, value string) {
 	Expect(n.admin.Patch(ctx, obj, patch)).To(Succeed())
 }
 
-// whoAmI returns the user a kubeconfig authenticates as (SelfSubjectReview).
-func whoAmI(ctx context.Context, kubeconfig []byte) (string, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", err
-	}
-	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	return review.Status.UserInfo.Username, nil
-}
-
 // mayCreateResourceSlices asks, as the kubeconfig's user, whether it may create Liqo
 // ResourceSlices in namespace (what the tenant role grants).
 func mayCreateResourceSlices(ctx context.Context, kubeconfig []byte, namespace string) bool {
@@ -244,7 +226,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				dir := p.provider.id + "/" + p.consumer.id + "/"
 				until(2*time.Minute, func(g Gomega) { g.Expect(show("main", dir+"identity.yaml")).NotTo(BeEmpty(), dir) })
 				kubeconfig := p.consumer.kubeconfigFrom(ctx, p.provider.id)
-				user, err := whoAmI(ctx, kubeconfig)
+				user, err := sandbox.WhoAmI(ctx, kubeconfig)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(user).To(Equal(p.consumer.id))
 				tenantNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.consumer.id))
@@ -284,7 +266,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
 			// The certificate still authenticates (it cannot be revoked), which is why the provider
 			// refuses to bind it again by default.
-			user, err := whoAmI(ctx, kubeconfig)
+			user, err := sandbox.WhoAmI(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(idB))
 		})
@@ -304,7 +286,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
 				g.Expect(clientCert(g, kubeconfig).SerialNumber.Text(16)).NotTo(Equal(revokedSerial))
 			})
-			user, err := whoAmI(ctx, kubeconfig)
+			user, err := sandbox.WhoAmI(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(idB))
 		})
@@ -386,7 +368,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				g.Expect(clientCert(g, kubeconfig).SerialNumber).NotTo(Equal(firstOfA.SerialNumber))
 			})
 			Expect(time.Now()).To(BeTemporally("<", firstOfA.NotAfter))
-			user, err := whoAmI(ctx, kubeconfig)
+			user, err := sandbox.WhoAmI(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(idA))
 			until(30*time.Second, func(g Gomega) {
