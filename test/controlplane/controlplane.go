@@ -13,7 +13,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,7 +212,7 @@ func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, e
 	if err = writeKubeconfig(cmConfig, cmKubeconfig); err != nil {
 		return cp, err
 	}
-	if err = cp.waitFor(ctx, "kube-apiserver /readyz", cp.apiServerReady); err != nil {
+	if err = cp.waitAPIServer(ctx); err != nil {
 		return cp, err
 	}
 	// The signer's client is rate-limited like every controller's (default 20 QPS, burst 30):
@@ -268,24 +267,13 @@ func (cp *ControlPlane) waitFor(ctx context.Context, what string, check func(con
 	return err
 }
 
-func (cp *ControlPlane) apiServerReady(ctx context.Context) error {
+// waitAPIServer waits until kube-apiserver is ready (/readyz).
+func (cp *ControlPlane) waitAPIServer(ctx context.Context) error {
 	hc, err := rest.HTTPClientFor(cp.Config)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz: %s", resp.Status)
-	}
-	return nil
+	return cp.waitFor(ctx, "kube-apiserver /readyz", process.HTTPReady(hc, cp.URL+"/readyz"))
 }
 
 // clientConfig returns a client configuration authenticating with a fresh
@@ -327,7 +315,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 			cp.processes[i] = p
 		}
 	}
-	return cp.waitFor(ctx, "kube-apiserver /readyz", cp.apiServerReady)
+	return cp.waitAPIServer(ctx)
 }
 
 func (cp *ControlPlane) apiServer() *process.Process {

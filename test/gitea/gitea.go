@@ -140,26 +140,9 @@ func (s *Server) startWeb(bin string) error {
 	if s.web, err = process.Start("gitea web", cmd, filepath.Join(s.dir, "gitea.log")); err != nil {
 		return err
 	}
-	if err := process.WaitUntil(context.Background(), 2*time.Minute, 200*time.Millisecond, "gitea's API", s.apiReady, s.web); err != nil {
+	if err := process.WaitUntil(context.Background(), 2*time.Minute, 200*time.Millisecond, "gitea's API", process.HTTPReady(http.DefaultClient, s.URL+"api/v1/version"), s.web); err != nil {
 		s.Stop()
 		return fmt.Errorf("%w: %s", err, s.Log())
-	}
-	return nil
-}
-
-// apiReady checks that Gitea's API answers.
-func (s *Server) apiReady(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"api/v1/version", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("api/v1/version: %s", resp.Status)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,25 @@ func WaitUntil(ctx context.Context, timeout, interval time.Duration, what string
 			return fmt.Errorf("waiting for %s: %v", what, err)
 		case <-time.After(interval):
 		}
+	}
+}
+
+// HTTPReady is a check for WaitUntil: a GET of url with hc answers 200 OK.
+func HTTPReady(hc *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
 	}
 }
 

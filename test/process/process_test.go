@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,5 +109,20 @@ func TestFind(t *testing.T) {
 	t.Setenv("PROCESS_TEST_BIN", "/elsewhere")
 	if got, err := process.Find("PROCESS_TEST_BIN", "tool/v*"); err != nil || got != "/elsewhere" {
 		t.Errorf("Find with PROCESS_TEST_BIN set = %q, %v", got, err)
+	}
+}
+
+// TestHTTPReady passes on 200 OK only.
+func TestHTTPReady(t *testing.T) {
+	status := http.StatusServiceUnavailable
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+	defer srv.Close()
+	check := process.HTTPReady(srv.Client(), srv.URL+"/readyz")
+	if err := check(context.Background()); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("check with 503 = %v, want an error naming the status", err)
+	}
+	status = http.StatusOK
+	if err := check(context.Background()); err != nil {
+		t.Errorf("check with 200 = %v", err)
 	}
 }
