@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -30,12 +29,12 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 	tenantKey := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(bConsumerID), Name: bConsumerID}
 	var provider, consumer *cluster
 	var double *liqodouble.Double // the consumer's Liqo
-	var shift atomic.Int64        // moves the provider's Liqo clock once
+	var clock liqoClock           // the provider's Liqo clock
 	var serial string
 
 	BeforeAll(func(ctx SpecContext) {
 		provider, consumer = newCluster(bProviderID), newCluster(bConsumerID)
-		startLiqoDouble(ctx, provider, func() time.Time { return time.Now().Add(time.Duration(shift.Swap(0))) })
+		startLiqoDouble(ctx, provider, &clock)
 		double = must(liqodouble.New(ctx, consumer.k8s, liqodouble.Options{ClusterID: bConsumerID}))
 		DeferCleanup(startDouble(double, consumer.cp.Config, liqodouble.RunOptions{}))
 		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
@@ -63,11 +62,7 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 	})
 
 	It("carries a renewal by the provider's Liqo to the consumer in one identity.yaml", func(ctx SpecContext) {
-		tenant := &authv1beta1.Tenant{}
-		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
-		cert := must(crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT))
-		shift.Store(int64(time.Until(cert.NotAfter) - time.Minute))
-		poke(ctx, provider, tenant)
+		clock.renew(ctx, provider, tenantKey)
 
 		id := waitIdentity(dir, serial)
 		renewed := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)

@@ -42,7 +42,7 @@ func lpDir(consumer string) string { return lpProviderID + "/" + consumer + "/" 
 var _ = Describe("Liqo provider", Ordered, func() {
 	var provider *cluster
 	var liqoKey gocrypto.Signer // the consumer's Liqo key (its authentication-keys)
-	var shift atomic.Int64      // moves the double's clock once (see startLiqoDouble)
+	var clock liqoClock
 	var nonce string
 	var serials []string
 	dir := lpDir(lpConsumerID)
@@ -51,7 +51,7 @@ var _ = Describe("Liqo provider", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		provider = newCluster(lpProviderID)
-		startLiqoDouble(ctx, provider, func() time.Time { return time.Now().Add(time.Duration(shift.Swap(0))) })
+		startLiqoDouble(ctx, provider, &clock)
 		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 			enableLiqo(s)
@@ -104,16 +104,12 @@ var _ = Describe("Liqo provider", Ordered, func() {
 	})
 
 	It("commits exactly one new identity.yaml when Liqo renews the certificate", func(ctx SpecContext) {
-		tenant := &authv1beta1.Tenant{}
-		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
-		cert := must(crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT))
-		// The double's next reconcile runs a minute before expiry: past 2/3 of the life, it renews.
-		shift.Store(int64(time.Until(cert.NotAfter) - time.Minute))
-		poke(ctx, provider, tenant)
+		clock.renew(ctx, provider, tenantKey)
 
 		id := waitIdentity(dir, serials[0])
 		renewed := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT))
 		serials = append(serials, renewed.SerialNumber.Text(16))
+		tenant := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
 		Expect(id.Spec.AuthParams).To(Equal(*tenant.Status.AuthParams))
 		Consistently(func() []string { return identityCommits(dir) }).WithTimeout(5*time.Second).Should(HaveLen(2),
@@ -193,13 +189,13 @@ func enableLiqo(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 }
 
 // startLiqoDouble installs the Liqo double on c (cluster ID c.id, its
-// ClusterRoles) and runs its controllers, the tenant controller with clock
-// now, until the end of the node.
-func startLiqoDouble(ctx context.Context, c *cluster, now func() time.Time) {
+// ClusterRoles) and runs its controllers, the tenant controller with clock,
+// until the end of the node.
+func startLiqoDouble(ctx context.Context, c *cluster, clock *liqoClock) {
 	GinkgoHelper()
 	Expect(liqo.AdoptRemoteControlPlaneRole(ctx, c.k8s)).To(Succeed())
 	d := must(liqo.New(ctx, c.k8s, liqo.Options{ClusterID: c.id, APIServer: c.cp.URL}))
-	DeferCleanup(startDouble(d, c.cp.Config, liqo.RunOptions{Now: now}))
+	DeferCleanup(startDouble(d, c.cp.Config, liqo.RunOptions{Now: clock.now}))
 }
 
 // expectLiqoNonceCreated checks that the nonce Secret was created as `liqoctl
@@ -260,9 +256,22 @@ func expectOnlyLiqoCSRs(ctx context.Context, c *cluster, n int) {
 	Expect(csrs.Items).To(HaveLen(n))
 }
 
-// poke changes an annotation of tenant, so that Liqo's tenant controller reconciles it.
-func poke(ctx context.Context, c *cluster, tenant *authv1beta1.Tenant) {
+// liqoClock is the clock of a provider's Liqo double, which a spec moves once
+// to have Liqo renew a certificate (renew).
+type liqoClock struct{ shift atomic.Int64 }
+
+// now is the double's time: now, or once moved by renew.
+func (l *liqoClock) now() time.Time { return time.Now().Add(time.Duration(l.shift.Swap(0))) }
+
+// renew has the Liqo double on c renew the certificate of the Tenant key: its
+// next reconcile, which changing an annotation of the Tenant triggers, runs a
+// minute before the certificate expires, past 2/3 of its life.
+func (l *liqoClock) renew(ctx context.Context, c *cluster, key client.ObjectKey) {
 	GinkgoHelper()
+	tenant := &authv1beta1.Tenant{}
+	Expect(c.k8s.Get(ctx, key, tenant)).To(Succeed())
+	cert := must(crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT))
+	l.shift.Store(int64(time.Until(cert.NotAfter) - time.Minute))
 	patch := client.MergeFrom(tenant.DeepCopy())
 	metav1.SetMetaDataAnnotation(&tenant.ObjectMeta, "test.gitpeer.io/poke", time.Now().Format(time.RFC3339Nano))
 	Expect(c.k8s.Patch(ctx, tenant, patch)).To(Succeed())
