@@ -74,6 +74,12 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 	}
 	var prev heads
 	var lastErr error
+	staged := false
+	defer func() {
+		if staged {
+			r.unstage(ctx, branch)
+		}
+	}()
 	for attempt := 1; attempt <= r.cfg.Retry.Attempts; attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, r.cfg.Retry.delay(attempt-1)); err != nil {
@@ -91,6 +97,11 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 		commit, old, err := r.prepare(ed, edits, h, review, text)
 		if err != nil || commit.IsZero() {
 			return WriteResult{Commit: old, Attempts: attempt - 1}, err
+		}
+		if !staged && len(changes) >= stageMinChanges {
+			if staged, err = r.stage(ctx, branch, commit); err != nil {
+				return WriteResult{Attempts: attempt - 1}, err
+			}
 		}
 		if lastErr = r.push(ctx, branch, old, commit); lastErr == nil {
 			return WriteResult{Commit: commit, Pushed: true, Attempts: attempt}, r.setLocalHead(branch, commit)
@@ -187,16 +198,22 @@ func (r *Repo) applyOn(ed *treeEditor, base plumbing.Hash, edits *editNode) (plu
 // that no longer has old refuses it.
 func (r *Repo) push(ctx context.Context, branch string, old, commit plumbing.Hash) error {
 	ref := plumbing.NewBranchReferenceName(branch)
-	opts := &git.PushOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{config.RefSpec(commit.String() + ":" + ref.String())},
-		Auth:       r.auth,
-		CABundle:   r.cfg.Auth.caBundle(),
-	}
+	var require []config.RefSpec
 	if !old.IsZero() {
-		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(old.String() + ":" + ref.String())}
+		require = []config.RefSpec{config.RefSpec(old.String() + ":" + ref.String())}
 	}
-	err := r.repo.PushContext(ctx, opts)
+	return r.pushSpec(ctx, config.RefSpec(commit.String()+":"+ref.String()), require)
+}
+
+// pushSpec pushes one refspec, provided the remote refs match require.
+func (r *Repo) pushSpec(ctx context.Context, spec config.RefSpec, require []config.RefSpec) error {
+	err := r.repo.PushContext(ctx, &git.PushOptions{
+		RemoteName:        remoteName,
+		RefSpecs:          []config.RefSpec{spec},
+		RequireRemoteRefs: require,
+		Auth:              r.auth,
+		CABundle:          r.cfg.Auth.caBundle(),
+	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
 	}

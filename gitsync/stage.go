@@ -1,0 +1,57 @@
+package gitsync
+
+import (
+	"context"
+
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// stageMinChanges is the number of file changes from which a write stages
+// its commit before pushing the branch. Below it, a lost push re-sends little
+// and staging would only add two pushes (the scratch ref and its deletion).
+const stageMinChanges = 256
+
+// stagingRefPrefix holds the agent's scratch refs, outside refs/heads and
+// refs/tags so that they are neither branches nor tags.
+const stagingRefPrefix = "refs/gitpeer/staging/"
+
+// stagingRef is the scratch ref a large write to branch pushes its commit to.
+func stagingRef(branch string) plumbing.ReferenceName {
+	return plumbing.ReferenceName(stagingRefPrefix + branch)
+}
+
+// stage pushes commit to the scratch ref of branch, replacing whatever it
+// held, so that the objects of a large write cross the network once: the
+// remote advertises the scratch ref to the pushes that follow, and go-git
+// sends none of the objects reachable from an advertised ref. A push of the
+// branch that loses to another writer is then retried by sending only the
+// trees and commit rebuilt on the new head, not the write's blobs again.
+//
+// A server that refuses the ref (some forges accept only branches and tags)
+// makes stage report false and the Repo stop staging: its writes push the
+// branch alone, as before staging existed. Transport failures are returned.
+func (r *Repo) stage(ctx context.Context, branch string, commit plumbing.Hash) (bool, error) {
+	if r.noStaging {
+		return false, nil
+	}
+	ref := stagingRef(branch)
+	err := r.pushSpec(ctx, config.RefSpec("+"+commit.String()+":"+ref.String()), nil)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case sentinelOf(err) != nil:
+		return false, classify("push "+ref.String(), err)
+	}
+	r.noStaging = true
+	return false, nil
+}
+
+// unstage deletes the scratch ref of branch. It is best effort: a ref left
+// behind holds objects the branch mostly holds too, and the next large write
+// replaces it.
+func (r *Repo) unstage(ctx context.Context, branch string) {
+	_ = r.pushSpec(ctx, config.RefSpec(":"+stagingRef(branch).String()), nil)
+}
