@@ -35,10 +35,17 @@ func TestLargeWriteRetriesCheaply(t *testing.T) {
 	if n := len(c.Pushes()); n != 1 {
 		t.Fatalf("a small write made %d push requests, want 1 (no staging)", n)
 	}
+	raceLargeWrite(t, c, agent, f.openHTTP(), f.srv.HTTPURLWithCredentials(f.repo))
+}
 
-	// Another writer moves main as soon as the large write's first push
-	// request arrives, before the server has read any of it.
-	other := f.openHTTP()
+// raceLargeWrite makes a large write with agent, through c, while other
+// moves main as soon as the write's first push request arrives (before the
+// server has read any of it). The write must land on the second attempt,
+// its files crossing the network once, and leave no scratch ref on the
+// remote, which the git CLI reaches at cliURL.
+func raceLargeWrite(t *testing.T, c *counter, agent, other *gitsync.Repo, cliURL string) {
+	t.Helper()
+	before := len(c.Pushes())
 	moved := make(chan error, 1)
 	c.OnPush(func() {
 		_, err := other.Write(ctx(t), message("other writer"), []gitsync.FileChange{gitsync.Put("other.yaml", []byte("o"))})
@@ -52,13 +59,19 @@ func TestLargeWriteRetriesCheaply(t *testing.T) {
 	if !res.Pushed || res.Attempts != 2 {
 		t.Fatalf("large write: %+v, want pushed on the second attempt", res)
 	}
-	if n := strings.Count(git(t, f.repo.Dir, "ls-tree", "-r", "--name-only", "main"), "\n") + 1; n != files+2 {
-		t.Fatalf("main has %d files, want %d", n, files+2)
+	heads := git(t, "", "ls-remote", cliURL)
+	if !strings.Contains(heads, res.Commit.String()+"\trefs/heads/main") {
+		t.Fatalf("main is not the large write's commit %s:\n%s", res.Commit, heads)
 	}
-
+	if _, err := agent.ReadFile(res.Commit, "other.yaml"); err != nil {
+		t.Fatalf("the other writer's file is lost: %v", err)
+	}
+	if strings.Contains(heads, "refs/gitpeer/") {
+		t.Fatalf("scratch ref left behind:\n%s", heads)
+	}
 	// The files crossed the network once: every push request of the write
 	// but the largest is small next to it.
-	pushes := c.Pushes()[1:]
+	pushes := c.Pushes()[before:]
 	largest, rest := int64(0), int64(0)
 	for _, n := range pushes {
 		rest += n
@@ -67,9 +80,6 @@ func TestLargeWriteRetriesCheaply(t *testing.T) {
 	rest -= largest
 	if largest < files*768 || rest > largest/10 {
 		t.Fatalf("push requests of the large write: %v bytes; want one carrying the files and the others under a tenth of it", pushes)
-	}
-	if refs := git(t, f.repo.Dir, "for-each-ref", "refs/gitpeer/"); refs != "" {
-		t.Fatalf("scratch ref left behind: %s", refs)
 	}
 }
 
