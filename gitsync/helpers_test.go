@@ -52,15 +52,21 @@ func (f *fixture) sshAuth() *gitsync.Auth {
 // open opens a fresh agent clone of the repository; mod adjusts the config.
 func (f *fixture) open(url string, auth *gitsync.Auth, mod ...func(*gitsync.Config)) *gitsync.Repo {
 	f.t.Helper()
-	cfg := gitsync.Config{URL: url, Dir: filepath.Join(f.t.TempDir(), "clone"), Auth: auth}
+	return openClone(f.t, url, auth, mod...)
+}
+
+// openClone opens a fresh agent clone of the repository at url until the test ends.
+func openClone(t testing.TB, url string, auth *gitsync.Auth, mod ...func(*gitsync.Config)) *gitsync.Repo {
+	t.Helper()
+	cfg := gitsync.Config{URL: url, Dir: filepath.Join(t.TempDir(), "clone"), Auth: auth}
 	for _, m := range mod {
 		m(&cfg)
 	}
 	r, err := gitsync.Open(cfg)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
-	f.t.Cleanup(func() { _ = r.Close() })
+	t.Cleanup(func() { _ = r.Close() })
 	return r
 }
 

@@ -70,27 +70,22 @@ func Open(cfg Config) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitsync: open clone %s: %w", cfg.Dir, err)
 	}
-	if err := configure(repo, cfg.URL); err != nil {
+	if err := ensureRemote(repo, cfg.URL); err != nil {
 		return nil, err
 	}
 	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits)}, nil
 }
 
-// configure points the origin remote at url and turns off delta compression
-// in the packs pushes send (pack.window 0). A write's new objects are mostly
-// small files of keys, certificates and signatures, which do not delta
-// against each other; searching for deltas doubled what a push of 10,000 new
-// files allocated (see BENCHMARKS.md).
-func configure(repo *git.Repository, url string) error {
+// ensureRemote points the origin remote at url.
+func ensureRemote(repo *git.Repository, url string) error {
 	cfg, err := repo.Config()
 	if err != nil {
 		return err
 	}
-	if rc, ok := cfg.Remotes[remoteName]; ok && len(rc.URLs) == 1 && rc.URLs[0] == url && cfg.Pack.Window == 0 {
+	if rc, ok := cfg.Remotes[remoteName]; ok && len(rc.URLs) == 1 && rc.URLs[0] == url {
 		return nil
 	}
 	cfg.Remotes[remoteName] = &config.RemoteConfig{Name: remoteName, URLs: []string{url}}
-	cfg.Pack.Window = 0
 	return repo.SetConfig(cfg)
 }
 

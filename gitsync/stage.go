@@ -3,7 +3,6 @@ package gitsync
 import (
 	"context"
 
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
@@ -22,36 +21,39 @@ func stagingRef(branch string) plumbing.ReferenceName {
 }
 
 // stage pushes commit to the scratch ref of branch, replacing whatever it
-// held, so that the objects of a large write cross the network once: the
-// remote advertises the scratch ref to the pushes that follow, and go-git
-// sends none of the objects reachable from an advertised ref. A push of the
-// branch that loses to another writer is then retried by sending only the
-// trees and commit rebuilt on the new head, not the write's blobs again.
+// held, and returns commit, so that the objects of a large write cross the
+// network once: a push of the branch that loses to another writer is retried
+// by sending only the trees and commit rebuilt on the new head, not the
+// write's files again (push leaves out what the staged commit holds).
 //
 // A server that refuses the ref (some forges accept only branches and tags)
-// makes stage report false and the Repo stop staging: its writes push the
-// branch alone, as before staging existed. Transport failures are returned.
-func (r *Repo) stage(ctx context.Context, branch string, commit plumbing.Hash) (bool, error) {
+// makes stage return zero and the Repo stop staging: its writes push the
+// branch alone. Transport failures are returned.
+func (r *Repo) stage(ctx context.Context, branch string, commit plumbing.Hash) (plumbing.Hash, error) {
 	if r.noStaging {
-		return false, nil
+		return plumbing.ZeroHash, nil
 	}
 	ref := stagingRef(branch)
-	err := r.pushSpec(ctx, config.RefSpec("+"+commit.String()+":"+ref.String()), nil)
+	objects, err := r.newObjects(commit)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	err = r.sendPack(ctx, refUpdate{name: ref, to: commit}, objects)
 	switch {
 	case err == nil:
-		return true, nil
+		return commit, nil
 	case ctx.Err() != nil:
-		return false, ctx.Err()
+		return plumbing.ZeroHash, ctx.Err()
 	case sentinelOf(err) != nil:
-		return false, classify("push "+ref.String(), err)
+		return plumbing.ZeroHash, classify("push "+ref.String(), err)
 	}
 	r.noStaging = true
-	return false, nil
+	return plumbing.ZeroHash, nil
 }
 
 // unstage deletes the scratch ref of branch. It is best effort: a ref left
 // behind holds objects the branch mostly holds too, and the next large write
 // replaces it.
 func (r *Repo) unstage(ctx context.Context, branch string) {
-	_ = r.pushSpec(ctx, config.RefSpec(":"+stagingRef(branch).String()), nil)
+	_ = r.sendPack(ctx, refUpdate{name: stagingRef(branch)}, nil)
 }

@@ -1,8 +1,6 @@
 package gitsync_test
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,14 +10,12 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 )
 
-// largeWrite is a write of n new files of about 1 KiB each, incompressible
-// like the keys and certificates a round writes: enough to be staged.
+// largeWrite is a write of n new identity-sized files (see identityDoc):
+// enough to be staged.
 func largeWrite(n int, dir string) []gitsync.FileChange {
 	changes := make([]gitsync.FileChange, n)
 	for i := range changes {
-		b := make([]byte, 768)
-		_, _ = rand.Read(b)
-		changes[i] = gitsync.Put(fmt.Sprintf("%s/c%04d/identity.yaml", dir, i), []byte(base64.StdEncoding.EncodeToString(b)))
+		changes[i] = gitsync.Put(fmt.Sprintf("%s/c%04d/identity.yaml", dir, i), identityDoc())
 	}
 	return changes
 }
@@ -78,7 +74,7 @@ func raceLargeWrite(t *testing.T, c *counter, agent, other *gitsync.Repo, cliURL
 		largest = max(largest, n)
 	}
 	rest -= largest
-	if largest < files*768 || rest > largest/10 {
+	if largest < files*identityEntropy || rest > largest/10 {
 		t.Fatalf("push requests of the large write: %v bytes; want one carrying the files and the others under a tenth of it", pushes)
 	}
 }
@@ -126,22 +122,5 @@ func TestLargeWriteStagingRefused(t *testing.T) {
 	}
 	if n := len(c.Pushes()); n != 3 {
 		t.Fatalf("%d push requests, want 3 (the refused scratch ref, then the branch twice)", n)
-	}
-}
-
-// TestPushSendsNoDeltas writes two files that differ in one byte: the push
-// sends both whole, as pack.window 0 asks (a delta search costs more memory
-// than it saves on a round's files, which do not resemble each other).
-func TestPushSendsNoDeltas(t *testing.T) {
-	f := newFixture(t, "deltas")
-	c := newCounter(t, f.repo.HTTPURL)
-	agent := f.open(c.URL, f.httpAuth())
-	body := make([]byte, 16<<10)
-	_, _ = rand.Read(body)
-	twin := append([]byte{}, body...)
-	twin[0]++
-	mustWrite(t, agent, "twins", gitsync.Put("a", body), gitsync.Put("b", twin))
-	if pushes := c.Pushes(); len(pushes) != 1 || pushes[0] < 2*int64(len(body)) {
-		t.Fatalf("push requests %v bytes, want one holding both files whole (%d bytes each)", pushes, len(body))
 	}
 }
