@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
@@ -34,8 +36,9 @@ type refUpdate struct {
 // remote advertises to decide what to send (at 10,000 peerings, about a
 // second per push even for a one-file write), it sends exactly objects
 // (see newObjects), whole: no delta search, which costs more memory than it
-// saves on a write's files (keys, certificates, signatures).
-func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects []plumbing.Hash) (err error) {
+// saves on a write's files (keys, certificates, signatures), and read one
+// at a time as the pack is written (go-git holds them all in memory).
+func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (err error) {
 	ep, err := transport.NewEndpoint(r.cfg.URL)
 	if err != nil {
 		return err
@@ -79,7 +82,7 @@ func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects []plumbing.Has
 	req.Packfile = pack
 	encoded := make(chan error, 1)
 	go func() {
-		_, err := packfile.NewEncoder(w, r.storage, false).Encode(objects, 0)
+		_, err := packfile.NewEncoder(w, lazyStorer{r.storage, objects}, false).Encode(objects.hashes(), 0)
 		encoded <- w.CloseWithError(err)
 	}()
 	rs, err := sess.ReceivePack(ctx, req)
@@ -99,6 +102,17 @@ func reportError(rs *packp.ReportStatus, err error) error {
 	return rs.Error()
 }
 
+// objectSet is a set of objects to send, with their types.
+type objectSet map[plumbing.Hash]plumbing.ObjectType
+
+func (o objectSet) hashes() []plumbing.Hash {
+	hs := make([]plumbing.Hash, 0, len(o))
+	for h := range o {
+		hs = append(hs, h)
+	}
+	return hs
+}
+
 // newObjects returns commit and the trees and blobs under it that a remote
 // holding commit's parents and the commits in haves (zero ones ignored) may
 // lack: every object of commit's tree except those found at the same path in
@@ -106,7 +120,7 @@ func reportError(rs *packp.ReportStatus, err error) error {
 // may list objects the remote holds elsewhere (sending them again is
 // harmless), never leaves out one it lacks, and costs reading the changed
 // directories only, whatever the size of the history.
-func (r *Repo) newObjects(commit plumbing.Hash, haves ...plumbing.Hash) ([]plumbing.Hash, error) {
+func (r *Repo) newObjects(commit plumbing.Hash, haves ...plumbing.Hash) (objectSet, error) {
 	if slices.Contains(haves, commit) {
 		return nil, nil
 	}
@@ -125,26 +139,27 @@ func (r *Repo) newObjects(commit plumbing.Hash, haves ...plumbing.Hash) ([]plumb
 		}
 		haveTrees = append(haveTrees, hc.TreeHash)
 	}
-	return r.newInTree(c.TreeHash, haveTrees, []plumbing.Hash{commit})
+	out := objectSet{commit: plumbing.CommitObject}
+	return out, r.newInTree(c.TreeHash, haveTrees, out)
 }
 
-// newInTree appends to out the tree h and the objects under it that are not
-// at the same path in one of the trees have (the same directory in the
-// trees the remote holds).
-func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out []plumbing.Hash) ([]plumbing.Hash, error) {
-	if slices.Contains(have, h) {
-		return out, nil
+// newInTree adds to out the tree h and the objects under it that are not at
+// the same path in one of the trees have (the same directory in the trees
+// the remote holds).
+func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out objectSet) error {
+	if _, done := out[h]; done || slices.Contains(have, h) {
+		return nil
 	}
-	out = append(out, h)
+	out[h] = plumbing.TreeObject
 	t, err := object.GetTree(r.storage, h)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	held := map[string][]object.TreeEntry{} // name → the entries of that name in the have trees
 	for _, hh := range have {
 		ht, err := object.GetTree(r.storage, hh)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, e := range ht.Entries {
 			held[e.Name] = append(held[e.Name], e)
@@ -154,14 +169,14 @@ func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out []plumbing.H
 		switch {
 		case e.Mode == filemode.Submodule || slices.ContainsFunc(held[e.Name], func(he object.TreeEntry) bool { return he.Hash == e.Hash }):
 		case e.Mode == filemode.Dir:
-			if out, err = r.newInTree(e.Hash, subtrees(held[e.Name]), out); err != nil {
-				return nil, err
+			if err := r.newInTree(e.Hash, subtrees(held[e.Name]), out); err != nil {
+				return err
 			}
 		default:
-			out = append(out, e.Hash)
+			out[e.Hash] = plumbing.BlobObject
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // subtrees returns the hashes of the directories among entries.
@@ -174,3 +189,49 @@ func subtrees(entries []object.TreeEntry) []plumbing.Hash {
 	}
 	return hs
 }
+
+// lazyStorer gives the pack encoder objects of a set that read their content
+// from the clone only when the encoder writes them.
+type lazyStorer struct {
+	*filesystem.Storage
+	objects objectSet
+}
+
+// EncodedObject returns a lazyObject for h, whose type is known from the set.
+func (s lazyStorer) EncodedObject(_ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	t, ok := s.objects[h]
+	if !ok {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	size, err := s.EncodedObjectSize(h)
+	if err != nil {
+		return nil, err
+	}
+	return &lazyObject{s: s.Storage, hash: h, typ: t, size: size}, nil
+}
+
+// lazyObject is an object of the clone read when its Reader is opened.
+type lazyObject struct {
+	s    *filesystem.Storage
+	hash plumbing.Hash
+	typ  plumbing.ObjectType
+	size int64
+}
+
+func (o *lazyObject) Hash() plumbing.Hash             { return o.hash }
+func (o *lazyObject) Type() plumbing.ObjectType       { return o.typ }
+func (o *lazyObject) SetType(plumbing.ObjectType)     {}
+func (o *lazyObject) Size() int64                     { return o.size }
+func (o *lazyObject) SetSize(int64)                   {}
+func (o *lazyObject) Writer() (io.WriteCloser, error) { return nil, errReadOnly }
+
+// Reader reads the object from the clone.
+func (o *lazyObject) Reader() (io.ReadCloser, error) {
+	obj, err := o.s.EncodedObject(o.typ, o.hash)
+	if err != nil {
+		return nil, err
+	}
+	return obj.Reader()
+}
+
+var errReadOnly = errors.New("gitsync: object is read-only")

@@ -24,13 +24,15 @@ func TestPushSendsNoDeltas(t *testing.T) {
 	}
 }
 
-// TestPushKindChanges replaces a file with a directory holding the same
-// content, and back: each push sends what the server lacks (the server's
-// receive-pack checks that every object the new commit reaches is there).
+// TestPushKindChanges writes one content at several new paths, then
+// replaces a file with a directory holding the same content, and back: each
+// push sends what the server lacks, once (the server's receive-pack checks
+// that every object the new commit reaches is there).
 func TestPushKindChanges(t *testing.T) {
 	f := newFixture(t, "kinds")
 	agent := f.openSSH()
-	mustWrite(t, agent, "file", gitsync.Put("a", []byte("same")), gitsync.Put("keep/x", []byte("x")))
+	mustWrite(t, agent, "file", gitsync.Put("a", []byte("same")), gitsync.Put("keep/x", []byte("x")),
+		gitsync.Put("d1/x", []byte("x")), gitsync.Put("d2/x", []byte("x")))
 	mustWrite(t, agent, "file to directory", gitsync.Put("a/b", []byte("same")))
 	if got := git(t, f.repo.Dir, "show", "main:a/b"); got != "same" {
 		t.Fatalf("a/b = %q", got)
