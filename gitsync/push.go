@@ -2,7 +2,6 @@ package gitsync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
@@ -36,8 +34,7 @@ type refUpdate struct {
 // remote advertises to decide what to send (at 10,000 peerings, about a
 // second per push even for a one-file write), it sends exactly objects
 // (see newObjects), whole: no delta search, which costs more memory than it
-// saves on a write's files (keys, certificates, signatures), and read one
-// at a time as the pack is written (go-git holds them all in memory).
+// saves on a write's files (keys, certificates, signatures).
 func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (err error) {
 	ep, err := transport.NewEndpoint(r.cfg.URL)
 	if err != nil {
@@ -82,7 +79,7 @@ func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (er
 	req.Packfile = pack
 	encoded := make(chan error, 1)
 	go func() {
-		_, err := packfile.NewEncoder(w, lazyStorer{r.storage, objects}, false).Encode(objects.hashes(), 0)
+		_, err := packfile.NewEncoder(w, r.storage, false).Encode(objects.hashes(), 0)
 		encoded <- w.CloseWithError(err)
 	}()
 	rs, err := sess.ReceivePack(ctx, req)
@@ -189,49 +186,3 @@ func subtrees(entries []object.TreeEntry) []plumbing.Hash {
 	}
 	return hs
 }
-
-// lazyStorer gives the pack encoder objects of a set that read their content
-// from the clone only when the encoder writes them.
-type lazyStorer struct {
-	*filesystem.Storage
-	objects objectSet
-}
-
-// EncodedObject returns a lazyObject for h, whose type is known from the set.
-func (s lazyStorer) EncodedObject(_ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	t, ok := s.objects[h]
-	if !ok {
-		return nil, plumbing.ErrObjectNotFound
-	}
-	size, err := s.EncodedObjectSize(h)
-	if err != nil {
-		return nil, err
-	}
-	return &lazyObject{s: s.Storage, hash: h, typ: t, size: size}, nil
-}
-
-// lazyObject is an object of the clone read when its Reader is opened.
-type lazyObject struct {
-	s    *filesystem.Storage
-	hash plumbing.Hash
-	typ  plumbing.ObjectType
-	size int64
-}
-
-func (o *lazyObject) Hash() plumbing.Hash             { return o.hash }
-func (o *lazyObject) Type() plumbing.ObjectType       { return o.typ }
-func (o *lazyObject) SetType(plumbing.ObjectType)     {}
-func (o *lazyObject) Size() int64                     { return o.size }
-func (o *lazyObject) SetSize(int64)                   {}
-func (o *lazyObject) Writer() (io.WriteCloser, error) { return nil, errReadOnly }
-
-// Reader reads the object from the clone.
-func (o *lazyObject) Reader() (io.ReadCloser, error) {
-	obj, err := o.s.EncodedObject(o.typ, o.hash)
-	if err != nil {
-		return nil, err
-	}
-	return obj.Reader()
-}
-
-var errReadOnly = errors.New("gitsync: object is read-only")
