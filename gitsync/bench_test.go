@@ -3,6 +3,8 @@ package gitsync_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -323,4 +325,52 @@ func cloneAndReadRequests(r *gitsync.Repo) error {
 		}
 	}
 	return nil
+}
+
+// BenchmarkLargeWrite writes a new identity.yaml in each of the 10,000
+// peering directories as one commit and pushes it, as a provider's round
+// issuing 10,000 identities does. It runs after the benchmarks above: its
+// commits change the benchmark repository.
+func BenchmarkLargeWrite(b *testing.B) {
+	br := getBench(b)
+	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
+	mustPoll(b, agent)
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		changes := make([]gitsync.FileChange, 0, benchProviders*benchConsumers)
+		for p := range benchProviders {
+			for c := range benchConsumers {
+				changes = append(changes, gitsync.Put(peeringPath(p, c, "identity.yaml"), identityDoc()))
+			}
+		}
+		b.StartTimer()
+		if res, err := agent.Write(context.Background(), message("identities"), changes); err != nil || !res.Pushed {
+			b.Fatalf("write: %+v, %v", res, err)
+		}
+	}
+}
+
+// BenchmarkSmallWrite writes one file to the 10,000-peering repository after
+// BenchmarkLargeWrite's commits: what a write costs that lost to another
+// writer and is retried, or a round that issues one identity.
+func BenchmarkSmallWrite(b *testing.B) {
+	br := getBench(b)
+	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
+	mustPoll(b, agent)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		mustWrite(b, agent, "one", gitsync.Put(fmt.Sprintf("small/%d.yaml", i), identityDoc()))
+	}
+}
+
+// identityEntropy is the number of random bytes in an identityDoc.
+const identityEntropy = 1200
+
+// identityDoc is an identity-sized file of random base64, which neither
+// compresses nor deltas, like the certificates and keys it stands for.
+func identityDoc() []byte {
+	cert := make([]byte, identityEntropy)
+	_, _ = rand.Read(cert)
+	return []byte("apiVersion: gitpeer.io/v1alpha1\nkind: Identity\nspec:\n  certificate: " + base64.StdEncoding.EncodeToString(cert) + "\n")
 }

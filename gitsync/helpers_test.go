@@ -1,7 +1,9 @@
 package gitsync_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -9,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,15 +52,21 @@ func (f *fixture) sshAuth() *gitsync.Auth {
 // open opens a fresh agent clone of the repository; mod adjusts the config.
 func (f *fixture) open(url string, auth *gitsync.Auth, mod ...func(*gitsync.Config)) *gitsync.Repo {
 	f.t.Helper()
-	cfg := gitsync.Config{URL: url, Dir: filepath.Join(f.t.TempDir(), "clone"), Auth: auth}
+	return openClone(f.t, url, auth, mod...)
+}
+
+// openClone opens a fresh agent clone of the repository at url until the test ends.
+func openClone(t testing.TB, url string, auth *gitsync.Auth, mod ...func(*gitsync.Config)) *gitsync.Repo {
+	t.Helper()
+	cfg := gitsync.Config{URL: url, Dir: filepath.Join(t.TempDir(), "clone"), Auth: auth}
 	for _, m := range mod {
 		m(&cfg)
 	}
 	r, err := gitsync.Open(cfg)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
-	f.t.Cleanup(func() { _ = r.Close() })
+	t.Cleanup(func() { _ = r.Close() })
 	return r
 }
 
@@ -120,10 +130,15 @@ func mustWrite(t testing.TB, r *gitsync.Repo, subject string, changes ...gitsync
 }
 
 // counter is a reverse proxy in front of the HTTP server that counts ref
-// advertisements and pack requests for upload-pack (fetch).
+// advertisements and pack requests for upload-pack (fetch), and records the
+// size of each push request (receive-pack: ref updates and pack).
 type counter struct {
 	URL                string
 	adverts, downloads atomic.Int64
+
+	mu     sync.Mutex
+	pushes []int64
+	onPush func()
 }
 
 func newCounter(t testing.TB, repoURL string) *counter {
@@ -139,10 +154,50 @@ func newCounter(t testing.TB, repoURL string) *counter {
 			c.adverts.Add(1)
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
 			c.downloads.Add(1)
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack"):
+			c.pushing()
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			c.pushed(len(body))
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL + u.Path
 	return c
+}
+
+// OnPush arms hook: it runs once, when the next push request arrives and
+// before it is forwarded.
+func (c *counter) OnPush(hook func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onPush = hook
+}
+
+func (c *counter) pushing() {
+	c.mu.Lock()
+	hook := c.onPush
+	c.onPush = nil
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+}
+
+func (c *counter) pushed(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pushes = append(c.pushes, int64(n))
+}
+
+// Pushes returns the size in bytes of each push request so far, in order.
+func (c *counter) Pushes() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.pushes)
 }

@@ -30,6 +30,8 @@ type Repo struct {
 	storage *filesystem.Storage
 	trees   *treeCache
 	last    commitTree // the commit rootTree read last
+	// noStaging is set once the remote refused a scratch ref (see stage).
+	noStaging bool
 }
 
 // commitTree is a commit and its tree.

@@ -2,11 +2,8 @@ package gitsync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -74,6 +71,12 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 	}
 	var prev heads
 	var lastErr error
+	var staged plumbing.Hash // the commit on the scratch ref, if any
+	defer func() {
+		if !staged.IsZero() {
+			r.unstage(ctx, branch)
+		}
+	}()
 	for attempt := 1; attempt <= r.cfg.Retry.Attempts; attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, r.cfg.Retry.delay(attempt-1)); err != nil {
@@ -92,7 +95,12 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 		if err != nil || commit.IsZero() {
 			return WriteResult{Commit: old, Attempts: attempt - 1}, err
 		}
-		if lastErr = r.push(ctx, branch, old, commit); lastErr == nil {
+		if staged.IsZero() && len(changes) >= stageMinChanges {
+			if staged, err = r.stage(ctx, branch, commit); err != nil {
+				return WriteResult{Attempts: attempt - 1}, err
+			}
+		}
+		if lastErr = r.push(ctx, branch, old, commit, staged); lastErr == nil {
 			return WriteResult{Commit: commit, Pushed: true, Attempts: attempt}, r.setLocalHead(branch, commit)
 		}
 		prev = h
@@ -183,22 +191,13 @@ func (r *Repo) applyOn(ed *treeEditor, base plumbing.Hash, edits *editNode) (plu
 	return h, true, err
 }
 
-// push updates branch from old (zero: must not exist) to commit. A remote
-// that no longer has old refuses it.
-func (r *Repo) push(ctx context.Context, branch string, old, commit plumbing.Hash) error {
-	ref := plumbing.NewBranchReferenceName(branch)
-	opts := &git.PushOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{config.RefSpec(commit.String() + ":" + ref.String())},
-		Auth:       r.auth,
-		CABundle:   r.cfg.Auth.caBundle(),
+// push updates branch from old (zero: must not exist) to commit, sending
+// what neither commit's parent nor staged (zero if none) holds. A remote that
+// no longer has old refuses it.
+func (r *Repo) push(ctx context.Context, branch string, old, commit, staged plumbing.Hash) error {
+	objects, err := r.newObjects(commit, staged)
+	if err != nil {
+		return err
 	}
-	if !old.IsZero() {
-		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(old.String() + ":" + ref.String())}
-	}
-	err := r.repo.PushContext(ctx, opts)
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
-	}
-	return err
+	return r.sendPack(ctx, refUpdate{name: plumbing.NewBranchReferenceName(branch), to: commit, cas: true, from: old}, objects)
 }

@@ -1,0 +1,45 @@
+package gitsync_test
+
+import (
+	"crypto/rand"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/gitsync"
+)
+
+// TestPushSendsNoDeltas writes two files that differ in one byte: the push
+// sends both whole (a delta search costs more memory than it saves on a
+// round's files, which do not resemble each other).
+func TestPushSendsNoDeltas(t *testing.T) {
+	f := newFixture(t, "deltas")
+	c := newCounter(t, f.repo.HTTPURL)
+	agent := f.open(c.URL, f.httpAuth())
+	body := make([]byte, 16<<10)
+	_, _ = rand.Read(body)
+	twin := append([]byte{}, body...)
+	twin[0]++
+	mustWrite(t, agent, "twins", gitsync.Put("a", body), gitsync.Put("b", twin))
+	if pushes := c.Pushes(); len(pushes) != 1 || pushes[0] < 2*int64(len(body)) {
+		t.Fatalf("push requests %v bytes, want one holding both files whole (%d bytes each)", pushes, len(body))
+	}
+}
+
+// TestPushKindChanges writes one content at several new paths, then
+// replaces a file with a directory holding the same content, and back: each
+// push sends what the server lacks, once (the server's receive-pack checks
+// that every object the new commit reaches is there).
+func TestPushKindChanges(t *testing.T) {
+	f := newFixture(t, "kinds")
+	agent := f.openSSH()
+	mustWrite(t, agent, "file", gitsync.Put("a", []byte("same")), gitsync.Put("keep/x", []byte("x")),
+		gitsync.Put("d1/x", []byte("x")), gitsync.Put("d2/x", []byte("x")))
+	mustWrite(t, agent, "file to directory", gitsync.Put("a/b", []byte("same")))
+	if got := git(t, f.repo.Dir, "show", "main:a/b"); got != "same" {
+		t.Fatalf("a/b = %q", got)
+	}
+	mustWrite(t, agent, "directory to file", gitsync.Put("a", []byte("other")))
+	if got := git(t, f.repo.Dir, "show", "main:a"); got != "other" {
+		t.Fatalf("a = %q", got)
+	}
+	git(t, f.repo.Dir, "fsck", "--strict", "--no-dangling")
+}
