@@ -30,6 +30,9 @@ type Options struct {
 	DataDir string
 	// Concurrent is the number of PeeringRepositories reconciled at once.
 	Concurrent int
+	// PeeringWorkers is the number of peerings of a provider's round that take
+	// their steps at once; zero means reconciler.DefaultPeeringWorkers.
+	PeeringWorkers int
 	// MinRetryDelay and MaxRetryDelay bound the backoff after a round failed on a
 	// transient error; zero means reconciler.DefaultMinRetryDelay / DefaultMaxRetryDelay.
 	MinRetryDelay, MaxRetryDelay time.Duration
@@ -82,7 +85,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: o.DataDir,
 	}
 	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{
-		MaxConcurrentReconciles: o.Concurrent, SkipNameValidation: o.SkipNameValidation,
+		MaxConcurrentReconciles: o.Concurrent, PeeringWorkers: o.PeeringWorkers, SkipNameValidation: o.SkipNameValidation,
 		MinRetryDelay: o.MinRetryDelay, MaxRetryDelay: o.MaxRetryDelay,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,6 +42,8 @@ func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
 
 // stage queues a write of the peering (role, peer) for the round's commit.
 func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, done func(ctx context.Context, pushed bool) error, changes ...gitsync.FileChange) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.staged = append(s.staged, gitStep{key: resultKey(role, peer), msg: msg, changes: changes, done: done})
 }
 
@@ -174,7 +178,8 @@ func (s *session) markRenewals() {
 	case !s.obj.IsProvider():
 		deleteCondition(s.obj, ConditionCertificatesRenewed)
 	case len(s.overdue) > 0:
-		markFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), s.overdue[0])
+		first := s.overdue[slices.Min(slices.Collect(maps.Keys(s.overdue)))]
+		markFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), first)
 	default:
 		markTrue(s.obj, ConditionCertificatesRenewed, ReasonSucceeded, "no renewal overdue")
 	}

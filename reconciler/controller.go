@@ -82,6 +82,8 @@ type PeeringRepositoryReconciler struct {
 	// 0.1.0 records Secret this process found gone or moved (issued.go).
 	recordsMigrated sync.Map
 	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_liqo.go)
+	// peeringWorkers is how many peerings of a provider's round take their step at once (provideAll).
+	peeringWorkers int
 }
 
 type openRepo struct {
@@ -98,6 +100,7 @@ func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts Co
 		r.Now = time.Now
 	}
 	r.repos = map[types.NamespacedName]*openRepo{}
+	r.peeringWorkers = opts.peeringWorkers()
 	return r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
 		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).

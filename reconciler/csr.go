@@ -11,8 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
-	"golang.org/x/sync/errgroup"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,9 +129,26 @@ const (
 // round's signings create or approve once every peering was planned
 // (requestCertificates).
 type issuance struct {
+	mu       sync.Mutex // the peerings of a round sign at once (provideAll)
 	listed   bool
 	csrs     map[string][]*certificatesv1.CertificateSigningRequest // by consumer label
 	requests []csrRequest
+}
+
+// queue adds rq to the CSRs the round creates or approves.
+func (is *issuance) queue(rq csrRequest) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.requests = append(is.requests, rq)
+}
+
+// take returns the CSRs queued and forgets the round's CSRs.
+func (is *issuance) take() []csrRequest {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	requests := is.requests
+	is.listed, is.csrs, is.requests = false, nil, nil
+	return requests
 }
 
 // csrRequest is a CSR of the agent's own that a signing creates (csr has no
@@ -143,8 +160,11 @@ type csrRequest struct {
 
 // labelledCSRs returns the CSRs labelled for consumer. Every CSR labelled for
 // any consumer is read once per round, uncached: a CSR created in an earlier
-// round must be seen, or a second one would be made.
+// round must be seen, or a second one would be made. The peerings that need
+// it while it is read wait for it.
 func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certificatesv1.CertificateSigningRequest, error) {
+	s.issuance.mu.Lock()
+	defer s.issuance.mu.Unlock()
 	if !s.issuance.listed {
 		csrs := map[string][]*certificatesv1.CertificateSigningRequest{}
 		opts := []client.ListOption{client.HasLabels{consumerLabel}, client.Limit(csrListPage)}
@@ -206,7 +226,7 @@ func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *i
 	key := resultKey(gitpeerv1alpha1.ProviderRole, sg.consumer)
 	csr := pickCSR(own)
 	if csr == nil {
-		s.issuance.requests = append(s.issuance.requests, csrRequest{key: key, csr: s.newCSR(sg)})
+		s.issuance.queue(csrRequest{key: key, csr: s.newCSR(sg)})
 		waiting.message = joinNote(waiting.message+" (CSR requested)", note)
 		return nil, &waiting
 	}
@@ -217,7 +237,7 @@ func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *i
 	}
 	if len(csr.Status.Certificate) == 0 {
 		if !approved(csr) {
-			s.issuance.requests = append(s.issuance.requests, csrRequest{key: key, csr: csr})
+			s.issuance.queue(csrRequest{key: key, csr: csr})
 		}
 		waiting.message = joinNote(fmt.Sprintf("%s (CSR %s)", waiting.message, csr.Name), note)
 		return nil, &waiting
@@ -236,18 +256,9 @@ func (s *session) sign(ctx context.Context, sg signing, waiting outcome) (got *i
 // created or approved (the round is retried for them). The certificates are
 // collected in a later round, woken by the CSR watch.
 func (s *session) requestCertificates(ctx context.Context, results []result) {
-	requests := s.issuance.requests
-	s.issuance = issuance{}
+	requests := s.issuance.take()
 	errs := make([]error, len(requests))
-	var g errgroup.Group
-	g.SetLimit(csrWorkers)
-	for i, rq := range requests {
-		g.Go(func() error {
-			errs[i] = s.requestCSR(ctx, rq.csr)
-			return nil
-		})
-	}
-	_ = g.Wait()
+	forEachAtOnce(len(requests), csrWorkers, func(i int) { errs[i] = s.requestCSR(ctx, requests[i].csr) })
 	failed := map[string]error{}
 	for i, rq := range requests {
 		if errs[i] != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -114,37 +115,56 @@ func WithRevoked(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool) {
 
 // records returns what the provider remembers of consumer.
 func (s *session) records(ctx context.Context, consumer string) (ConsumerRecords, error) {
-	secret, err := s.recordsSecret(ctx, consumer)
-	if err != nil {
-		return ConsumerRecords{}, err
-	}
-	return DecodeRecords(secret, consumer)
+	var out ConsumerRecords
+	err := s.withRecordsSecret(ctx, consumer, func(sh *recordsShard) error {
+		var err error
+		out, err = DecodeRecords(sh.secret, consumer)
+		return err
+	})
+	return out, err
 }
 
-// recordsSecret returns the records Secret of consumer, read once per round
-// (kept up to date by this round's writes), after moving the records of
-// gitpeer 0.1.0's single Secret, if any. A Secret not found is returned empty,
-// without resourceVersion.
-func (s *session) recordsSecret(ctx context.Context, consumer string) (*corev1.Secret, error) {
+// recordsShard is one records Secret as this round knows it: read once per
+// round (a Secret not found is held empty, without resourceVersion) and kept
+// up to date by the round's writes. The peerings of a round run at once
+// (provideAll) and share shards: its lock serialises what they read and
+// write of it.
+type recordsShard struct {
+	sync.Mutex
+	secret *corev1.Secret // nil until read
+}
+
+// withRecordsSecret runs f with the records Secret of consumer read and
+// locked, after moving the records of gitpeer 0.1.0's single Secret, if any.
+func (s *session) withRecordsSecret(ctx context.Context, consumer string, f func(*recordsShard) error) error {
 	if err := s.migrateLegacyRecords(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	return s.readShard(ctx, RecordsSecretName(s.obj.Name, consumer))
+	return s.withShard(ctx, RecordsSecretName(s.obj.Name, consumer), f)
 }
 
-func (s *session) readShard(ctx context.Context, name string) (*corev1.Secret, error) {
-	if secret, ok := s.shards[name]; ok {
-		return secret, nil
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.obj.Namespace, Name: name}}
-	if err := s.r.Get(ctx, client.ObjectKeyFromObject(secret), secret); client.IgnoreNotFound(err) != nil {
-		return nil, err
-	}
+// withShard runs f with the records Secret name read (once per round) and locked.
+func (s *session) withShard(ctx context.Context, name string, f func(*recordsShard) error) error {
+	s.mu.Lock()
 	if s.shards == nil {
-		s.shards = map[string]*corev1.Secret{}
+		s.shards = map[string]*recordsShard{}
 	}
-	s.shards[name] = secret
-	return secret, nil
+	sh := s.shards[name]
+	if sh == nil {
+		sh = &recordsShard{}
+		s.shards[name] = sh
+	}
+	s.mu.Unlock()
+	sh.Lock()
+	defer sh.Unlock()
+	if sh.secret == nil {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.obj.Namespace, Name: name}}
+		if err := s.r.Get(ctx, client.ObjectKeyFromObject(secret), secret); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		sh.secret = secret
+	}
+	return f(sh)
 }
 
 // DecodeRecords reads the records of consumer from a records Secret (none
@@ -209,22 +229,20 @@ func MergeRecords(a, b ConsumerRecords) ConsumerRecords {
 // updateRecords changes what the provider remembers of consumer and writes
 // it at once; update reports whether it changed anything.
 func (s *session) updateRecords(ctx context.Context, consumer string, update func(*ConsumerRecords) bool) error {
-	secret, err := s.recordsSecret(ctx, consumer)
-	if err != nil {
-		return err
-	}
-	current, err := DecodeRecords(secret, consumer)
-	if err != nil {
-		return err
-	}
-	if !update(&current) {
-		return nil
-	}
-	next := secret.DeepCopy()
-	if err := s.setRecords(next, consumer, current); err != nil {
-		return err
-	}
-	return s.writeShard(ctx, next)
+	return s.withRecordsSecret(ctx, consumer, func(sh *recordsShard) error {
+		current, err := DecodeRecords(sh.secret, consumer)
+		if err != nil {
+			return err
+		}
+		if !update(&current) {
+			return nil
+		}
+		next := sh.secret.DeepCopy()
+		if err := s.setRecords(next, consumer, current); err != nil {
+			return err
+		}
+		return s.writeShard(ctx, sh, next)
+	})
 }
 
 // setRecords stores the records of consumer in secret, without the expired certificates.
@@ -233,9 +251,10 @@ func (s *session) setRecords(secret *corev1.Secret, consumer string, records Con
 	return SetRecords(secret, s.obj.UID, consumer, records)
 }
 
-// writeShard creates or updates a records Secret read by readShard: an
-// update is refused if it changed since (the round fails and retries).
-func (s *session) writeShard(ctx context.Context, secret *corev1.Secret) error {
+// writeShard creates or updates the records Secret of sh, which the caller
+// holds (withShard), with secret: an update is refused if the Secret changed
+// since it was read (the peering fails and the next round retries).
+func (s *session) writeShard(ctx context.Context, sh *recordsShard, secret *corev1.Secret) error {
 	var err error
 	if secret.ResourceVersion == "" {
 		err = s.r.Create(ctx, secret)
@@ -243,10 +262,10 @@ func (s *session) writeShard(ctx context.Context, secret *corev1.Secret) error {
 		err = s.r.Update(ctx, secret)
 	}
 	if err != nil {
-		delete(s.shards, secret.Name)
+		sh.secret = nil // read again at the next use
 		return err
 	}
-	s.shards[secret.Name] = secret
+	sh.secret = secret
 	return nil
 }
 
@@ -255,8 +274,14 @@ func (s *session) writeShard(ctx context.Context, secret *corev1.Secret) error {
 // then deletes it (only if unchanged meanwhile). Until it succeeds no record
 // is read: nothing is bound on partial records. Once it found the Secret gone
 // or moved it, it reads it no more in this process (the agent never writes
-// that Secret again).
+// that Secret again). The peerings of a round that need records while it
+// runs wait for it.
 func (s *session) migrateLegacyRecords(ctx context.Context) error {
+	if _, done := s.r.recordsMigrated.Load(s.obj.UID); done {
+		return nil
+	}
+	s.migration.Lock()
+	defer s.migration.Unlock()
 	if _, done := s.r.recordsMigrated.Load(s.obj.UID); done {
 		return nil
 	}
@@ -293,11 +318,12 @@ func (s *session) moveRecords(ctx context.Context, legacy *corev1.Secret) error 
 		name := RecordsSecretName(s.obj.Name, consumer)
 		secret := changed[name]
 		if secret == nil {
-			read, err := s.readShard(ctx, name)
-			if err != nil {
+			if err := s.withShard(ctx, name, func(sh *recordsShard) error {
+				secret = sh.secret.DeepCopy()
+				return nil
+			}); err != nil {
 				return err
 			}
-			secret = read.DeepCopy()
 		}
 		current, err := DecodeRecords(secret, consumer)
 		if err != nil {
@@ -309,7 +335,7 @@ func (s *session) moveRecords(ctx context.Context, legacy *corev1.Secret) error 
 		changed[name] = secret
 	}
 	for _, name := range slices.Sorted(maps.Keys(changed)) {
-		if err := s.writeShard(ctx, changed[name]); err != nil {
+		if err := s.withShard(ctx, name, func(sh *recordsShard) error { return s.writeShard(ctx, sh, changed[name]) }); err != nil {
 			return err
 		}
 	}

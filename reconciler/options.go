@@ -23,6 +23,18 @@ type ControllerOptions struct {
 	// MinRetryDelay and MaxRetryDelay bound the exponential backoff after a
 	// transient failure; zero means DefaultMinRetryDelay and DefaultMaxRetryDelay.
 	MinRetryDelay, MaxRetryDelay time.Duration
+	// PeeringWorkers is how many peerings of a provider's round take their
+	// steps (Kubernetes writes, mostly) at once; zero means
+	// DefaultPeeringWorkers. The requests admitted and the round's commit are
+	// the same whatever the number.
+	PeeringWorkers int
+}
+
+func (o ControllerOptions) peeringWorkers() int {
+	if o.PeeringWorkers <= 0 {
+		return DefaultPeeringWorkers
+	}
+	return o.PeeringWorkers
 }
 
 func (o ControllerOptions) controller() controller.Options {

@@ -94,7 +94,9 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 	}
 	if err := s.adopt(ctx, peer, ns, refused, how); err != nil {
 		var foreign errNotOurs
+		s.mu.Lock()
 		s.adoptionFailed = s.adoptionFailed || !errors.As(err, &foreign)
+		s.mu.Unlock()
 		return err
 	}
 	return nil

@@ -49,34 +49,69 @@ const (
 	ReasonTermsFailed = "TermsFailed"
 )
 
-// provide runs the provider side of one peering directory <me>/<consumer>.
-func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
-	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
-	nsObj, err := s.tenantNamespace(ctx, pe.Consumer, ns)
+// providing is one peering directory <me>/<consumer> of a provider's round,
+// planned: its tenant namespace and Tenant (nil when there is none), and the
+// step to take, or the outcome when planning settled it already (done).
+type providing struct {
+	pe     *protocol.Documents
+	ns     string
+	nsObj  *corev1.Namespace
+	tenant *authv1beta1.Tenant
+	step   provider.Step
+	done   *outcome
+}
+
+// planProvide decides the step of the provider side of the peering pe
+// (provider.Decide): it reads what the cluster holds for it, checks its mode
+// and admits a request (admitRequest). The round plans its peerings one
+// after the other, in its order, so that the same requests are admitted
+// whatever order they then run in (provideAll).
+func (s *session) planProvide(ctx context.Context, pe *protocol.Documents) providing {
+	p := providing{pe: pe, ns: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))}
+	settled := func(o outcome) providing { p.done = &o; return p }
+	nsObj, err := s.tenantNamespace(ctx, pe.Consumer, p.ns)
 	if err != nil {
-		return s.skipForeign(pe, err)
+		return settled(s.skipForeign(pe, err))
 	}
+	p.nsObj = nsObj
 	tenant := &authv1beta1.Tenant{}
-	err = s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, tenant)
+	err = s.r.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: pe.Consumer}, tenant)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return outcome{err: err}
+		return settled(outcome{err: err})
 	}
 	if err == nil && !s.owns(tenant) {
-		return s.skipForeign(pe, errNotOurs{"Tenant " + ns + "/" + pe.Consumer})
+		return settled(s.skipForeign(pe, errNotOurs{"Tenant " + p.ns + "/" + pe.Consumer}))
 	}
-	var observed provider.Observed
 	if err == nil {
-		observed.Tenant = tenant
+		p.tenant = tenant
 	}
-	step := provider.Decide(pe, observed)
-	if step != provider.Revoke {
+	p.step = provider.Decide(pe, provider.Observed{Tenant: p.tenant})
+	if p.step != provider.Revoke {
 		if o, stop := s.checkMode(ctx, pe.Consumer, nsObj); stop {
-			return o
+			return settled(o)
 		}
 	}
-	switch step {
+	if p.step == provider.OfferNonce {
+		if pe.Request == nil {
+			return settled(outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"})
+		}
+		if o, refused := s.admitRequest(ctx, pe, p.ns); refused {
+			return settled(o)
+		}
+	}
+	return p
+}
+
+// provide takes the step planned for a peering (planProvide). The peerings
+// of a round run it at once (provideAll).
+func (s *session) provide(ctx context.Context, p providing) outcome {
+	if p.done != nil {
+		return *p.done
+	}
+	pe, ns := p.pe, p.ns
+	switch p.step {
 	case provider.FailClosed:
-		return s.failClosed(ctx, pe, tenant, err == nil)
+		return s.failClosed(ctx, pe, p.tenant, p.tenant != nil)
 	case provider.SkipInvalid:
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
 	case provider.Revoke:
@@ -85,9 +120,9 @@ func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 		return s.offerNonce(ctx, pe, ns)
 	case provider.Maintain:
 		if s.liqoMode() {
-			return s.publishLiqoIdentity(ctx, pe, tenant)
+			return s.publishLiqoIdentity(ctx, pe, p.tenant)
 		}
-		return s.maintain(ctx, pe, tenant, false)
+		return s.maintain(ctx, pe, p.tenant, false)
 	}
 	if s.liqoMode() {
 		return s.issueLiqo(ctx, pe, ns)
@@ -95,15 +130,9 @@ func (s *session) provide(ctx context.Context, pe *protocol.Documents) outcome {
 	return s.issue(ctx, pe, ns)
 }
 
-// offerNonce makes sure a requested peering has a tenant namespace, a nonce
-// Secret and that nonce committed as nonce.yaml.
+// offerNonce makes sure a requested peering, admitted (planProvide), has a
+// tenant namespace, a nonce Secret and that nonce committed as nonce.yaml.
 func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns string) outcome {
-	if pe.Request == nil {
-		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"}
-	}
-	if o, refused := s.admitRequest(ctx, pe, ns); refused {
-		return o
-	}
 	if err := s.ensureTenantNamespace(ctx, pe.Consumer, ns); err != nil {
 		return s.skipForeign(pe, err)
 	}
@@ -332,7 +361,12 @@ func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewa
 	gauge.Set(1)
 	msg := fmt.Sprintf("renewal of certificate %s of %s overdue: due at %s, expires at %s",
 		cert.SerialNumber.Text(16), consumer, renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
-	s.overdue = append(s.overdue, msg)
+	s.mu.Lock()
+	if s.overdue == nil {
+		s.overdue = map[string]string{}
+	}
+	s.overdue[consumer] = msg
+	s.mu.Unlock()
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, provider.RenewalOverdue, consumer, "%s", msg)
 	o.reason = provider.RenewalOverdue
 	if o.err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -24,26 +25,34 @@ import (
 
 // session is one reconciliation of one PeeringRepository.
 type session struct {
-	r        *PeeringRepositoryReconciler
-	obj      *gitpeerv1alpha1.PeeringRepository
-	repo     *gitsync.Repo
-	loader   *protocol.Loader
-	key      gocrypto.Signer
-	liqo     liqo.Mode // Liqo mode or standalone; in Liqo mode key is Liqo's key
-	head     plumbing.Hash
-	loaded   *protocol.Loaded
-	invalid  []string
-	status   map[string]gitpeerv1alpha1.PeeringStatus
-	renewAt  time.Time
+	r       *PeeringRepositoryReconciler
+	obj     *gitpeerv1alpha1.PeeringRepository
+	repo    *gitsync.Repo
+	loader  *protocol.Loader
+	key     gocrypto.Signer
+	liqo    liqo.Mode // Liqo mode or standalone; in Liqo mode key is Liqo's key
+	head    plumbing.Hash
+	loaded  *protocol.Loaded
+	invalid []string
+	status  map[string]gitpeerv1alpha1.PeeringStatus
+	// pending and deferred are counted by the round's planning, one peering after the other (planProvide).
 	pending  int // requests answered with a nonce and not issued yet
 	deferred int // requests left unanswered in this round (maxPendingRequests)
+
+	// mu guards what the peerings of a provider's round, which take their
+	// steps at once (provideAll), share: the fields below, but issuance and
+	// each shard, which have their own locks.
+	mu      sync.Mutex
+	renewAt time.Time // the earliest renewal due (noteRenewal)
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
-	// shards caches the records Secrets read or written this round (issued.go).
-	shards   map[string]*corev1.Secret
-	staged   []gitStep // this round's writes to the branch, committed together (commitRound)
-	overdue  []string  // certificates whose renewal is overdue (renewalStalled)
-	issuance issuance  // this round's CSRs, read once, and those it creates or approves (csr.go)
+	// shards holds the records Secrets read or written this round (issued.go).
+	shards   map[string]*recordsShard
+	staged   []gitStep         // this round's writes to the branch, committed together (commitRound)
+	overdue  map[string]string // by consumer, its certificate whose renewal is overdue (renewalStalled)
+	issuance issuance          // this round's CSRs, read once, and those it creates or approves (csr.go)
+	// migration serialises the move of gitpeer 0.1.0's records (migrateLegacyRecords).
+	migration sync.Mutex
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -202,9 +211,7 @@ func (s *session) run(ctx context.Context) error {
 		if err := s.countPending(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "counting pending requests")
 		}
-		for _, c := range sortedKeys(consumers) {
-			results = append(results, result{c, gitpeerv1alpha1.ProviderRole, s.provide(ctx, s.peering(me, c))})
-		}
+		results = append(results, s.provideAll(ctx, sortedKeys(consumers))...)
 		if s.deferred > 0 {
 			s.r.event(s.obj, corev1.EventTypeWarning, ReasonDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
 		}
@@ -286,6 +293,8 @@ func (s *session) requeueAfter() time.Duration {
 }
 
 func (s *session) noteRenewal(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.renewAt.IsZero() || t.Before(s.renewAt) {
 		s.renewAt = t
 	}

@@ -2,8 +2,13 @@ package e2e
 
 import (
 	"context"
+	gocrypto "crypto"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +20,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 // kubeconfigCert returns the client certificate of the kubeconfig the consumer holds for provider.
@@ -93,3 +99,90 @@ var _ = Describe("Renewal", func() {
 		Expect(show("main", "renew-p/renew-c/tenant.yaml")).NotTo(BeEmpty(), "the same Tenant, no new approval")
 	})
 })
+
+// The peerings of a provider's round take their steps at once; consumers whose
+// records share a Secret (reconciler.RecordsSecretName) write it in the same rounds.
+var _ = Describe("Consumers sharing a records Secret", func() {
+	It("issues them all, none failing on the Secret the others write", func(ctx SpecContext) {
+		const providerID = "shard-p"
+		dir := func(id string) string { return providerID + "/" + id + "/" }
+		p := newCluster(providerID)
+		p.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: p.cp.URL}
+		})
+		ids := sameRecordsSecret(p.object.Name, 8)
+		failed := watchFailedPeerings(ctx, p)
+		p.startAgent()
+
+		keys := map[string]gocrypto.Signer{}
+		requests := map[string][]byte{}
+		for _, id := range ids {
+			keys[id] = newClusterKey()
+			requests[dir(id)+"request.yaml"] = requestFor(providerID, id, keys[id])
+		}
+		commit("Requests of "+strings.Join(ids, ", "), requests)
+		tenants := map[string][]byte{}
+		for _, id := range ids {
+			tenants[dir(id)+"tenant.yaml"] = tenantDoc(signedTenant(keys[id], id, waitNonceAt(dir(id), "")))
+		}
+		commit("Tenants of "+strings.Join(ids, ", "), tenants)
+		for _, id := range ids {
+			Eventually(func() string { return show("main", dir(id)+"identity.yaml") }).WithTimeout(2*time.Minute).ShouldNot(BeEmpty(), id)
+		}
+
+		secret := &corev1.Secret{}
+		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName(p.object.Name, ids[0])}, secret)).To(Succeed())
+		for _, id := range ids {
+			records, err := reconciler.DecodeRecords(secret, id)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(records.PinnedKey).To(Equal(must(reconciler.KeyPin(keys[id].Public()))), id)
+			Expect(records.Certificates).To(HaveLen(1), id)
+		}
+		Expect(failed()).To(BeEmpty(), "every status the provider wrote")
+	})
+})
+
+// sameRecordsSecret returns n consumer IDs whose records share one Secret of
+// the PeeringRepository repository.
+func sameRecordsSecret(repository string, n int) []string {
+	var ids []string
+	for i := 0; len(ids) < n; i++ {
+		id := fmt.Sprintf("shard-c%d", i)
+		if len(ids) == 0 || reconciler.RecordsSecretName(repository, id) == reconciler.RecordsSecretName(repository, ids[0]) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// watchFailedPeerings watches every status c's PeeringRepository is given
+// until the end of the spec; failed returns the peerings any of them
+// reported Failed, with their message.
+func watchFailedPeerings(ctx context.Context, c *cluster) (failed func() map[string]string) {
+	GinkgoHelper()
+	wc := must(client.NewWithWatch(c.cp.Config, client.Options{Scheme: scheme}))
+	w := must(wc.Watch(ctx, &gitpeerv1alpha1.PeeringRepositoryList{}, client.InNamespace(agentNamespace)))
+	DeferCleanup(w.Stop)
+	var mu sync.Mutex
+	seen := map[string]string{}
+	go func() {
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(*gitpeerv1alpha1.PeeringRepository)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			for _, st := range obj.Status.Peerings {
+				if st.Phase == gitpeerv1alpha1.PhaseFailed {
+					seen[string(st.PeerID)] = st.Message
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}
+}
