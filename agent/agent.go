@@ -132,6 +132,11 @@ func (o Options) managerOptions() ctrl.Options {
 	}
 	// The agent never reads managed fields; at 10,000 peerings they are a good part of the cache.
 	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	// Every informer the agent reads is started with it (the controllers'
+	// watches, and the kinds the reconciler's SetupWithManager registers): a
+	// read of any other kind fails instead of starting a cluster-wide
+	// informer, and waiting for it to fill, in the middle of a round.
+	opts.Cache.ReaderFailOnMissingInformer = true
 	if o.WatchNamespace != "" {
 		// Only PeeringRepositories are restricted: the agent also reads the
 		// tenant namespaces, Secrets and CSRs it manages elsewhere.

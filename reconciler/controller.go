@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
@@ -94,19 +96,45 @@ type openRepo struct {
 
 // SetupWithManager registers the reconciler. It reconciles on spec changes,
 // on the reconcile.fluxcd.io/requestedAt annotation and on changes of the
-// agent's own CSRs; polling does the rest.
+// agent's own CSRs; polling does the rest. The informers of cachedObjects
+// start with the manager.
 func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts ControllerOptions) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
 	r.repos = map[types.NamespacedName]*openRepo{}
 	r.peeringWorkers = opts.peeringWorkers()
+	if err := startInformers(mgr); err != nil {
+		return err
+	}
 	return r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
 		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).
 		WatchesMetadata(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(r.termsRoleUsers)).
 		WithOptions(opts.controller()).
 		Complete(r)
+}
+
+// cachedObjects are the kinds a round reads through the informer cache,
+// besides the PeeringRepositories and the ClusterRole metadata the
+// controller watches (Secrets and CSRs are read from the API server).
+func cachedObjects() []client.Object {
+	return []client.Object{&corev1.Namespace{}, &authv1beta1.Tenant{}, &authv1beta1.Identity{}, &rbacv1.RoleBinding{}}
+}
+
+// startInformers registers the informers of cachedObjects with mgr's cache.
+// The manager starts them and waits for them to sync before it starts the
+// controller, so no round waits for an informer to start and fill (~0.1 s
+// per kind, and ~1 s for a custom resource the API server had not served
+// yet: the first Tenant or Identity informer of a new cluster), and they
+// sync in parallel.
+func startInformers(mgr ctrl.Manager) error {
+	for _, obj := range cachedObjects() {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
+			return fmt.Errorf("starting the informer of %T: %w", obj, err)
+		}
+	}
+	return nil
 }
 
 // Reconcile runs the ordered steps for one PeeringRepository and derives Ready.

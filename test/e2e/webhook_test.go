@@ -137,9 +137,10 @@ func (c *cluster) receiveWebhooks(ctx context.Context, host *gitHost) {
 	c.object.SetAnnotations(map[string]string{webhook.SecretAnnotation: "webhook", webhook.TypeAnnotation: string(webhook.GitHub)})
 	Expect(c.k8s.Patch(ctx, c.object, patch)).To(Succeed())
 	url := c.sb.WebhookURL(c.object.Name)
-	// A signed ping is authenticated and ignored (200) once the receiver knows the token.
+	// A signed ping is authenticated and ignored (200) once the receiver knows the token; the
+	// receiver serves once the agent's informers have synced (~1 s on a new control plane).
 	Eventually(func() int { return host.deliver(url, "ping", []byte(`{"zen":"ready"}`)) }).
-		WithPolling(200 * time.Millisecond).Should(Equal(http.StatusOK))
+		WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Equal(http.StatusOK))
 	DeferCleanup(host.register(url))
 }
 
