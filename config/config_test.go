@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/installed"
 )
 
 const (
@@ -130,18 +131,8 @@ func TestInstall(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-agent"}, dep); err != nil {
 			t.Fatal(err)
 		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, GenerateName: "gitpeer-agent-", Labels: dep.Spec.Template.Labels},
-			Spec:       dep.Spec.Template.Spec,
-		}
-		if err := admin.Create(ctx, pod, client.DryRunAll); err != nil {
-			t.Fatalf("the agent's pod is not admitted: %v", err)
-		}
-		// Control: the namespace really enforces the standard (a root pod is refused).
-		root := pod.DeepCopy()
-		root.Spec.SecurityContext, root.Spec.Containers[0].SecurityContext = nil, nil
-		if err := admin.Create(ctx, root, client.DryRunAll); !apierrors.IsForbidden(err) {
-			t.Errorf("a pod without security context was not refused by pod security: %v", err)
+		if err := installed.CheckRestrictedPod(ctx, admin, systemNamespace, dep); err != nil {
+			t.Error(err)
 		}
 		c := dep.Spec.Template.Spec.Containers[0]
 		sc := c.SecurityContext

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/installed"
 )
 
 // TestInstall installs the chart with the Helm SDK on a real control plane, as on a cluster where
@@ -114,16 +115,8 @@ func TestInstall(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-agent"}, dep); err != nil {
 			t.Fatal(err)
 		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, GenerateName: "gitpeer-agent-", Labels: dep.Spec.Template.Labels},
-			Spec:       dep.Spec.Template.Spec,
-		}
-		if err := admin.Create(ctx, pod, client.DryRunAll); err != nil {
-			t.Errorf("the agent's pod is not admitted: %v", err)
-		}
-		pod.Spec.SecurityContext, pod.Spec.Containers[0].SecurityContext = nil, nil
-		if err := admin.Create(ctx, pod, client.DryRunAll); !apierrors.IsForbidden(err) {
-			t.Errorf("a pod without security context was not refused by pod security: %v", err)
+		if err := installed.CheckRestrictedPod(ctx, admin, systemNamespace, dep); err != nil {
+			t.Error(err)
 		}
 	})
 
