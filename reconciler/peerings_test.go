@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,17 +15,23 @@ import (
 // TestForEachAtOnce: every index is done once, by workers running at once and never more.
 func TestForEachAtOnce(t *testing.T) {
 	const n, workers = 40, 4
-	var running, most atomic.Int32
+	var mu sync.Mutex
+	running, most := 0, 0
 	var started sync.WaitGroup
 	started.Add(workers)
 	all := make(chan struct{})
 	go func() { started.Wait(); close(all) }()
 	done := make([]int, n)
 	forEachAtOnce(n, workers, func(i int) {
-		now := running.Add(1)
-		defer running.Add(-1)
-		for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
-		}
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			running--
+			mu.Unlock()
+		}()
 		if i < workers {
 			// The first calls wait for one another: they must run at once.
 			started.Done()
@@ -43,8 +48,8 @@ func TestForEachAtOnce(t *testing.T) {
 			t.Errorf("index %d done %d times", i, d)
 		}
 	}
-	if most.Load() > workers {
-		t.Errorf("%d calls at once, want at most %d", most.Load(), workers)
+	if most > workers {
+		t.Errorf("%d calls at once, want at most %d", most, workers)
 	}
 	forEachAtOnce(3, 0, func(i int) { done[i]++ }) // zero workers: one
 	if done[0] != 2 || done[2] != 2 {
