@@ -132,4 +132,3 @@ func newCSR(t *testing.T, name string, labels map[string]string) *certificatesv1
 		},
 	}
 }
-
