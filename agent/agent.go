@@ -13,13 +13,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/webhook"
 )
@@ -122,6 +119,7 @@ func (o Options) managerOptions() ctrl.Options {
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
 		PprofBindAddress:              o.PprofAddr,
+		Cache:                         cacheOptions(o.WatchNamespace),
 		LeaderElection:                le.Enable,
 		LeaderElectionID:              leaderelection.GenerateID("gitpeer-agent", o.WatchNamespace),
 		LeaderElectionNamespace:       o.WatchNamespace,
@@ -129,20 +127,6 @@ func (o Options) managerOptions() ctrl.Options {
 		LeaseDuration:                 &le.LeaseDuration,
 		RenewDeadline:                 &le.RenewDeadline,
 		RetryPeriod:                   &le.RetryPeriod,
-	}
-	// The agent never reads managed fields; at 10,000 peerings they are a good part of the cache.
-	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
-	// Every informer the agent reads is started with it (the controllers'
-	// watches, and the kinds the reconciler's SetupWithManager registers): a
-	// read of any other kind fails instead of starting a cluster-wide
-	// informer, and waiting for it to fill, in the middle of a round.
-	opts.Cache.ReaderFailOnMissingInformer = true
-	if o.WatchNamespace != "" {
-		// Only PeeringRepositories are restricted: the agent also reads the
-		// tenant namespaces, Secrets and CSRs it manages elsewhere.
-		opts.Cache.ByObject = map[client.Object]cache.ByObject{
-			&gitpeerv1alpha1.PeeringRepository{}: {Namespaces: map[string]cache.Config{o.WatchNamespace: {}}},
-		}
 	}
 	return opts
 }

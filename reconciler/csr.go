@@ -86,7 +86,7 @@ func (s *session) newCSR(sg signing) *certificatesv1.CertificateSigningRequest {
 	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "gitpeer-" + sg.consumer + "-",
-			Labels:       map[string]string{consumerLabel: sg.consumer, ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)},
+			Labels:       map[string]string{ConsumerLabel: sg.consumer, ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)},
 			Annotations:  annotations,
 		},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
@@ -167,7 +167,7 @@ func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certifi
 	defer s.issuance.mu.Unlock()
 	if !s.issuance.listed {
 		csrs := map[string][]*certificatesv1.CertificateSigningRequest{}
-		opts := []client.ListOption{client.HasLabels{consumerLabel}, client.Limit(csrListPage)}
+		opts := []client.ListOption{client.HasLabels{ConsumerLabel}, client.Limit(csrListPage)}
 		for next := ""; ; {
 			var page certificatesv1.CertificateSigningRequestList
 			if err := s.r.apiReader().List(ctx, &page, append(opts, client.Continue(next))...); err != nil {
@@ -175,8 +175,8 @@ func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certifi
 			}
 			for i := range page.Items {
 				csr := &page.Items[i]
-				csr.ManagedFields = nil
-				csrs[csr.Labels[consumerLabel]] = append(csrs[csr.Labels[consumerLabel]], csr)
+				trimCSR(csr)
+				csrs[csr.Labels[ConsumerLabel]] = append(csrs[csr.Labels[ConsumerLabel]], csr)
 			}
 			if next = page.Continue; next == "" {
 				break
@@ -185,6 +185,16 @@ func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certifi
 		s.issuance.listed, s.issuance.csrs = true, csrs
 	}
 	return s.issuance.csrs[consumer], nil
+}
+
+// trimCSR drops from a listed CSR what the round never reads, kept for the
+// whole round at thousands of CSRs: its managed fields and its requester's
+// groups, extra attributes and UID (only the user name is compared). An
+// approval sent back without them changes nothing: the API server keeps a
+// CSR's spec on an approval update.
+func trimCSR(csr *certificatesv1.CertificateSigningRequest) {
+	csr.ManagedFields = nil
+	csr.Spec.Groups, csr.Spec.Extra, csr.Spec.UID = nil, nil, ""
 }
 
 // sign gets sg's certificate from the cluster's signer through a CSR of the
@@ -377,7 +387,7 @@ func (r *PeeringRepositoryReconciler) agentUser(ctx context.Context) (string, er
 // once, without polling for it.
 func (r *PeeringRepositoryReconciler) watchOwnCSRs(b *builder.Builder) *builder.Builder {
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[consumerLabel] != "" && o.GetLabels()[OwnerLabel] != ""
+		return o.GetLabels()[ConsumerLabel] != "" && o.GetLabels()[OwnerLabel] != ""
 	})
 	// Metadata only: the agent reads CSRs from the API server (labelledCSRs), the cache only wakes it.
 	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled), builder.OnlyMetadata)

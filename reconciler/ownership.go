@@ -168,7 +168,7 @@ func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, 
 	}
 	// A legacy CSR is not relabelled (the agent may not change CSRs) but deleted if the
 	// agent requested it: it served its certificate, and a pending one is made again.
-	if err := s.deleteOwnCSRs(ctx, legacyObjects.Add(mustRequirement(consumerLabel, selection.Equals, peer))); err != nil {
+	if err := s.deleteOwnCSRs(ctx, legacyObjects.Add(mustRequirement(ConsumerLabel, selection.Equals, peer))); err != nil {
 		return err
 	}
 	// Earlier versions kept the key pin only on the namespace: the records keep it too from now on.
@@ -269,7 +269,7 @@ func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamesp
 			return err
 		}
 	}
-	return s.deleteOwnCSRs(ctx, labels.SelectorFromSet(labels.Set{consumerLabel: consumer, OwnerLabel: string(s.obj.UID)}))
+	return s.deleteOwnCSRs(ctx, labels.SelectorFromSet(labels.Set{ConsumerLabel: consumer, OwnerLabel: string(s.obj.UID)}))
 }
 
 // deleteOwnCSRs deletes the CSRs matching selector that the agent requested

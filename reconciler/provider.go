@@ -41,8 +41,8 @@ const (
 	PinnedCAAnnotation = consumer.PinnedCAAnnotation
 	// PinnedProviderAnnotation on a consumer-side tenant namespace: see consumer.PinnedProviderAnnotation.
 	PinnedProviderAnnotation = consumer.PinnedProviderAnnotation
-	// consumerLabel marks the CSRs issued for a consumer.
-	consumerLabel = "gitpeer.io/consumer"
+	// ConsumerLabel marks the CSRs issued for a consumer.
+	ConsumerLabel = "gitpeer.io/consumer"
 	// ReasonRekeyed is the event reason of a consumer key changed by the rekey annotation.
 	ReasonRekeyed = "Rekeyed"
 	// ReasonTermsFailed is the event reason of a terms.yaml the provider could not publish.
@@ -427,7 +427,8 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 // issuedConsumers lists the consumers holding a Tenant issued by this PeeringRepository.
 func (s *session) issuedConsumers(ctx context.Context) []string {
 	var tenants authv1beta1.TenantList
-	if err := s.r.List(ctx, &tenants, s.ownerLabels()); err != nil {
+	// Only the names are read: the cached Tenants are not copied (thousands at scale, every round).
+	if err := s.r.List(ctx, &tenants, s.ownerLabels(), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []string

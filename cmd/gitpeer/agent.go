@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -42,6 +44,7 @@ type agentOptions struct {
 	maxRetryDelay  time.Duration
 	watchNamespace string
 	dataDir        string
+	memoryLimit    string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -80,6 +83,7 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	fs.DurationVar(&o.minRetryDelay, "min-retry-delay", reconciler.DefaultMinRetryDelay, "The first delay before retrying a round that failed on a transient error (Git server unreachable, API server unavailable); it doubles on each failure.")
 	fs.DurationVar(&o.maxRetryDelay, "max-retry-delay", reconciler.DefaultMaxRetryDelay, "The longest delay before retrying a round that failed on a transient error.")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "Watch PeeringRepositories (and serve webhooks) in this namespace only; default: all namespaces.")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "auto", `The Go runtime's soft memory limit, e.g. "400Mi": the garbage collector works harder as the agent's memory nears it, so peaks stay under it; "0" sets none. "auto": 90% of the container's memory limit (cgroup), unless $GOMEMLIMIT is set.`)
 	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(os.TempDir(), "gitpeer"), "The directory holding the persistent clones; mount a volume here in a Deployment.")
 	return cmd
 }
@@ -88,6 +92,17 @@ It stops cleanly on SIGTERM or SIGINT.`,
 func (o *agentOptions) run(ctx context.Context) error {
 	log := logger.NewLogger(o.log)
 	logger.SetLogger(log)
+	limit, from, err := memoryLimit(o.memoryLimit, "/sys/fs/cgroup", os.Getenv)
+	if err != nil {
+		return err
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	memLimit := "none"
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		memLimit = fmt.Sprintf("%d MiB (from %s)", l>>20, from)
+	}
 	cfg, err := o.restConfig()
 	if err != nil {
 		return err
@@ -103,7 +118,8 @@ func (o *agentOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting gitpeer agent", "version", version, "watchNamespace", o.watchNamespace, "dataDir", o.dataDir)
+	log.Info("starting gitpeer agent", "version", version, "watchNamespace", o.watchNamespace, "dataDir", o.dataDir,
+		"memoryLimit", memLimit)
 	return mgr.Start(ctx)
 }
 
