@@ -45,6 +45,12 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The agent's cache reads only informers started with it (the manager's watches): start this one.
+	csrMeta := &metav1.PartialObjectMetadata{}
+	csrMeta.SetGroupVersionKind(certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"))
+	if _, err := c.GetInformer(ctx, csrMeta); err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("the cache did not start")
