@@ -79,9 +79,12 @@ func keepMetadata(labelKeys ...string) toolscache.TransformFunc {
 		if err != nil {
 			return in, nil //nolint:nilerr // not an object (a tombstone): left as it is
 		}
-		kept := map[string]string{}
+		var kept map[string]string
 		for _, k := range labelKeys {
 			if v, ok := obj.GetLabels()[k]; ok {
+				if kept == nil {
+					kept = map[string]string{}
+				}
 				kept[k] = unique.Make(v).Value()
 			}
 		}
