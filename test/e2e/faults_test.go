@@ -15,6 +15,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 )
 
@@ -106,23 +107,32 @@ var _ = Describe("Faults", Ordered, func() {
 
 	It("lose nothing and do nothing twice", func(ctx SpecContext) {
 		Expect(csrsOf(ctx, provider, consumerID)).To(HaveLen(1), "one certificate for one consumer")
-		actions := map[string]int{}
-		serials := map[string]bool{}
-		for _, line := range strings.Split(strings.TrimSpace(gitOut("--git-dir", repo.Dir, "log", "--all",
-			"--format=%(trailers:key=Gitpeer-Action,valueonly,separator=)|%(trailers:key=Gitpeer-Consumer,valueonly,separator=)|%(trailers:key=Gitpeer-Serial,valueonly,separator=)")), "\n") {
-			parts := strings.Split(line, "|")
-			if parts[1] != consumerID {
-				continue
-			}
-			actions[parts[0]]++
-			if parts[2] != "" {
-				serials[parts[2]] = true
-			}
-		}
+		actions, serials := recordedSteps(consumerID)
 		Expect(actions).To(Equal(map[string]int{"request": 1, "issue-nonce": 1, "propose-tenant": 1, "issue-identity": 1}))
 		Expect(serials).To(HaveLen(1))
 	})
 })
+
+// recordedSteps counts the steps for consumer that the commits of every branch
+// record, by action, as the agent and `gitpeer audit` read them
+// (protocol.Records: a round's commit may record several steps, e.g. the terms
+// published with the first nonce), and collects their serials.
+func recordedSteps(consumer string) (actions map[string]int, serials map[string]bool) {
+	GinkgoHelper()
+	actions, serials = map[string]int{}, map[string]bool{}
+	for _, msg := range strings.Split(gitOut("--git-dir", repo.Dir, "log", "--all", "--format=%B%x00"), "\x00") {
+		for _, step := range protocol.Records(msg) {
+			if step.Consumer != consumer {
+				continue
+			}
+			actions[step.Action]++
+			if step.Serial != "" {
+				serials[step.Serial] = true
+			}
+		}
+	}
+	return actions, serials
+}
 
 // applyOverHTTP creates c's PeeringRepository for the suite's repository
 // through proxy, with HTTP credentials, and starts nothing.

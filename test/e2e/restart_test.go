@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -68,15 +67,7 @@ var _ = Describe("Agent restarts", func() {
 		var csrs certificatesv1.CertificateSigningRequestList
 		Expect(provider.k8s.List(ctx, &csrs)).To(Succeed())
 		Expect(csrs.Items).To(HaveLen(1), "one CSR for one Tenant")
-		out, err := exec.Command("git", "--git-dir", repo.Dir, "log", "--all", "--format=%s").Output()
-		Expect(err).NotTo(HaveOccurred())
-		for _, subject := range []string{
-			"Request peering of consumer-r with provider-r",
-			"Issue nonce for consumer-r on provider-r",
-			"Propose Tenant of consumer-r for provider-r",
-			"Issue identity of consumer-r on provider-r",
-		} {
-			Expect(strings.Count(string(out), subject)).To(Equal(1), "commits %q", subject)
-		}
+		actions, _ := recordedSteps("consumer-r")
+		Expect(actions).To(Equal(map[string]int{"request": 1, "issue-nonce": 1, "propose-tenant": 1, "issue-identity": 1}), "steps committed once each")
 	})
 })
