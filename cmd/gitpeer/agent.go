@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/go-logr/logr"
@@ -92,7 +93,7 @@ It stops cleanly on SIGTERM or SIGINT.`,
 func (o *agentOptions) run(ctx context.Context) error {
 	log := logger.NewLogger(o.log)
 	logger.SetLogger(log)
-	limit, from, err := memoryLimit(o.memoryLimit, "/sys/fs/cgroup", os.Getenv)
+	limit, from, err := memoryLimit(o.memoryLimit, memlimit.FromCgroup, os.Getenv)
 	if err != nil {
 		return err
 	}

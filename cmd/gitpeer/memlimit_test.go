@@ -1,59 +1,68 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // TestMemoryLimit checks where the agent's soft memory limit comes from: the
-// flag, else 90% of the cgroup v2 or v1 memory limit, none when the cgroup
-// has none or GOMEMLIMIT is set, and a clear error for bad input.
+// flag, else 90% of the limit cgroup reports, none when cgroup reports none
+// (or there is no cgroup) or GOMEMLIMIT is set, and a clear error for bad
+// input. Reading cgroup v2 and v1 is automemlimit's, tested there.
 func TestMemoryLimit(t *testing.T) {
 	noEnv := func(string) string { return "" }
-	cgroup := func(t *testing.T, file, content string) string {
-		root := t.TempDir()
-		path := filepath.Join(root, file)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return root
+	fails := func(err error) memlimit.Provider {
+		return func() (uint64, error) { return 0, err }
 	}
-	v2 := cgroup(t, "memory.max", "536870912\n")
+	limited := memlimit.Limit(512 << 20)
 	for _, c := range []struct {
-		name, flag, root string
-		env              func(string) string
-		want             int64
+		name, flag string
+		cgroup     memlimit.Provider
+		env        func(string) string
+		want       int64
 	}{
-		{"flag", "400Mi", v2, noEnv, 400 << 20},
-		{"flag zero sets none", "0", v2, noEnv, 0},
-		{"cgroup v2", "auto", v2, noEnv, 483183820},
-		{"cgroup v2 without limit", "auto", cgroup(t, "memory.max", "max\n"), noEnv, 0},
-		{"cgroup v1", "auto", cgroup(t, "memory/memory.limit_in_bytes", "1073741824\n"), noEnv, 966367641},
-		{"cgroup v1 without limit", "auto", cgroup(t, "memory/memory.limit_in_bytes", "9223372036854771712\n"), noEnv, 0},
-		{"no cgroup", "auto", t.TempDir(), noEnv, 0},
-		{"GOMEMLIMIT set", "auto", v2, func(k string) string { return map[string]string{"GOMEMLIMIT": "300MiB"}[k] }, 0},
+		{"flag", "400Mi", limited, noEnv, 400 << 20},
+		{"flag zero sets none", "0", limited, noEnv, 0},
+		{"flag wins over a broken cgroup", "400Mi", fails(errors.New("garbage")), noEnv, 400 << 20},
+		{"cgroup", "auto", limited, noEnv, 483183820},
+		{"cgroup without limit", "auto", fails(memlimit.ErrNoLimit), noEnv, 0},
+		{"no cgroup", "auto", fails(memlimit.ErrNoCgroup), noEnv, 0},
+		{"cgroups not supported", "auto", fails(fmt.Errorf("wrapped: %w", memlimit.ErrCgroupsNotSupported)), noEnv, 0},
+		{"GOMEMLIMIT set", "auto", limited, func(k string) string { return map[string]string{"GOMEMLIMIT": "300MiB"}[k] }, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, _, err := memoryLimit(c.flag, c.root, c.env)
+			got, _, err := memoryLimit(c.flag, c.cgroup, c.env)
 			if err != nil || got != c.want {
 				t.Errorf("memoryLimit(%q) = %d, %v; want %d", c.flag, got, err, c.want)
 			}
 		})
 	}
-	for _, c := range []struct{ name, flag, root string }{
-		{"bad flag", "lots", v2},
-		{"negative flag", "-1Mi", v2},
-		{"bad cgroup file", "auto", cgroup(t, "memory.max", "garbage")},
+	for _, c := range []struct {
+		name, flag string
+		cgroup     memlimit.Provider
+	}{
+		{"bad flag", "lots", limited},
+		{"negative flag", "-1Mi", limited},
+		{"bad cgroup file", "auto", fails(errors.New(`failed to parse memory.max value: "garbage"`))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, _, err := memoryLimit(c.flag, c.root, noEnv); err == nil || !strings.Contains(err.Error(), "memory") {
+			if _, _, err := memoryLimit(c.flag, c.cgroup, noEnv); err == nil || !strings.Contains(err.Error(), "memory") {
 				t.Errorf("memoryLimit(%q) = %v; want an error about the memory limit", c.flag, err)
 			}
 		})
 	}
+}
+
+// TestMemoryLimitHere reads this machine's real cgroup as the agent does: it
+// must either find a limit or find none, never fail.
+func TestMemoryLimitHere(t *testing.T) {
+	limit, from, err := memoryLimit("auto", memlimit.FromCgroup, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("memoryLimit(auto) on this machine: %v", err)
+	}
+	t.Logf("auto memory limit here: %d MiB (from %s)", limit>>20, from)
 }
