@@ -203,6 +203,19 @@ func TestValues(t *testing.T) {
 			t.Errorf("leader election still enabled: %v", c["args"])
 		}
 	})
+	t.Run("agent flags", func(t *testing.T) {
+		// float64 as Helm reads a values file: a large integer must not render as 1e+06.
+		c := containers(t, index(t, render(t, systemNamespace, map[string]any{
+			"concurrent": 8, "peeringWorkers": float64(32), "kubeAPI": map[string]any{"qps": 7.5, "burst": float64(1_000_000)},
+			"memoryLimit": "400Mi",
+		})))[0]
+		for _, arg := range []string{"--concurrent=8", "--peering-workers=32", "--kube-api-qps=7.5",
+			"--kube-api-burst=1000000", "--memory-limit=400Mi"} {
+			if !slices.Contains(c["args"].([]any), any(arg)) {
+				t.Errorf("%s missing from args %v", arg, c["args"])
+			}
+		}
+	})
 	t.Run("persistent data", func(t *testing.T) {
 		objs := index(t, render(t, systemNamespace, map[string]any{"data": map[string]any{"persistence": map[string]any{
 			"enabled": true, "size": "5Gi", "storageClassName": "fast"}}}))
