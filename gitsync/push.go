@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
@@ -36,28 +37,11 @@ type refUpdate struct {
 // (see newObjects), whole: no delta search, which costs more memory than it
 // saves on a write's files (keys, certificates, signatures).
 func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (err error) {
-	ep, err := transport.NewEndpoint(r.cfg.URL)
-	if err != nil {
-		return err
-	}
-	ep.CaBundle = r.cfg.Auth.caBundle()
-	c, err := client.NewClient(ep)
-	if err != nil {
-		return err
-	}
-	sess, err := c.NewReceivePackSession(ep, r.auth)
+	sess, adv, refs, err := r.openReceivePack(ctx)
 	if err != nil {
 		return err
 	}
 	defer ioutil.CheckClose(sess, &err)
-	adv, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		return err
-	}
-	refs, err := adv.AllReferences()
-	if err != nil {
-		return err
-	}
 	current := plumbing.ZeroHash
 	if ref, err := refs.Reference(u.name); err == nil {
 		current = ref.Hash()
@@ -88,6 +72,38 @@ func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (er
 		return encErr
 	}
 	return reportError(rs, err)
+}
+
+// openReceivePack opens a receive-pack session with the remote and reads the
+// refs it advertises. The caller closes the session.
+func (r *Repo) openReceivePack(ctx context.Context) (_ transport.ReceivePackSession, _ *packp.AdvRefs, _ memory.ReferenceStorage, err error) {
+	ep, err := transport.NewEndpoint(r.cfg.URL)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ep.CaBundle = r.cfg.Auth.caBundle()
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sess, err := c.NewReceivePackSession(ep, r.auth)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = sess.Close()
+		}
+	}()
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	refs, err := adv.AllReferences()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return sess, adv, refs, nil
 }
 
 // reportError is the error of a receive-pack exchange: its transport error,

@@ -2,8 +2,17 @@ package gitsync
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 )
 
 // stageMinChanges is the number of file changes from which a write stages
@@ -15,25 +24,71 @@ const stageMinChanges = 256
 // refs/tags so that they are neither branches nor tags.
 const stagingRefPrefix = "refs/gitpeer/staging/"
 
-// stagingRef is the scratch ref a large write to branch pushes its commit to.
-func stagingRef(branch string) plumbing.ReferenceName {
-	return plumbing.ReferenceName(stagingRefPrefix + branch)
+// staleStagingAge is the age from which a scratch ref is taken for one its
+// writer left behind (it stopped before deleting it) and deleted by any
+// writer. A write holds its scratch ref for its push attempts, seconds to
+// minutes (Retry); the margin also covers clocks that disagree between the
+// writers' machines.
+const staleStagingAge = time.Hour
+
+// newStagingRef is the scratch ref of one large write to branch, started at
+// now: refs/gitpeer/staging/<unix seconds>-<16 random hex digits>/<branch>.
+// The random part keeps writers apart (two agents, or a provider's and a
+// consumer's clone, writing to one branch at once); the time lets any writer
+// tell a scratch ref left behind (stagedAt).
+func newStagingRef(branch string, now time.Time) plumbing.ReferenceName {
+	return plumbing.ReferenceName(fmt.Sprintf("%s%d-%016x/%s", stagingRefPrefix, now.Unix(), rand.Uint64(), branch))
 }
 
-// stage pushes commit to the scratch ref of branch, replacing whatever it
-// held, and returns commit, so that the objects of a large write cross the
-// network once: a push of the branch that loses to another writer is retried
-// by sending only the trees and commit rebuilt on the new head, not the
-// write's files again (push leaves out what the staged commit holds).
+// stagedAt is the time in the name of a scratch ref newStagingRef made; false
+// for any other ref, which no writer deletes but its own.
+func stagedAt(name plumbing.ReferenceName) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(name.String(), stagingRefPrefix)
+	if !ok {
+		return time.Time{}, false
+	}
+	id, branch, ok := strings.Cut(rest, "/")
+	if !ok || branch == "" {
+		return time.Time{}, false
+	}
+	secs, random, ok := strings.Cut(id, "-")
+	if !ok || len(random) != 16 || strings.Trim(random, "0123456789abcdef") != "" {
+		return time.Time{}, false
+	}
+	unix, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil || unix < 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(unix, 0), true
+}
+
+// unstagedRefs are the refs a write that staged to own deletes once done,
+// among the advertised ones: own, and every scratch ref staged more than
+// staleStagingAge before now.
+func unstagedRefs(advertised []plumbing.ReferenceName, own plumbing.ReferenceName, now time.Time) []plumbing.ReferenceName {
+	var out []plumbing.ReferenceName
+	for _, name := range advertised {
+		if at, ok := stagedAt(name); name == own || ok && now.Sub(at) > staleStagingAge {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stage pushes commit to the scratch ref ref (newStagingRef) and returns
+// commit, so that the objects of a large write cross the network once: a
+// push of the branch that loses to another writer is retried by sending only
+// the trees and commit rebuilt on the new head, not the write's files again
+// (push leaves out what the staged commit holds).
 //
 // A server that refuses the ref (some forges accept only branches and tags)
 // makes stage return zero and the Repo stop staging: its writes push the
 // branch alone. Transport failures are returned.
-func (r *Repo) stage(ctx context.Context, branch string, commit plumbing.Hash) (plumbing.Hash, error) {
+func (r *Repo) stage(ctx context.Context, ref plumbing.ReferenceName, commit plumbing.Hash) (plumbing.Hash, error) {
 	if r.noStaging {
 		return plumbing.ZeroHash, nil
 	}
-	ref := stagingRef(branch)
 	objects, err := r.newObjects(commit)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -51,9 +106,24 @@ func (r *Repo) stage(ctx context.Context, branch string, commit plumbing.Hash) (
 	return plumbing.ZeroHash, nil
 }
 
-// unstage deletes the scratch ref of branch. It is best effort: a ref left
-// behind holds objects the branch mostly holds too, and the next large write
-// replaces it.
-func (r *Repo) unstage(ctx context.Context, branch string) {
-	_ = r.sendPack(ctx, refUpdate{name: stagingRef(branch)}, nil)
+// unstage deletes the scratch ref ref and, in the same request, the scratch
+// refs other writers left behind (unstagedRefs), so that they do not pile up
+// on the server. It is best effort: a ref left behind holds objects the
+// branch mostly holds too, and a later large write deletes it.
+func (r *Repo) unstage(ctx context.Context, ref plumbing.ReferenceName) {
+	sess, adv, refs, err := r.openReceivePack(ctx)
+	if err != nil {
+		return
+	}
+	defer sess.Close()
+	if !adv.Capabilities.Supports(capability.DeleteRefs) {
+		return
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
+	for _, name := range unstagedRefs(slices.Collect(maps.Keys(refs)), ref, time.Now()) {
+		req.Commands = append(req.Commands, &packp.Command{Name: name, Old: refs[name].Hash()})
+	}
+	if len(req.Commands) > 0 {
+		_, _ = sess.ReceivePack(ctx, req)
+	}
 }

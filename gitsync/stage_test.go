@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gitpeer/gitpeer/gitsync"
 )
@@ -79,23 +82,32 @@ func raceLargeWrite(t *testing.T, c *counter, agent, other *gitsync.Repo, cliURL
 	}
 }
 
-// refuseNonBranches installs a pre-receive hook in the server's repository
-// that refuses any push updating a ref outside refs/heads, as some forges do,
-// and logs every ref it is asked to update.
-func refuseNonBranches(t *testing.T, f *fixture) (log string) {
+// refHook installs a pre-receive hook in the server's repository that logs
+// every ref it is asked to update, one line each, and with refuseNonBranches
+// refuses any push updating a ref outside refs/heads, as some forges do.
+func refHook(t *testing.T, f *fixture, refuseNonBranches bool) (log string) {
 	log = filepath.Join(t.TempDir(), "refs.log")
 	hook := fmt.Sprintf(`#!/bin/sh
 status=0
 while read old new ref; do
 	echo "$ref" >>%q
-	case "$ref" in refs/heads/*) ;; *) echo "only branches"; status=1 ;; esac
+	case "$ref" in refs/heads/*) ;; *) if %t; then echo "only branches"; status=1; fi ;; esac
 done
 exit $status
-`, log)
+`, log, refuseNonBranches)
 	if err := os.WriteFile(filepath.Join(f.repo.Dir, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return log
+}
+
+// refLog is what refHook logged: the refs pushed, in order.
+func refLog(t *testing.T, log string) []string {
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
 }
 
 // TestLargeWriteStagingRefused writes through a server that refuses the
@@ -103,7 +115,7 @@ exit $status
 // does not try the scratch ref again.
 func TestLargeWriteStagingRefused(t *testing.T) {
 	f := newFixture(t, "refused")
-	log := refuseNonBranches(t, f)
+	log := refHook(t, f, true)
 	c := newCounter(t, f.repo.HTTPURL)
 	agent := f.open(c.URL, f.httpAuth())
 
@@ -112,15 +124,103 @@ func TestLargeWriteStagingRefused(t *testing.T) {
 	if !first.Pushed || !second.Pushed || git(t, f.repo.Dir, "rev-parse", "main") != second.Commit.String() {
 		t.Fatalf("writes did not land: %+v %+v", first, second)
 	}
-	data, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "refs/gitpeer/staging/main\nrefs/heads/main\nrefs/heads/main\n"
-	if string(data) != want {
-		t.Fatalf("refs pushed:\n%swant:\n%s", data, want)
+	refs := refLog(t, log)
+	if len(refs) != 3 || !strings.HasPrefix(refs[0], "refs/gitpeer/staging/") || !strings.HasSuffix(refs[0], "/main") ||
+		refs[1] != "refs/heads/main" || refs[2] != "refs/heads/main" {
+		t.Fatalf("refs pushed: %q; want a scratch ref of main, then main twice", refs)
 	}
 	if n := len(c.Pushes()); n != 3 {
 		t.Fatalf("%d push requests, want 3 (the refused scratch ref, then the branch twice)", n)
+	}
+}
+
+// TestLargeWritesConcurrent has two clones (two agents, or a provider's and
+// a consumer's) write 300 files each to main at once: each stages its commit
+// to a scratch ref of its own, which it deletes after, and both writes land.
+func TestLargeWritesConcurrent(t *testing.T) {
+	f := newFixture(t, "concurrent")
+	log := refHook(t, f, false)
+	writers := []*gitsync.Repo{f.openHTTP(), f.openHTTP()}
+	c := ctx(t)
+	results := make([]gitsync.WriteResult, len(writers))
+	errs := make([]error, len(writers))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range writers {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = w.Write(c, message(fmt.Sprintf("writer %d\n\nGitpeer-Action: test\n", i)), largeWrite(300, fmt.Sprintf("w%d", i)))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range writers {
+		if errs[i] != nil || !results[i].Pushed {
+			t.Fatalf("writer %d: %+v, %v", i, results[i], errs[i])
+		}
+	}
+	files := strings.Fields(git(t, f.repo.Dir, "ls-tree", "-r", "--name-only", "main"))
+	for i := range writers {
+		n := 0
+		for _, name := range files {
+			if strings.HasPrefix(name, fmt.Sprintf("w%d/", i)) {
+				n++
+			}
+		}
+		if n != 300 {
+			t.Errorf("main holds %d of writer %d's 300 files", n, i)
+		}
+	}
+	staged := map[string]int{} // scratch ref: updates (creation, deletion)
+	for _, ref := range refLog(t, log) {
+		if strings.HasPrefix(ref, "refs/gitpeer/staging/") {
+			staged[ref]++
+		}
+	}
+	if len(staged) != len(writers) {
+		t.Errorf("scratch refs pushed: %v; want one per writer", staged)
+	}
+	for ref, n := range staged {
+		if n != 2 {
+			t.Errorf("%s updated %d times; want twice (staged, deleted)", ref, n)
+		}
+	}
+	if refs := git(t, f.repo.Dir, "for-each-ref", "refs/gitpeer/"); refs != "" {
+		t.Errorf("scratch refs left behind:\n%s", refs)
+	}
+}
+
+// TestLargeWriteDeletesStaleStagingRefs checks a large write deletes, with
+// its own scratch ref, those other writers left behind over an hour ago, and
+// leaves alone another writer's recent one and any ref it did not name (an
+// older agent's refs/gitpeer/staging/<branch>).
+func TestLargeWriteDeletesStaleStagingRefs(t *testing.T) {
+	f := newFixture(t, "stale")
+	agent := f.openHTTP()
+	seed := mustWrite(t, agent, "seed", gitsync.Put("README.md", []byte("seed")))
+	old, recent := time.Now().Add(-2*time.Hour).Unix(), time.Now().Add(-time.Minute).Unix()
+	kept := map[string]bool{
+		fmt.Sprintf("refs/gitpeer/staging/%d-0123456789abcdef/main", old):           false,
+		fmt.Sprintf("refs/gitpeer/staging/%d-fedcba9876543210/gitpeer/review", old): false,
+		fmt.Sprintf("refs/gitpeer/staging/%d-0123456789abcdef/main", recent):        true,
+		fmt.Sprintf("refs/gitpeer/staging/%d-0123456789ABCDEF/main", old):           true,
+		fmt.Sprintf("refs/gitpeer/staging/%d-not-hex/main", old):                    true,
+		"refs/gitpeer/staging/main":                                                 true,
+		"refs/gitpeer/other":                                                        true,
+	}
+	for ref := range kept {
+		git(t, f.repo.Dir, "update-ref", ref, seed.Commit.String())
+	}
+	mustWrite(t, agent, "large", largeWrite(300, "p")...)
+	left := strings.Fields(git(t, f.repo.Dir, "for-each-ref", "--format=%(refname)", "refs/gitpeer/"))
+	for ref, keep := range kept {
+		if slices.Contains(left, ref) != keep {
+			t.Errorf("%s kept: %v, want %v", ref, !keep, keep)
+		}
+	}
+	for _, ref := range left {
+		if _, ok := kept[ref]; !ok {
+			t.Errorf("the write's scratch ref %s is left behind", ref)
+		}
 	}
 }

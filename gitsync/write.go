@@ -3,6 +3,7 @@ package gitsync
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -72,9 +73,10 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 	var prev heads
 	var lastErr error
 	var staged plumbing.Hash // the commit on the scratch ref, if any
+	var stagingRef plumbing.ReferenceName
 	defer func() {
 		if !staged.IsZero() {
-			r.unstage(ctx, branch)
+			r.unstage(ctx, stagingRef)
 		}
 	}()
 	for attempt := 1; attempt <= r.cfg.Retry.Attempts; attempt++ {
@@ -96,7 +98,8 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 			return WriteResult{Commit: old, Attempts: attempt - 1}, err
 		}
 		if staged.IsZero() && len(changes) >= stageMinChanges {
-			if staged, err = r.stage(ctx, branch, commit); err != nil {
+			stagingRef = newStagingRef(branch, time.Now())
+			if staged, err = r.stage(ctx, stagingRef, commit); err != nil {
 				return WriteResult{Attempts: attempt - 1}, err
 			}
 		}
