@@ -9,12 +9,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -26,6 +22,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 )
 
 // consume runs the consumer side of one peering directory <provider>/<me>:
@@ -256,7 +253,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	}
 	user := ""
 	if !bytes.Equal(secret.Data[authv1beta1.KubeconfigSecretField], kubeconfig) || s.obj.Status.LastProcessedCommit != s.head.String() {
-		if user, err = whoAmI(ctx, kubeconfig); err != nil {
+		if user, err = whoami.Kubeconfig(ctx, kubeconfig); err != nil {
 			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("kubeconfig for %s does not work yet, kept the current one: %v", pe.Provider, err)}
 		}
 		if user != pe.Consumer {
@@ -336,28 +333,6 @@ func (s *session) rejectIdentity(pe *protocol.Documents, reason string) outcome 
 	msg := fmt.Sprintf("%s rejected: %s", path, reason)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
-}
-
-// whoAmI asks the provider who the kubeconfig authenticates as.
-func whoAmI(ctx context.Context, kubeconfig []byte) (string, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	return username(ctx, cfg)
-}
-
-// username asks the API server who cfg authenticates as (SelfSubjectReview).
-func username(ctx context.Context, cfg *rest.Config) (string, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", err
-	}
-	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	return review.Status.UserInfo.Username, nil
 }
 
 // RevokedAnnotation on a consumer-side tenant namespace records when the

@@ -19,6 +19,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 )
 
 // The consumer in Liqo mode (docs/DESIGN.md "Consumer in Liqo mode"): Liqo's
@@ -193,7 +194,7 @@ func (s *session) proveLiqoKubeconfig(ctx context.Context, pe *protocol.Document
 	if s.r.proven.is(key, digest) {
 		return outcome{}, true
 	}
-	user, err := whoAmI(ctx, kubeconfig)
+	user, err := whoami.Kubeconfig(ctx, kubeconfig)
 	if err != nil {
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("Liqo's kubeconfig for %s does not work yet: %v", pe.Provider, err)}, false
 	}

@@ -25,6 +25,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 )
 
 // Annotations on the CSRs the provider creates. They only count on a CSR the
@@ -370,7 +371,7 @@ func (r *PeeringRepositoryReconciler) agentUser(ctx context.Context) (string, er
 	if r.user != "" {
 		return r.user, nil
 	}
-	user, err := username(ctx, r.Config)
+	user, err := whoami.User(ctx, r.Config)
 	if err != nil {
 		return "", err
 	}

@@ -12,8 +12,8 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
-	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // Both clusters in Liqo mode, each beside the Liqo double: gitpeer on both
@@ -93,6 +93,6 @@ func expectLiqoKubeconfig(ctx SpecContext, consumer *cluster, providerID, consum
 		cert, err := kubeconfigCert(consumer, providerID)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cert.SerialNumber.Text(16)).To(Equal(serial))
-		g.Expect(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(consumerID))
+		g.Expect(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(consumerID))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 }

@@ -26,8 +26,8 @@ import (
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
-	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // A consumer in Liqo mode beside the Liqo double (test/liqo): Liqo's nonce
@@ -93,7 +93,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		for _, user := range cfg.AuthInfos {
 			Expect(user.ClientKeyData).To(Equal(liqoKey))
 		}
-		Expect(must(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
+		Expect(must(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
 	})
 
 	It("leaves the kubeconfig Secret and the Identity unchanged over 20 alternations of Liqo's controllers and gitpeer rounds", func(ctx SpecContext) {
@@ -150,7 +150,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		Expect(onBranch.Spec.AuthParams.SignedCRT).To(Equal(old), "identity.yaml still carries the older certificate")
 		secret := &corev1.Secret{}
 		Expect(consumer.k8s.Get(ctx, kubeconfigKey, secret)).To(Succeed())
-		Expect(must(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
+		Expect(must(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
 	})
 
 	It("deletes the Identity and the signed nonce at revocation; Liqo's kubeconfig Secret goes with the Identity", func(ctx SpecContext) {

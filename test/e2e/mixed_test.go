@@ -20,10 +20,10 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/liqo"
-	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // Mixed peers: the provider runs a plain Liqo (test/liqo's double, no gitpeer
@@ -131,7 +131,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		Expect(err).To(MatchError(ContainSubstring("does not chain to the CA")), "the scenario: a certificate that does not chain to the Identity's CA")
 
 		data := kubeconfig(ctx, func([]byte) bool { return true })
-		Expect(sandbox.WhoAmI(ctx, data)).To(Equal(mConsumerID))
+		Expect(whoami.Kubeconfig(ctx, data)).To(Equal(mConsumerID))
 		applied := &authv1beta1.Identity{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: identityName}, applied)).To(Succeed())
 		Expect(applied.Spec).To(Equal(id.Spec), "the Identity applied is liqoctl's, unchanged")
@@ -170,7 +170,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 			kc, err := clientcmd.Load(data)
 			return err == nil && kc.Clusters[mProviderID] != nil && len(kc.Clusters[mProviderID].CertificateAuthorityData) == 0
 		})
-		Expect(sandbox.WhoAmI(ctx, data)).To(Equal(mConsumerID))
+		Expect(whoami.Kubeconfig(ctx, data)).To(Equal(mConsumerID))
 		Eventually(func(g Gomega) gitpeerv1alpha1.PeeringPhase { return peering(ctx, g).Phase }).WithTimeout(30 * time.Second).Should(Equal(gitpeerv1alpha1.PhaseReady))
 	})
 })

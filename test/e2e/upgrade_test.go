@@ -36,8 +36,8 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
-	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 const (
@@ -171,7 +171,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 			Data: map[string][]byte{authv1beta1.KubeconfigSecretField: kubeconfig}})).To(Succeed())
 		identity.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: kubeconfigKey.Name}
 		Expect(consumer.k8s.Status().Update(ctx, identity)).To(Succeed())
-		Expect(must(sandbox.WhoAmI(ctx, kubeconfig))).To(Equal(upConsumerID), "the previous release's kubeconfig works")
+		Expect(must(whoami.Kubeconfig(ctx, kubeconfig))).To(Equal(upConsumerID), "the previous release's kubeconfig works")
 
 		// The upgrade: this version's CRDs applied over the previous ones, then its agents.
 		for _, c := range []*cluster{provider, consumer} {
@@ -274,7 +274,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 			cert, err := crypto.ParseCertificatePEM(cfg.AuthInfos[identityName].ClientCertificateData)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cert.SerialNumber.Text(16)).NotTo(Equal(oldSerial), "the renewed certificate reached the kubeconfig")
-			g.Expect(sandbox.WhoAmI(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(upConsumerID))
+			g.Expect(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(upConsumerID))
 			ns := &corev1.Namespace{}
 			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
 			g.Expect(ns.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(consumer.object.UID)))

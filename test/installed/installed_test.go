@@ -31,6 +31,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/installed"
 	"github.com/gitpeer/gitpeer/test/sandbox"
@@ -226,7 +227,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				dir := p.provider.id + "/" + p.consumer.id + "/"
 				until(2*time.Minute, func(g Gomega) { g.Expect(show("main", dir+"identity.yaml")).NotTo(BeEmpty(), dir) })
 				kubeconfig := p.consumer.kubeconfigFrom(ctx, p.provider.id)
-				user, err := sandbox.WhoAmI(ctx, kubeconfig)
+				user, err := whoami.Kubeconfig(ctx, kubeconfig)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(user).To(Equal(p.consumer.id))
 				tenantNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.consumer.id))
@@ -266,7 +267,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
 			// The certificate still authenticates (it cannot be revoked), which is why the provider
 			// refuses to bind it again by default.
-			user, err := sandbox.WhoAmI(ctx, kubeconfig)
+			user, err := whoami.Kubeconfig(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(idB))
 		})
@@ -286,7 +287,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				kubeconfig = secret.Data[authv1beta1.KubeconfigSecretField]
 				g.Expect(clientCert(g, kubeconfig).SerialNumber.Text(16)).NotTo(Equal(revokedSerial))
 			})
-			user, err := sandbox.WhoAmI(ctx, kubeconfig)
+			user, err := whoami.Kubeconfig(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(idB))
 		})
@@ -368,7 +369,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				g.Expect(clientCert(g, kubeconfig).SerialNumber).NotTo(Equal(firstOfA.SerialNumber))
 			})
 			Expect(time.Now()).To(BeTemporally("<", firstOfA.NotAfter))
-			user, err := sandbox.WhoAmI(ctx, kubeconfig)
+			user, err := whoami.Kubeconfig(ctx, kubeconfig)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(user).To(Equal(idA))
 			until(30*time.Second, func(g Gomega) {
