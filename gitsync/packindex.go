@@ -23,8 +23,9 @@ import (
 // (a delta twice more) to resolve deltas, reading each back from the file:
 // 84 % of gitsync's CPU in the initial clone of 10,000 peering directories,
 // which took 1.8 times `git clone`. No setting of go-git changes that, and
-// the Go library that indexes packs otherwise (gg-scm.io/pkg/git) is not
-// served here. What is here is only the order of the work; the pack format,
+// the one other Go library found that indexes packs (gg-scm.io/pkg/git's
+// BuildIndex, two passes like `git index-pack`) is not served by the Go
+// module proxy. What is here is only the order of the work; the pack format,
 // delta patching, the bounded cache and the .idx format are go-git's
 // (packfile.Scanner, packfile.PatchDelta, cache.BufferLRU, idxfile). Each
 // object is inflated once, as the pack arrives: a whole object is hashed, a
