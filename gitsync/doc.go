@@ -3,7 +3,8 @@
 // A Repo is a persistent bare clone of one remote branch kept under a data
 // directory and reused across reconciles and restarts. Poll costs one ref
 // advertisement when nothing moved and fetches only new objects when the branch
-// moved. Reads come from commit tree objects, never from a work tree: only
+// moved; the pack of a branch's first fetch is indexed as it arrives, each
+// object inflated once (packindex.go). Reads come from commit tree objects, never from a work tree: only
 // regular blobs under the configured root path are visible, names that could
 // escape it are refused, and every blob's size is checked before it is read.
 // Changes lists what changed between the last processed commit and a new head

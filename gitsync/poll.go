@@ -86,8 +86,13 @@ func (r *Repo) fetch(ctx context.Context, branch string) error {
 		CABundle: r.cfg.Auth.caBundle(),
 		Tags:     git.NoTags,
 	}
-	if r.cfg.Shallow && r.localHead(branch).IsZero() {
-		opts.Depth = 1
+	if r.localHead(branch).IsZero() {
+		// The first fetch brings the whole branch: its pack is indexed by
+		// packIndexer (see packindex.go) rather than go-git's parser.
+		remote = git.NewRemote(indexingStorage{r.storage}, remote.Config())
+		if r.cfg.Shallow {
+			opts.Depth = 1
+		}
 	}
 	err = remote.FetchContext(ctx, opts)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {

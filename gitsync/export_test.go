@@ -1,0 +1,17 @@
+package gitsync
+
+import (
+	"io"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// IndexPack stores the pack read from r in the bare repository at dir as a
+// clone's first fetch does: through the storage's pack writer.
+func IndexPack(dir string, r io.Reader) error {
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	return packfile.UpdateObjectStorage(indexingStorage{st}, r)
+}
