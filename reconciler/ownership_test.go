@@ -56,28 +56,6 @@ func TestIssuedRecords(t *testing.T) {
 	}
 }
 
-func TestOwnerOf(t *testing.T) {
-	for name, tc := range map[string]struct {
-		labels map[string]string
-		want   ownership
-	}{
-		"ours":                     {map[string]string{OwnerLabel: "u1", ManagedByLabel: managedBy}, ownedByUs},
-		"another repository's":     {map[string]string{OwnerLabel: "u2", ManagedByLabel: managedBy}, ownedByOthers},
-		"legacy gitpeer":           {map[string]string{ManagedByLabel: managedBy}, legacy},
-		"not gitpeer's":            {map[string]string{"liqo.io/tenant-namespace": "true"}, ownedByOthers},
-		"no labels":                {nil, ownedByOthers},
-		"empty owner is not ours":  {map[string]string{OwnerLabel: "", ManagedByLabel: managedBy}, ownedByOthers},
-		"managed by someone else":  {map[string]string{ManagedByLabel: "liqo"}, ownedByOthers},
-		"owner label, not managed": {map[string]string{OwnerLabel: "u1"}, ownedByUs},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if got := ownerOf(tc.labels, "u1"); got != tc.want {
-				t.Errorf("ownerOf(%v) = %v, want %v", tc.labels, got, tc.want)
-			}
-		})
-	}
-}
-
 // TestOwnershipMigration: only a PeeringRepository an earlier version processed
 // migrates, once; a round with a failed adoption retries; a new one records the
 // current version at once.
