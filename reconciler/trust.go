@@ -91,22 +91,21 @@ func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) erro
 // forgetUnlistedProviders removes what this PeeringRepository created as a
 // consumer for providers no longer in spec.consumer.providers.
 func (s *session) forgetUnlistedProviders(ctx context.Context) error {
-	wanted := map[string]bool{}
+	var providers []authv1beta1.ClusterID
 	if s.obj.Spec.Consumer != nil {
-		for _, p := range s.obj.Spec.Consumer.Providers {
-			wanted[string(p)] = true
-		}
+		providers = s.obj.Spec.Consumer.Providers
 	}
 	var identities authv1beta1.IdentityList
 	if err := s.r.List(ctx, &identities, client.MatchingLabels{ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)}); err != nil {
 		return err
 	}
 	var errs []error
-	for _, id := range identities.Items {
-		provider := string(id.Spec.ClusterID)
-		if wanted[provider] || id.Namespace != authv1beta1.TenantNamespaceName(id.Spec.ClusterID) {
+	for i := range identities.Items {
+		id := &identities.Items[i]
+		if !consumer.Unlisted(providers, id) {
 			continue
 		}
+		provider := string(id.Spec.ClusterID)
 		if err := s.forgetProvider(ctx, provider, id.Namespace); err != nil {
 			errs = append(errs, fmt.Errorf("provider %s: %w", provider, err))
 			continue

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
@@ -212,4 +213,13 @@ func CheckTrustedCA(provider string, trusted TrustedCA, ca []byte) error {
 // is not there yet, or a legacy CA pin is left to drop.
 func RecordPin(annotations map[string]string, pin string) bool {
 	return pin != "" && (annotations[PinnedProviderAnnotation] != pin || annotations[PinnedCAAnnotation] != "")
+}
+
+// Unlisted reports whether the consumer forgets what it holds for the
+// provider of identity, an Identity the PeeringRepository created: the
+// provider left providers (spec.consumer.providers). An Identity outside
+// its provider's tenant namespace is not one the consumer made: left alone.
+func Unlisted(providers []authv1beta1.ClusterID, identity *authv1beta1.Identity) bool {
+	return !slices.Contains(providers, identity.Spec.ClusterID) &&
+		identity.Namespace == authv1beta1.TenantNamespaceName(identity.Spec.ClusterID)
 }
