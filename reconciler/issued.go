@@ -21,6 +21,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // RecordsSecretPrefix, followed by the PeeringRepository's name, "-" and a
@@ -51,13 +52,8 @@ func RecordsSecretName(repository, consumer string) string {
 	return fmt.Sprintf("%s%s-%02x", RecordsSecretPrefix, repository, int(sum[0])%RecordsShards)
 }
 
-// IssuedRecord is one certificate issued to a consumer: its serial (hex, as
-// in the Gitpeer-Serial trailer), expiry and revocation time.
-type IssuedRecord struct {
-	Serial    string     `json:"serial"`
-	NotAfter  time.Time  `json:"notAfter"`
-	RevokedAt *time.Time `json:"revokedAt,omitempty"`
-}
+// IssuedRecord is one certificate issued to a consumer: see provider.IssuedRecord.
+type IssuedRecord = provider.IssuedRecord
 
 // ConsumerRecords is what the provider remembers of one consumer: the key
 // pinned at first issuance (see KeyPin) and the certificates issued since. It
@@ -71,19 +67,6 @@ type ConsumerRecords struct {
 // KeyPin is the pin the provider records for a consumer's public key: the
 // SHA-256 of its PKIX encoding, in hex.
 func KeyPin(key gocrypto.PublicKey) (string, error) { return crypto.KeyPin(key) }
-
-// RevivalBlocker returns the revoked certificate that still forbids binding
-// the consumer again at now (the one valid longest), or nil.
-func RevivalBlocker(records []IssuedRecord, now time.Time) *IssuedRecord {
-	var out *IssuedRecord
-	for i := range records {
-		r := &records[i]
-		if r.RevokedAt != nil && r.NotAfter.After(now) && (out == nil || r.NotAfter.After(out.NotAfter)) {
-			out = r
-		}
-	}
-	return out
-}
 
 // WithIssued adds the certificate serial (hex) valid until notAfter to
 // records unless it is there; it reports a change.
@@ -201,7 +184,7 @@ func SetRecords(secret *corev1.Secret, owner types.UID, consumer string, records
 }
 
 // WithoutExpired drops the certificates expired at now: they grant nothing and
-// block nothing (see RevivalBlocker), and renewals would grow the records
+// block nothing (see provider.RevivalBlocker), and renewals would grow the records
 // without end. It reports a change.
 func WithoutExpired(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool) {
 	out := slices.DeleteFunc(slices.Clone(records), func(r IssuedRecord) bool { return !r.NotAfter.After(now) })
@@ -369,17 +352,9 @@ func (s *session) recordRevoked(ctx context.Context, consumer string) error {
 	})
 }
 
-// refuseRevival says why consumer must not be bound again, or "" if it may:
-// a revoked certificate of it is unexpired and no admin accepted the risk.
+// refuseRevival says why consumer must not be bound again, or "" if it may
+// (provider.RevivalRefusal).
 func (s *session) refuseRevival(records ConsumerRecords, consumer string) string {
-	blocker := RevivalBlocker(records.Certificates, s.r.Now())
-	if blocker == nil {
-		return ""
-	}
-	key := gitpeerv1alpha1.RevivalAnnotationPrefix + consumer
-	if s.obj.GetAnnotations()[key] == gitpeerv1alpha1.AcceptRevivalValue {
-		return ""
-	}
-	return fmt.Sprintf("revoked certificate %s is valid until %s; re-peering is refused until then (override: annotation %s=%s on the PeeringRepository, which gives every unexpired revoked certificate of %s access again)",
-		blocker.Serial, blocker.NotAfter.UTC().Format(time.RFC3339), key, gitpeerv1alpha1.AcceptRevivalValue, consumer)
+	accepted := s.obj.GetAnnotations()[gitpeerv1alpha1.RevivalAnnotationPrefix+consumer] == gitpeerv1alpha1.AcceptRevivalValue
+	return provider.RevivalRefusal(records.Certificates, consumer, accepted, s.r.Now())
 }

@@ -119,7 +119,7 @@ func TestRecordsMigrateAndScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if blocker := RevivalBlocker(got.Certificates, now); blocker == nil {
+		if s.refuseRevival(got, "consumer-00010") == "" {
 			t.Errorf("%d consumers: the moved revoked certificate no longer blocks revival: %+v", n, got)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(legacy), &corev1.Secret{}); !apierrors.IsNotFound(err) {

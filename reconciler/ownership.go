@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
@@ -35,30 +35,9 @@ const (
 	ReasonDeferred = "RequestsDeferred"
 )
 
-// ownership of an existing object relative to this PeeringRepository.
-type ownership int
-
-const (
-	ownedByUs     ownership = iota // carries our owner label
-	ownedByOthers                  // carries another owner label, or is not gitpeer's
-	legacy                         // gitpeer's, from a version without owner labels
-)
-
-// ownerOf classifies an object's labels.
-func ownerOf(objLabels map[string]string, uid string) ownership {
-	switch owner, has := objLabels[OwnerLabel]; {
-	case has && owner == uid:
-		return ownedByUs
-	case !has && objLabels[ManagedByLabel] == managedBy:
-		return legacy
-	default:
-		return ownedByOthers
-	}
-}
-
 // owns reports whether obj was created by this PeeringRepository.
 func (s *session) owns(obj client.Object) bool {
-	return ownerOf(obj.GetLabels(), string(s.obj.UID)) == ownedByUs
+	return ownership.Of(obj.GetLabels(), s.obj.UID) == ownership.Ours
 }
 
 // ownerLabels select the objects of this PeeringRepository.
@@ -74,40 +53,49 @@ func (e errNotOurs) Error() string {
 }
 
 // adoptIfLegacy takes over the tenant namespace of peer and the gitpeer
-// objects in it when they come from a version without owner labels, this
-// PeeringRepository is the only provider of the cluster and peer has a
-// directory under it; it refuses any other foreign namespace.
+// objects in it when they come from a version without owner labels and
+// ownership.Adopt allows it (adopt-unowned annotation or one-time migration,
+// sole claimant, peer listed); it refuses any other foreign namespace.
 func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Namespace) error {
-	switch ownerOf(ns.Labels, string(s.obj.UID)) {
-	case ownedByUs:
+	switch ownership.Of(ns.Labels, s.obj.UID) {
+	case ownership.Ours:
 		return nil
-	case ownedByOthers:
+	case ownership.Others:
 		return errNotOurs{"namespace " + ns.Name}
 	}
 	refused := fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository, once on upgrade or when the PeeringRepository carries %s=true",
 		errNotOurs{"namespace " + ns.Name}, peer, peer, gitpeerv1alpha1.AdoptUnownedAnnotation)
-	how := "by the one-time migration from an earlier version"
-	if s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] == "true" {
-		how = "by annotation " + gitpeerv1alpha1.AdoptUnownedAnnotation
-	} else if !s.migratingOwnership() {
+	me := string(s.obj.Spec.ClusterID)
+	_, asProvider := s.loaded.Peerings[me+"/"+peer]
+	_, asConsumer := s.loaded.Peerings[peer+"/"+me]
+	claim := ownership.Claim{
+		Annotated: s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] == "true",
+		Migrating: s.migratingOwnership(),
+		Listed:    asProvider || asConsumer,
+	}
+	if !claim.Permitted() {
 		return refused
 	}
-	if err := s.adopt(ctx, peer, ns, refused, how); err != nil {
-		var foreign errNotOurs
-		s.mu.Lock()
-		s.adoptionFailed = s.adoptionFailed || !errors.As(err, &foreign)
-		s.mu.Unlock()
-		return err
+	err := s.observeClaimants(ctx, peer, &claim)
+	if err == nil {
+		how := ownership.Adopt(claim)
+		if how == "" {
+			return refused
+		}
+		err = s.adopt(ctx, peer, ns, how)
 	}
-	return nil
+	if err != nil {
+		s.mu.Lock()
+		s.adoptionFailed = true
+		s.mu.Unlock()
+	}
+	return err
 }
 
-// migratingOwnership reports whether this round is the one-time migration of
-// a PeeringRepository an earlier version processed (it has a last processed
-// commit) to owner labels: it adopts the legacy objects of its peerings
-// without the adopt-unowned annotation.
+// migratingOwnership reports whether this round is the one-time migration
+// to owner labels (ownership.Migrating).
 func (s *session) migratingOwnership() bool {
-	return s.obj.Status.OwnershipVersion < gitpeerv1alpha1.CurrentOwnershipVersion && s.obj.Status.LastProcessedCommit != ""
+	return ownership.Migrating(s.obj.Status)
 }
 
 // recordOwnershipVersion ends the one-time migration after a round in which
@@ -125,18 +113,8 @@ func (s *session) recordOwnershipVersion() {
 }
 
 // adopt labels the legacy namespace ns of peer and the gitpeer objects in it
-// as this PeeringRepository's if it may claim them (else refused).
-func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, refused error, how string) error {
-	sole, err := s.soleClaimant(ctx, peer)
-	if err != nil {
-		return err
-	}
-	me := string(s.obj.Spec.ClusterID)
-	_, asProvider := s.loaded.Peerings[me+"/"+peer]
-	_, asConsumer := s.loaded.Peerings[peer+"/"+me]
-	if !sole || !(asProvider || asConsumer) {
-		return refused
-	}
+// as this PeeringRepository's (ownership.Adopt allowed it, how).
+func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, how string) error {
 	legacyObjects := labels.NewSelector().Add(mustRequirement(ManagedByLabel, selection.Equals, managedBy), mustRequirement(OwnerLabel, selection.DoesNotExist))
 	var tenants authv1beta1.TenantList
 	var bindings rbacv1.RoleBindingList
@@ -154,7 +132,7 @@ func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, 
 		objs = append(objs, &bindings.Items[i])
 	}
 	nonce := &corev1.Secret{}
-	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: authv1beta1.NonceSecretName}, nonce); err == nil && ownerOf(nonce.Labels, string(s.obj.UID)) == legacy {
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: authv1beta1.NonceSecretName}, nonce); err == nil && ownership.Of(nonce.Labels, s.obj.UID) == ownership.Legacy {
 		objs = append(objs, nonce)
 	} else if client.IgnoreNotFound(err) != nil {
 		return err
@@ -202,19 +180,15 @@ func mustRequirement(key string, op selection.Operator, values ...string) labels
 	return *r
 }
 
-// soleClaimant reports whether no other PeeringRepository of the cluster could
-// own peer's tenant namespace: none other is a provider or a consumer of peer.
-func (s *session) soleClaimant(ctx context.Context, peer string) (bool, error) {
+// observeClaimants sets claim.Sole: whether no other PeeringRepository of
+// the cluster could own peer's tenant namespace (ownership.SoleClaimant).
+func (s *session) observeClaimants(ctx context.Context, peer string, claim *ownership.Claim) error {
 	var all gitpeerv1alpha1.PeeringRepositoryList
 	if err := s.r.List(ctx, &all); err != nil {
-		return false, err
+		return err
 	}
-	for _, o := range all.Items {
-		if o.UID != s.obj.UID && (o.IsProvider() || (o.IsConsumer() && slices.Contains(o.Spec.Consumer.Providers, authv1beta1.ClusterID(peer)))) {
-			return false, nil
-		}
-	}
-	return true, nil
+	claim.Sole = ownership.SoleClaimant(s.obj.UID, peer, all.Items)
+	return nil
 }
 
 // countPending counts the requests this provider answered with a nonce
@@ -238,7 +212,10 @@ func (s *session) countPending(ctx context.Context) error {
 		if client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		if s.owns(nsObj) && (err != nil || tenant.Status.AuthParams == nil) {
+		if err != nil {
+			tenant = nil
+		}
+		if provider.Pending(s.owns(nsObj), tenant) {
 			s.pending++
 		}
 	}
@@ -286,7 +263,7 @@ func (s *session) deleteOwnCSRs(ctx context.Context, selector labels.Selector) e
 	}
 	for i := range list.Items {
 		csr := &list.Items[i]
-		if csr.Spec.Username != me {
+		if !provider.RequestedBy(csr, me) {
 			continue
 		}
 		if err := s.r.Delete(ctx, csr, client.Preconditions{UID: &csr.UID}); client.IgnoreNotFound(err) != nil {

@@ -7,32 +7,6 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 )
 
-func TestRevivalBlocker(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	revoked := now.Add(-time.Hour)
-	rec := func(serial string, notAfter time.Time, revokedAt *time.Time) IssuedRecord {
-		return IssuedRecord{Serial: serial, NotAfter: notAfter, RevokedAt: revokedAt}
-	}
-	for name, tc := range map[string]struct {
-		records []IssuedRecord
-		want    string
-	}{
-		"no records":                    {nil, ""},
-		"unrevoked, unexpired":          {[]IssuedRecord{rec("a", now.Add(time.Hour), nil)}, ""},
-		"revoked, expired":              {[]IssuedRecord{rec("a", now.Add(-time.Second), &revoked)}, ""},
-		"revoked, expiring exactly now": {[]IssuedRecord{rec("a", now, &revoked)}, ""},
-		"revoked, unexpired":            {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked)}, "a"},
-		"the longest-valid revoked one": {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked), rec("b", now.Add(time.Hour), &revoked), rec("c", now.Add(2*time.Hour), nil)}, "b"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got := RevivalBlocker(tc.records, now)
-			if (got == nil) != (tc.want == "") || (got != nil && got.Serial != tc.want) {
-				t.Errorf("RevivalBlocker = %+v, want serial %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestIssuedRecords(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	notAfter := now.Add(time.Hour)
@@ -53,28 +27,6 @@ func TestIssuedRecords(t *testing.T) {
 	}
 	if again, changed := WithRevoked(revoked, now.Add(time.Minute)); changed || !again[0].RevokedAt.Equal(now) {
 		t.Errorf("revoking twice: %+v, %v; want the first revocation time kept", again, changed)
-	}
-}
-
-func TestOwnerOf(t *testing.T) {
-	for name, tc := range map[string]struct {
-		labels map[string]string
-		want   ownership
-	}{
-		"ours":                     {map[string]string{OwnerLabel: "u1", ManagedByLabel: managedBy}, ownedByUs},
-		"another repository's":     {map[string]string{OwnerLabel: "u2", ManagedByLabel: managedBy}, ownedByOthers},
-		"legacy gitpeer":           {map[string]string{ManagedByLabel: managedBy}, legacy},
-		"not gitpeer's":            {map[string]string{"liqo.io/tenant-namespace": "true"}, ownedByOthers},
-		"no labels":                {nil, ownedByOthers},
-		"empty owner is not ours":  {map[string]string{OwnerLabel: "", ManagedByLabel: managedBy}, ownedByOthers},
-		"managed by someone else":  {map[string]string{ManagedByLabel: "liqo"}, ownedByOthers},
-		"owner label, not managed": {map[string]string{OwnerLabel: "u1"}, ownedByUs},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if got := ownerOf(tc.labels, "u1"); got != tc.want {
-				t.Errorf("ownerOf(%v) = %v, want %v", tc.labels, got, tc.want)
-			}
-		})
 	}
 }
 

@@ -23,17 +23,18 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
+	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // Labels and annotations gitpeer adds to what it creates.
 const (
-	// ManagedByLabel marks the objects the agent owns.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	managedBy      = "gitpeer"
-	// OwnerLabel holds the UID of the PeeringRepository that created an object.
-	OwnerLabel = "gitpeer.io/owner"
+	// ManagedByLabel marks the objects the agent owns: see ownership.ManagedByLabel.
+	ManagedByLabel = ownership.ManagedByLabel
+	managedBy      = ownership.ManagedBy
+	// OwnerLabel holds the UID of the PeeringRepository that created an object: see ownership.OwnerLabel.
+	OwnerLabel = ownership.OwnerLabel
 	// PinnedKeyAnnotation on a provider-side tenant namespace holds the SHA-256
 	// of the consumer's public key, pinned at first issuance.
 	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
@@ -41,8 +42,8 @@ const (
 	PinnedCAAnnotation = consumer.PinnedCAAnnotation
 	// PinnedProviderAnnotation on a consumer-side tenant namespace: see consumer.PinnedProviderAnnotation.
 	PinnedProviderAnnotation = consumer.PinnedProviderAnnotation
-	// ConsumerLabel marks the CSRs issued for a consumer.
-	ConsumerLabel = "gitpeer.io/consumer"
+	// ConsumerLabel marks the CSRs issued for a consumer: see provider.ConsumerLabel.
+	ConsumerLabel = provider.ConsumerLabel
 	// ReasonRekeyed is the event reason of a consumer key changed by the rekey annotation.
 	ReasonRekeyed = "Rekeyed"
 	// ReasonTermsFailed is the event reason of a terms.yaml the provider could not publish.
@@ -316,15 +317,11 @@ func (s *session) stageIdentity(pe *protocol.Documents, action, reason string, c
 	}, changes...)
 }
 
-// issuedOutcome is the outcome of an issued peering holding cert, by the Tenant's condition.
+// issuedOutcome is the outcome of an issued peering holding cert, by the
+// Tenant's condition (provider.Standing).
 func issuedOutcome(tenant *authv1beta1.Tenant, cert *x509.Certificate) outcome {
-	switch tenant.Spec.TenantCondition {
-	case authv1beta1.TenantConditionCordoned:
-		return outcome{phase: gitpeerv1alpha1.PhaseCordoned, message: "tenant cordoned"}
-	case authv1beta1.TenantConditionDrained:
-		return outcome{phase: gitpeerv1alpha1.PhaseDrained, message: "tenant drained: RBAC removed"}
-	}
-	return outcome{phase: gitpeerv1alpha1.PhaseIssued, message: fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))}
+	phase, message := provider.Standing(tenant.Spec.TenantCondition, cert)
+	return outcome{phase: phase, message: message}
 }
 
 // renew signs the stored Tenant's CSR anew and stores and records the
@@ -378,14 +375,14 @@ func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewa
 }
 
 // usedNonceRotated returns nonce.yaml for the consumer's nonce Secret, after
-// rotating the nonce if the Tenant's signature still verifies against it: a
-// nonce is used once.
+// rotating the nonce if the Tenant used it (provider.NonceUsed): a nonce is
+// used once.
 func (s *session) usedNonceRotated(ctx context.Context, consumer string, tenant *authv1beta1.Tenant) (gitsync.FileChange, error) {
 	nonce, err := s.nonce(ctx, consumer, tenant.Namespace, false)
 	if err != nil {
 		return gitsync.FileChange{}, err
 	}
-	if key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey); err == nil && crypto.VerifyNonceSignature(key, nonce, tenant.Spec.Signature) == nil {
+	if provider.NonceUsed(tenant, nonce) {
 		if nonce, err = s.rotateNonce(ctx, consumer, tenant.Namespace); err != nil {
 			return gitsync.FileChange{}, err
 		}
@@ -491,34 +488,36 @@ func (s *session) rotateNonce(ctx context.Context, consumer, ns string) (string,
 	return nonce, err
 }
 
-// syncBinding binds the consumer (user = its cluster ID, the certificate CN) to
-// the configured ClusterRole in its tenant namespace, and removes this
-// PeeringRepository's other bindings there (to a previous clusterRoleName, or
-// all of them when the Tenant is Drained).
+// syncBinding applies provider.PlanBindings in the consumer's tenant
+// namespace: the consumer bound to the configured ClusterRole, and this
+// PeeringRepository's other bindings there removed (to a previous
+// clusterRoleName, or all of them when the Tenant is Drained).
 func (s *session) syncBinding(ctx context.Context, consumer, ns string, condition authv1beta1.TenantCondition) error {
-	role := s.obj.Spec.Provider.GetClusterRoleName()
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.RoleBindingName(role)}}
-	drained := condition == authv1beta1.TenantConditionDrained
 	var owned rbacv1.RoleBindingList
 	if err := s.r.List(ctx, &owned, client.InNamespace(ns), s.ownerLabels()); err != nil {
 		return err
 	}
+	names := make([]string, len(owned.Items))
 	for i := range owned.Items {
-		if drained || owned.Items[i].Name != rb.Name {
+		names[i] = owned.Items[i].Name
+	}
+	plan := provider.PlanBindings(names, consumer, s.obj.Spec.Provider.GetClusterRoleName(), condition)
+	for i := range owned.Items {
+		if plan.Deletes(owned.Items[i].Name) {
 			if err := s.r.Delete(ctx, &owned.Items[i]); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 		}
 	}
-	if drained {
+	if plan.Bind == nil {
 		return nil
 	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plan.Bind.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, rb, func() error {
 		metav1.SetMetaDataLabel(&rb.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
 		metav1.SetMetaDataLabel(&rb.ObjectMeta, ManagedByLabel, managedBy)
 		metav1.SetMetaDataLabel(&rb.ObjectMeta, OwnerLabel, string(s.obj.UID))
-		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
-		rb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}
+		rb.RoleRef, rb.Subjects = plan.Bind.RoleRef, plan.Bind.Subjects
 		return nil
 	})
 	return err

@@ -12,53 +12,32 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// trustedCAKey is the key of the CA bundle in a spec.consumer.trustedCAs Secret.
-const trustedCAKey = "ca.crt"
-
-// trust checks the Identity's API server and CA against what the admin
-// configured for the provider or, if nothing is, against the pin of the
-// consumer-side tenant namespace annotations. It returns the first-use pin to
-// record ("" when the admin's CA decides).
+// trust checks the Identity's API server and CA (consumer.Trust) against
+// what the admin configured for the provider (its spec.consumer.trustedCAs
+// Secret) or, if nothing is, against the pin of the consumer-side tenant
+// namespace annotations. It returns the first-use pin to record ("" when the
+// admin's CA decides).
 func (s *session) trust(ctx context.Context, pe *protocol.Documents, annotations map[string]string) (string, error) {
 	ap := pe.Identity.Spec.AuthParams
+	var trusted *consumer.TrustedCA
 	if ref := s.obj.Spec.Consumer.TrustedCAFor(pe.Provider); ref != nil {
-		return "", s.checkTrustedCA(ctx, ref, ap.CA)
+		secret, err := s.r.secret(ctx, s.obj.Namespace, ref.SecretRef.Name)
+		if err != nil {
+			return "", fmt.Errorf("trusted CA of provider %s: %w", ref.Provider, err)
+		}
+		trusted = &consumer.TrustedCA{Secret: ref.SecretRef.Name, PEM: secret.Data[consumer.TrustedCAKey]}
 	}
-	return consumer.CheckPin(annotations, pe.Provider, ap.APIServer, ap.CA)
+	return consumer.Trust(annotations, pe.Provider, ap.APIServer, ap.CA, trusted)
 }
 
-// checkTrustedCA returns an error unless ca holds exactly the certificates of
-// the admin's Secret.
-func (s *session) checkTrustedCA(ctx context.Context, ref *gitpeerv1alpha1.TrustedCA, ca []byte) error {
-	secret, err := s.r.secret(ctx, s.obj.Namespace, ref.SecretRef.Name)
-	if err != nil {
-		return fmt.Errorf("trusted CA of provider %s: %w", ref.Provider, err)
-	}
-	want, err := crypto.ParseCAPEM(secret.Data[trustedCAKey])
-	if err != nil {
-		return fmt.Errorf("trusted CA of provider %s: Secret %s, key %s: %w", ref.Provider, ref.SecretRef.Name, trustedCAKey, err)
-	}
-	if len(ca) == 0 {
-		return fmt.Errorf("the Identity offers no CA, but spec.consumer.trustedCAs configures Secret %s for provider %s", ref.SecretRef.Name, ref.Provider)
-	}
-	got, err := crypto.ParseCAPEM(ca)
-	if err != nil {
-		return fmt.Errorf("identity CA: %w", err)
-	}
-	if !got.Equal(want) {
-		return fmt.Errorf("the Identity's CA is not the CA configured for provider %s in spec.consumer.trustedCAs (Secret %s)", ref.Provider, ref.SecretRef.Name)
-	}
-	return nil
-}
-
-// recordProviderPin stores pin on the tenant namespace and drops a legacy CA pin.
+// recordProviderPin stores pin on the tenant namespace and drops a legacy CA
+// pin (consumer.RecordPin).
 func (s *session) recordProviderPin(ctx context.Context, nsObj *corev1.Namespace, pin string) error {
-	if pin == "" || (nsObj.Annotations[PinnedProviderAnnotation] == pin && nsObj.Annotations[PinnedCAAnnotation] == "") {
+	if !consumer.RecordPin(nsObj.Annotations, pin) {
 		return nil
 	}
 	patch := client.MergeFrom(nsObj.DeepCopy())
@@ -112,22 +91,21 @@ func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) erro
 // forgetUnlistedProviders removes what this PeeringRepository created as a
 // consumer for providers no longer in spec.consumer.providers.
 func (s *session) forgetUnlistedProviders(ctx context.Context) error {
-	wanted := map[string]bool{}
+	var providers []authv1beta1.ClusterID
 	if s.obj.Spec.Consumer != nil {
-		for _, p := range s.obj.Spec.Consumer.Providers {
-			wanted[string(p)] = true
-		}
+		providers = s.obj.Spec.Consumer.Providers
 	}
 	var identities authv1beta1.IdentityList
 	if err := s.r.List(ctx, &identities, client.MatchingLabels{ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)}); err != nil {
 		return err
 	}
 	var errs []error
-	for _, id := range identities.Items {
-		provider := string(id.Spec.ClusterID)
-		if wanted[provider] || id.Namespace != authv1beta1.TenantNamespaceName(id.Spec.ClusterID) {
+	for i := range identities.Items {
+		id := &identities.Items[i]
+		if !consumer.Unlisted(providers, id) {
 			continue
 		}
+		provider := string(id.Spec.ClusterID)
 		if err := s.forgetProvider(ctx, provider, id.Namespace); err != nil {
 			errs = append(errs, fmt.Errorf("provider %s: %w", provider, err))
 			continue

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
@@ -163,3 +164,62 @@ func caDigest(ca []byte) string {
 }
 
 func short(digest string) string { return digest[:min(16, len(digest))] }
+
+// TrustedCAKey is the key of the CA bundle in a spec.consumer.trustedCAs Secret.
+const TrustedCAKey = "ca.crt"
+
+// TrustedCA is the CA bundle an admin configured for a provider
+// (spec.consumer.trustedCAs), as read from its Secret.
+type TrustedCA struct {
+	// Secret names the Secret, for messages.
+	Secret string
+	// PEM is the Secret's TrustedCAKey.
+	PEM []byte
+}
+
+// Trust checks the API server and CA of provider's Identity: against the CA
+// the admin configured (trusted, nil when none), or else against the pin in
+// the annotations of the consumer-side tenant namespace (CheckPin). It
+// returns the first-use pin to record ("" when the admin's CA decides).
+func Trust(annotations map[string]string, provider, apiServer string, ca []byte, trusted *TrustedCA) (string, error) {
+	if trusted != nil {
+		return "", CheckTrustedCA(provider, *trusted, ca)
+	}
+	return CheckPin(annotations, provider, apiServer, ca)
+}
+
+// CheckTrustedCA returns an error unless ca, an Identity's CA bundle, holds
+// exactly the certificates of trusted, the one configured for provider.
+func CheckTrustedCA(provider string, trusted TrustedCA, ca []byte) error {
+	want, err := crypto.ParseCAPEM(trusted.PEM)
+	if err != nil {
+		return fmt.Errorf("trusted CA of provider %s: Secret %s, key %s: %w", provider, trusted.Secret, TrustedCAKey, err)
+	}
+	if len(ca) == 0 {
+		return fmt.Errorf("the Identity offers no CA, but spec.consumer.trustedCAs configures Secret %s for provider %s", trusted.Secret, provider)
+	}
+	got, err := crypto.ParseCAPEM(ca)
+	if err != nil {
+		return fmt.Errorf("identity CA: %w", err)
+	}
+	if !got.Equal(want) {
+		return fmt.Errorf("the Identity's CA is not the CA configured for provider %s in spec.consumer.trustedCAs (Secret %s)", provider, trusted.Secret)
+	}
+	return nil
+}
+
+// RecordPin reports whether the annotations of the consumer-side tenant
+// namespace must change to record pin (Trust's; "" records nothing): the pin
+// is not there yet, or a legacy CA pin is left to drop.
+func RecordPin(annotations map[string]string, pin string) bool {
+	return pin != "" && (annotations[PinnedProviderAnnotation] != pin || annotations[PinnedCAAnnotation] != "")
+}
+
+// Unlisted reports whether the consumer forgets what it holds for the
+// provider of identity, an Identity the PeeringRepository created: the
+// provider left providers (spec.consumer.providers). An Identity outside
+// its provider's tenant namespace is not one the consumer made: left alone.
+func Unlisted(providers []authv1beta1.ClusterID, identity *authv1beta1.Identity) bool {
+	return !slices.Contains(providers, identity.Spec.ClusterID) &&
+		identity.Namespace == authv1beta1.TenantNamespaceName(identity.Spec.ClusterID)
+}

@@ -75,3 +75,29 @@ func TestOwnTenantMerged(t *testing.T) {
 		})
 	}
 }
+
+func TestUnlisted(t *testing.T) {
+	identity := func(provider, ns string) *authv1beta1.Identity {
+		id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{ClusterID: authv1beta1.ClusterID(provider)}}
+		id.Namespace = ns
+		return id
+	}
+	listed := []authv1beta1.ClusterID{"provider-a"}
+	for name, tc := range map[string]struct {
+		identity *authv1beta1.Identity
+		want     bool
+	}{
+		"listed provider: kept":                    {identity("provider-a", "liqo-tenant-provider-a"), false},
+		"provider left the list: forgotten":        {identity("provider-b", "liqo-tenant-provider-b"), true},
+		"outside its tenant namespace: left alone": {identity("provider-b", "liqo-tenant-provider-a"), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Unlisted(listed, tc.identity); got != tc.want {
+				t.Errorf("Unlisted = %t, want %t", got, tc.want)
+			}
+		})
+	}
+	if !Unlisted(nil, identity("provider-a", "liqo-tenant-provider-a")) {
+		t.Error("no providers listed: every Identity is forgotten")
+	}
+}

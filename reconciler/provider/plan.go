@@ -251,3 +251,10 @@ func RenewalOf(cert *x509.Certificate, now time.Time) Renewal {
 		Overdue: !now.Before(at.Add(OverdueAfter(cert))),
 	}
 }
+
+// Pending reports whether a request counts against maxPendingRequests: it
+// was answered (its tenant namespace is this PeeringRepository's) and no
+// certificate was issued for it (no Tenant, or none in its status).
+func Pending(answered bool, tenant *authv1beta1.Tenant) bool {
+	return answered && (tenant == nil || tenant.Status.AuthParams == nil)
+}

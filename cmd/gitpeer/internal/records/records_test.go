@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
@@ -173,7 +174,7 @@ func TestRebuild(t *testing.T) {
 		{start.Add(day + time.Minute), "b2"}, // a1 expired
 		{start.Add(2*day + time.Second), ""}, // both expired: consumer-1 may be bound again
 	} {
-		blocker := reconciler.RevivalBlocker(read.Certificates, tc.now)
+		blocker := provider.RevivalBlocker(read.Certificates, tc.now)
 		if (blocker == nil) != (tc.want == "") || blocker != nil && blocker.Serial != tc.want {
 			t.Errorf("at %s: revival blocked by %+v, want %q", stamp(tc.now), blocker, tc.want)
 		}

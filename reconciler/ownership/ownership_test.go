@@ -1,0 +1,116 @@
+package ownership
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+)
+
+// TestOf: an object is ours only with our owner label; gitpeer's labels
+// without an owner make it legacy; anything else, whatever it claims, is
+// someone else's.
+func TestOf(t *testing.T) {
+	for name, tc := range map[string]struct {
+		labels map[string]string
+		want   Owner
+	}{
+		"ours":                                {map[string]string{OwnerLabel: "u1", ManagedByLabel: ManagedBy}, Ours},
+		"another repository's":                {map[string]string{OwnerLabel: "u2", ManagedByLabel: ManagedBy}, Others},
+		"legacy gitpeer":                      {map[string]string{ManagedByLabel: ManagedBy}, Legacy},
+		"not gitpeer's (a foreign namespace)": {map[string]string{"liqo.io/tenant-namespace": "true"}, Others},
+		"no labels":                           {nil, Others},
+		"empty owner is not ours":             {map[string]string{OwnerLabel: "", ManagedByLabel: ManagedBy}, Others},
+		"managed by someone else":             {map[string]string{ManagedByLabel: "liqo"}, Others},
+		"owner label, not managed":            {map[string]string{OwnerLabel: "u1"}, Ours},
+		"owner label is a prefix of ours":     {map[string]string{OwnerLabel: "u", ManagedByLabel: ManagedBy}, Others},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Of(tc.labels, "u1"); got != tc.want {
+				t.Errorf("Of(%v) = %v, want %v", tc.labels, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMigrating(t *testing.T) {
+	for name, tc := range map[string]struct {
+		lastCommit string
+		version    int32
+		want       bool
+	}{
+		"new PeeringRepository":           {"", 0, false},
+		"processed by an earlier version": {"abc", 0, true},
+		"already migrated":                {"abc", gitpeerv1alpha1.CurrentOwnershipVersion, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status := gitpeerv1alpha1.PeeringRepositoryStatus{LastProcessedCommit: tc.lastCommit, OwnershipVersion: tc.version}
+			if got := Migrating(status); got != tc.want {
+				t.Errorf("Migrating = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdopt: a legacy namespace is adopted only when an admin asked (or in
+// the one-time migration), by the only PeeringRepository that could claim
+// it, for a peer it has a directory of.
+func TestAdopt(t *testing.T) {
+	const byAnnotation, byMigration = "by annotation " + gitpeerv1alpha1.AdoptUnownedAnnotation, "by the one-time migration from an earlier version"
+	for name, tc := range map[string]struct {
+		claim     Claim
+		permitted bool
+		want      string
+	}{
+		"annotated, sole, listed":           {Claim{Annotated: true, Sole: true, Listed: true}, true, byAnnotation},
+		"migrating, sole, listed":           {Claim{Migrating: true, Sole: true, Listed: true}, true, byMigration},
+		"annotated while migrating":         {Claim{Annotated: true, Migrating: true, Sole: true, Listed: true}, true, byAnnotation},
+		"neither annotated nor migrating":   {Claim{Sole: true, Listed: true}, false, ""},
+		"another repository could claim it": {Claim{Annotated: true, Listed: true}, true, ""},
+		"peer has no directory":             {Claim{Annotated: true, Sole: true}, true, ""},
+		"migrating, another could claim it": {Claim{Migrating: true, Listed: true}, true, ""},
+		"migrating, peer has no directory":  {Claim{Migrating: true, Sole: true}, true, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.claim.Permitted(); got != tc.permitted {
+				t.Errorf("Permitted = %t, want %t", got, tc.permitted)
+			}
+			if got := Adopt(tc.claim); got != tc.want {
+				t.Errorf("Adopt = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSoleClaimant(t *testing.T) {
+	repo := func(uid string, provider bool, providers ...authv1beta1.ClusterID) gitpeerv1alpha1.PeeringRepository {
+		r := gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
+		if provider {
+			r.Spec.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true}
+		}
+		if providers != nil {
+			r.Spec.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: providers}
+		}
+		return r
+	}
+	self := repo("self", true)
+	for name, tc := range map[string]struct {
+		repos []gitpeerv1alpha1.PeeringRepository
+		want  bool
+	}{
+		"alone":                            {[]gitpeerv1alpha1.PeeringRepository{self}, true},
+		"another provider":                 {[]gitpeerv1alpha1.PeeringRepository{self, repo("b", true)}, false},
+		"another consumer of the peer":     {[]gitpeerv1alpha1.PeeringRepository{self, repo("b", false, "peer")}, false},
+		"another consumer of another peer": {[]gitpeerv1alpha1.PeeringRepository{self, repo("b", false, "other")}, true},
+		"another, neither role":            {[]gitpeerv1alpha1.PeeringRepository{self, repo("b", false)}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := SoleClaimant(self.UID, "peer", tc.repos); got != tc.want {
+				t.Errorf("SoleClaimant = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package provider
+
+import (
+	"fmt"
+	"time"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+)
+
+// IssuedRecord is one certificate issued to a consumer, as the provider
+// records it: its serial (hex, as in the Gitpeer-Serial trailer), expiry and
+// revocation time.
+type IssuedRecord struct {
+	Serial    string     `json:"serial"`
+	NotAfter  time.Time  `json:"notAfter"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+}
+
+// RevivalBlocker returns the revoked certificate that still forbids binding
+// the consumer again at now (the one valid longest), or nil.
+func RevivalBlocker(records []IssuedRecord, now time.Time) *IssuedRecord {
+	var out *IssuedRecord
+	for i := range records {
+		r := &records[i]
+		if r.RevokedAt != nil && r.NotAfter.After(now) && (out == nil || r.NotAfter.After(out.NotAfter)) {
+			out = r
+		}
+	}
+	return out
+}
+
+// RevivalRefusal says why consumer, whose certificates are records, must not
+// be bound again at now, or "" if it may: RBAC binds by user name, so a new
+// binding would give every unexpired revoked certificate of it access again.
+// An admin accepts that risk with the consumer's revival annotation
+// (accepted: its value is gitpeerv1alpha1.AcceptRevivalValue).
+func RevivalRefusal(records []IssuedRecord, consumer string, accepted bool, now time.Time) string {
+	blocker := RevivalBlocker(records, now)
+	if blocker == nil || accepted {
+		return ""
+	}
+	return fmt.Sprintf("revoked certificate %s is valid until %s; re-peering is refused until then (override: annotation %s=%s on the PeeringRepository, which gives every unexpired revoked certificate of %s access again)",
+		blocker.Serial, blocker.NotAfter.UTC().Format(time.RFC3339), gitpeerv1alpha1.RevivalAnnotationPrefix+consumer, gitpeerv1alpha1.AcceptRevivalValue, consumer)
+}

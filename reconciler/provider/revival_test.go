@@ -1,0 +1,60 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRevivalBlocker(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	revoked := now.Add(-time.Hour)
+	rec := func(serial string, notAfter time.Time, revokedAt *time.Time) IssuedRecord {
+		return IssuedRecord{Serial: serial, NotAfter: notAfter, RevokedAt: revokedAt}
+	}
+	for name, tc := range map[string]struct {
+		records []IssuedRecord
+		want    string
+	}{
+		"no records":                    {nil, ""},
+		"unrevoked, unexpired":          {[]IssuedRecord{rec("a", now.Add(time.Hour), nil)}, ""},
+		"revoked, expired":              {[]IssuedRecord{rec("a", now.Add(-time.Second), &revoked)}, ""},
+		"revoked, expiring exactly now": {[]IssuedRecord{rec("a", now, &revoked)}, ""},
+		"revoked, unexpired":            {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked)}, "a"},
+		"the longest-valid revoked one": {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked), rec("b", now.Add(time.Hour), &revoked), rec("c", now.Add(2*time.Hour), nil)}, "b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := RevivalBlocker(tc.records, now)
+			if (got == nil) != (tc.want == "") || (got != nil && got.Serial != tc.want) {
+				t.Errorf("RevivalBlocker = %+v, want serial %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRevivalRefusal: a consumer with an unexpired revoked certificate is
+// refused, naming the certificate and the override, unless an admin accepted
+// the risk; an expired one blocks nothing.
+func TestRevivalRefusal(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	revoked := now.Add(-time.Hour)
+	unexpired := []IssuedRecord{{Serial: "2a", NotAfter: now.Add(time.Hour), RevokedAt: &revoked}}
+	expired := []IssuedRecord{{Serial: "2a", NotAfter: now.Add(-time.Second), RevokedAt: &revoked}}
+	for name, tc := range map[string]struct {
+		records  []IssuedRecord
+		accepted bool
+		want     string
+	}{
+		"nothing revoked":                    {nil, false, ""},
+		"revoked, expired":                   {expired, false, ""},
+		"revoked, unexpired: refused":        {unexpired, false, "revoked certificate 2a is valid until 2026-01-01T13:00:00Z; re-peering is refused until then (override: annotation revival.gitpeer.io/consumer-1=accept-unexpired-revoked-certificates"},
+		"revoked, unexpired, admin accepted": {unexpired, true, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := RevivalRefusal(tc.records, "consumer-1", tc.accepted, now)
+			if (got == "") != (tc.want == "") || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("RevivalRefusal = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
