@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
 )
 
 // Annotations on the CSRs the provider creates: see provider.TenantSignatureAnnotation and provider.RenewsAnnotation.
