@@ -24,9 +24,10 @@ var (
 		Name: "gitpeer_certificate_renewal_overdue",
 		Help: "1 when the certificate issued to a peer passed its renewal point without being renewed (renewal stalled), else 0.",
 	}, []string{"namespace", "name", "role", "peer"})
-	roundPeerings = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "gitpeer_round_peerings",
-		Help: "Peerings of the provider's last round, by state: visited (planned and stepped) or carried (unchanged since the previous round, its status kept).",
+	roundPeerings = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gitpeer_round_peerings",
+		Help:    "Peerings per provider round, by state: visited (planned and stepped) or carried (unchanged since the previous round, its status kept). A quiet round visits none.",
+		Buckets: []float64{0, 1, 10, 100, 1000, 10000},
 	}, []string{"namespace", "name", "state"})
 	gitOperationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "gitpeer_git_operation_duration_seconds",

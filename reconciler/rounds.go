@@ -220,8 +220,8 @@ func (s *session) carry(p *providerPlan) {
 // A round whose commit failed leaves its memory incomplete.
 func (s *session) remember(ctx context.Context, p *providerPlan, results []result, commitErr error) {
 	visited := len(p.visit)
-	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Set(float64(visited))
-	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Set(float64(len(p.carried)))
+	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
+	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
 	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "full", p.full)
 	if commitErr != nil {
 		return
