@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,10 +110,39 @@ type rounds struct {
 
 func roundPeerings(c *cluster) rounds {
 	GinkgoHelper()
+	for _, m := range gathered("gitpeer_round_peerings") {
+		if m.labels["namespace"] != c.object.Namespace || m.labels["name"] != c.object.Name || m.labels["state"] != "visited" {
+			continue
+		}
+		h := m.GetHistogram()
+		r := rounds{all: h.GetSampleCount()}
+		for _, b := range h.GetBucket() {
+			switch b.GetUpperBound() {
+			case 0:
+				r.visitedSome = r.all - b.GetCumulativeCount()
+			case 1:
+				r.visitedMany = r.all - b.GetCumulativeCount()
+			}
+		}
+		return r
+	}
+	return rounds{}
+}
+
+// labelledMetric is a metric gathered, with its labels by name.
+type labelledMetric struct {
+	*dto.Metric
+	labels map[string]string
+}
+
+// gathered returns the metrics of the family name registered in this process (the agents'), with their labels.
+func gathered(name string) []labelledMetric {
+	GinkgoHelper()
 	families, err := ctrlmetrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
+	var out []labelledMetric
 	for _, f := range families {
-		if f.GetName() != "gitpeer_round_peerings" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -120,23 +150,10 @@ func roundPeerings(c *cluster) rounds {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["namespace"] != c.object.Namespace || labels["name"] != c.object.Name || labels["state"] != "visited" {
-				continue
-			}
-			h := m.GetHistogram()
-			r := rounds{all: h.GetSampleCount()}
-			for _, b := range h.GetBucket() {
-				switch b.GetUpperBound() {
-				case 0:
-					r.visitedSome = r.all - b.GetCumulativeCount()
-				case 1:
-					r.visitedMany = r.all - b.GetCumulativeCount()
-				}
-			}
-			return r
+			out = append(out, labelledMetric{m, labels})
 		}
 	}
-	return rounds{}
+	return out
 }
 
 // expectQuiet waits for the provider's rounds to settle: three rounds in a
