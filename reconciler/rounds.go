@@ -173,6 +173,8 @@ type providerPlan struct {
 	carried map[string]bool
 	// pending holds, by consumer with a request, whether it counts as pending (countPending).
 	pending map[string]bool
+	// miscounted: countPending failed, pending is incomplete; the next round is full.
+	miscounted bool
 }
 
 // planRound decides which of consumers this provider's round visits
@@ -217,13 +219,14 @@ func (s *session) carry(p *providerPlan) {
 
 // remember records what the round found of the peerings it visited, with
 // those it carried, for the next round; results are the round's outcomes.
-// A round whose commit failed leaves its memory incomplete.
+// A round whose commit failed, or that could not count the pending
+// requests, leaves its memory incomplete.
 func (s *session) remember(ctx context.Context, p *providerPlan, results []result, commitErr error) {
 	visited := len(p.visit)
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
 	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "full", p.full)
-	if commitErr != nil {
+	if commitErr != nil || p.miscounted {
 		return
 	}
 	m := &incremental.Memory{Round: p.now.Round, FullAt: p.now.Time, Peerings: map[string]incremental.Peering{}}

@@ -217,6 +217,7 @@ func (s *session) run(ctx context.Context) error {
 		plan = s.planRound(sortedKeys(consumers))
 		if err := s.countPending(ctx, plan); err != nil {
 			log.FromContext(ctx).Error(err, "counting pending requests")
+			plan.miscounted = true
 		}
 		results = append(results, s.provideAll(ctx, plan.visit)...)
 		s.carry(plan)
