@@ -131,10 +131,12 @@ func consumersOf(obj client.Object) []string {
 // agent's own writes only mark the peerings: they are its own round's work.
 func (r *PeeringRepositoryReconciler) objectChanges() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	note := func(ctx context.Context, q queue, wake bool, objs ...client.Object) {
+	note := func(ctx context.Context, q queue, deleted bool, objs ...client.Object) {
+		wake := false
 		for _, obj := range objs {
-			r.rounds.noteChanged(consumersOf(obj)...)
-			wake = wake || (len(consumersOf(obj)) > 0 && obj.GetLabels()[OwnerLabel] == "")
+			consumers := consumersOf(obj)
+			r.rounds.noteChanged(consumers...)
+			wake = wake || (len(consumers) > 0 && (deleted || obj.GetLabels()[OwnerLabel] == ""))
 		}
 		if wake {
 			r.enqueueProviders(ctx, q)
@@ -143,9 +145,7 @@ func (r *PeeringRepositoryReconciler) objectChanges() handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { note(ctx, q, false, e.Object) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { note(ctx, q, false, e.ObjectOld, e.ObjectNew) },
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
-			note(ctx, q, len(consumersOf(e.Object)) > 0, e.Object)
-		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { note(ctx, q, true, e.Object) },
 	}
 }
 
