@@ -30,6 +30,10 @@ type Options struct {
 	// PeeringWorkers is the number of peerings of a provider's round that take
 	// their steps at once; zero means reconciler.DefaultPeeringWorkers.
 	PeeringWorkers int
+	// FullResyncPeriod is the longest time between two rounds of a provider
+	// that visit every peering (the others visit only the peerings that
+	// changed); zero means reconciler.DefaultFullResyncPeriod.
+	FullResyncPeriod time.Duration
 	// MinRetryDelay and MaxRetryDelay bound the backoff after a round failed on a
 	// transient error; zero means reconciler.DefaultMinRetryDelay / DefaultMaxRetryDelay.
 	MinRetryDelay, MaxRetryDelay time.Duration
@@ -82,7 +86,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: o.DataDir,
 	}
 	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{
-		MaxConcurrentReconciles: o.Concurrent, PeeringWorkers: o.PeeringWorkers, SkipNameValidation: o.SkipNameValidation,
+		MaxConcurrentReconciles: o.Concurrent, PeeringWorkers: o.PeeringWorkers, FullResyncPeriod: o.FullResyncPeriod, SkipNameValidation: o.SkipNameValidation,
 		MinRetryDelay: o.MinRetryDelay, MaxRetryDelay: o.MaxRetryDelay,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)

@@ -34,6 +34,9 @@ type result struct {
 	peer string
 	role gitpeerv1alpha1.PeeringRole
 	o    outcome
+	// settled: nothing changes for this provider's peering until its
+	// directory or a cluster object of it does (incremental.Settled).
+	settled bool
 }
 
 func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {

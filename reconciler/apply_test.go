@@ -62,9 +62,9 @@ func TestFailPeerings(t *testing.T) {
 	waiting := outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed (CSR requested)"}
 	overdue := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing", reason: provider.RenewalOverdue}
 	results := []result{
-		{"c1", gitpeerv1alpha1.ProviderRole, waiting},
-		{"c2", gitpeerv1alpha1.ProviderRole, overdue},
-		{"c1", gitpeerv1alpha1.ConsumerRole, waiting},
+		{peer: "c1", role: gitpeerv1alpha1.ProviderRole, o: waiting},
+		{peer: "c2", role: gitpeerv1alpha1.ProviderRole, o: overdue},
+		{peer: "c1", role: gitpeerv1alpha1.ConsumerRole, o: waiting},
 	}
 	boom := errors.New("creating the CSR: boom")
 	failPeerings(results, map[string]error{

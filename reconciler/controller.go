@@ -86,6 +86,10 @@ type PeeringRepositoryReconciler struct {
 	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_liqo.go)
 	// peeringWorkers is how many peerings of a provider's round take their step at once (provideAll).
 	peeringWorkers int
+	// rounds remembers what each provider's last round found: the next visits only what changed (rounds.go).
+	rounds providerRounds
+	// fullResyncPeriod is the longest time between two rounds of a provider that visit every peering.
+	fullResyncPeriod time.Duration
 }
 
 type openRepo struct {
@@ -104,15 +108,18 @@ func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts Co
 	}
 	r.repos = map[types.NamespacedName]*openRepo{}
 	r.peeringWorkers = opts.peeringWorkers()
+	r.fullResyncPeriod = opts.fullResyncPeriod()
 	if err := startInformers(mgr); err != nil {
 		return err
 	}
-	return r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
+	b := r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).
 		For(&gitpeerv1alpha1.PeeringRepository{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))).
-		WatchesMetadata(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(r.termsRoleUsers)).
-		WithOptions(opts.controller()).
-		Complete(r)
+		WatchesMetadata(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(r.termsRoleUsers))
+	for _, obj := range cachedObjects() {
+		b = b.Watches(obj, r.objectChanges())
+	}
+	return b.WithOptions(opts.controller()).Complete(r)
 }
 
 // cachedObjects are the kinds a round reads through the informer cache,
@@ -166,6 +173,7 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		if err := r.writeStatus(ctx, before, obj); err != nil {
 			// The status could not be written (e.g. the API server went away mid-round):
 			// reported like a failed round and retried with backoff.
+			r.rounds.incomplete(req.NamespacedName) // the status it carries over was not written
 			perr := typedError(obj, fmt.Errorf("writing the status: %w", err))
 			r.report(ctx, obj, perr)
 			retErr = errors.Join(retErr, perr)

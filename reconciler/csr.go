@@ -282,8 +282,10 @@ func (r *PeeringRepositoryReconciler) watchOwnCSRs(b *builder.Builder) *builder.
 	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled), builder.OnlyMetadata)
 }
 
-// csrOwner maps a CSR to the PeeringRepository of its owner label.
+// csrOwner maps a CSR to the PeeringRepository of its owner label, and marks
+// the peering of its consumer changed.
 func (r *PeeringRepositoryReconciler) csrOwner(ctx context.Context, csr client.Object) []reconcile.Request {
+	r.rounds.noteChanged(consumersOf(csr)...) // the next round visits its peering
 	var all gitpeerv1alpha1.PeeringRepositoryList
 	if err := r.List(ctx, &all); err != nil {
 		log.FromContext(ctx).Error(err, "mapping a CSR to its PeeringRepository", "csr", csr.GetName())

@@ -79,6 +79,7 @@ func (r *PeeringRepositoryReconciler) forget(name types.NamespacedName) {
 	defer r.mu.Unlock()
 	r.drop(name)
 	r.phases.forget(name)
+	r.rounds.forget(name)
 }
 
 // drop closes the clone handle of name, releasing its pack files, and

@@ -126,8 +126,30 @@ func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 				t.Errorf("commit %d: %s unchanged %v, decoded again %v", i, k, same, pe != prevLoaded.Peerings[k])
 			}
 		}
+		if got, want := incremental.Changed, changedDirs(prev, step); !slices.Equal(got, want) {
+			t.Errorf("commit %d: Changed = %v, want %v", i, got, want)
+		}
 		prev, prevLoaded = step, incremental
 	}
+}
+
+// changedDirs is what Loaded.Changed must list going from the peering
+// directories of provider-a prev (nil: a new Loader) to next: those added,
+// changed or gone.
+func changedDirs(prev, next map[string]object.TreeEntry) []string {
+	var out []string
+	for name, e := range next {
+		if was, ok := prev[name]; !ok || was.Hash != e.Hash || was.Mode != e.Mode || e.Mode != filemode.Dir {
+			out = append(out, "provider-a/"+name)
+		}
+	}
+	for name := range prev {
+		if _, ok := next[name]; !ok {
+			out = append(out, "provider-a/"+name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // verdicts renders what a Loaded says of every peering directory and file.

@@ -24,6 +24,11 @@ var (
 		Name: "gitpeer_certificate_renewal_overdue",
 		Help: "1 when the certificate issued to a peer passed its renewal point without being renewed (renewal stalled), else 0.",
 	}, []string{"namespace", "name", "role", "peer"})
+	roundPeerings = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gitpeer_round_peerings",
+		Help:    "Peerings per provider round, by state: visited (planned and stepped) or carried (unchanged since the previous round, its status kept). A quiet round visits none.",
+		Buckets: []float64{0, 1, 10, 100, 1000, 10000},
+	}, []string{"namespace", "name", "state"})
 	gitOperationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "gitpeer_git_operation_duration_seconds",
 		Help: "Latency of Git operations (poll, write).",
@@ -35,7 +40,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, peeringPhase, certificateExpiry, renewalOverdue, gitOperationDuration, gitOperationFailures)
+	metrics.Registry.MustRegister(reconcileDuration, peeringPhase, certificateExpiry, renewalOverdue, roundPeerings, gitOperationDuration, gitOperationFailures)
 }
 
 var phaseValues = map[gitpeerv1alpha1.PeeringPhase]float64{

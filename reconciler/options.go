@@ -28,6 +28,18 @@ type ControllerOptions struct {
 	// DefaultPeeringWorkers. The requests admitted and the round's commit are
 	// the same whatever the number.
 	PeeringWorkers int
+	// FullResyncPeriod is the longest time between two rounds of a provider
+	// that visit every peering; the others visit only the peerings that
+	// changed. It repairs what the agent does not watch (the nonce and
+	// records Secrets). Zero means DefaultFullResyncPeriod.
+	FullResyncPeriod time.Duration
+}
+
+func (o ControllerOptions) fullResyncPeriod() time.Duration {
+	if o.FullResyncPeriod <= 0 {
+		return DefaultFullResyncPeriod
+	}
+	return o.FullResyncPeriod
 }
 
 func (o ControllerOptions) peeringWorkers() int {

@@ -8,7 +8,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -192,34 +191,47 @@ func (s *session) observeClaimants(ctx context.Context, peer string, claim *owne
 }
 
 // countPending counts the requests this provider answered with a nonce
-// (an owned tenant namespace) that have no issued Tenant yet.
-func (s *session) countPending(ctx context.Context) error {
+// (an owned tenant namespace) that have no issued Tenant yet. A peering the
+// round carries over counts as the previous round found it (nothing of it
+// changed since); the others are read, and p remembers each.
+func (s *session) countPending(ctx context.Context, p *providerPlan) error {
 	me := string(s.obj.Spec.ClusterID)
 	for _, pe := range s.loaded.Peerings {
 		if pe.Provider != me || pe.Request == nil {
 			continue
 		}
-		ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))
-		nsObj := &corev1.Namespace{}
-		if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
+		pending := p.prev != nil && p.carried[pe.Consumer] && p.prev.Peerings[pe.Consumer].Pending
+		if !p.carried[pe.Consumer] {
+			var err error
+			if pending, err = s.answeredNotIssued(ctx, pe.Consumer); err != nil {
+				return err
 			}
-			return err
 		}
-		tenant := &authv1beta1.Tenant{}
-		err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, tenant)
-		if client.IgnoreNotFound(err) != nil {
-			return err
-		}
-		if err != nil {
-			tenant = nil
-		}
-		if provider.Pending(s.owns(nsObj), tenant) {
+		p.pending[pe.Consumer] = pending
+		if pending {
 			s.pending++
 		}
 	}
 	return nil
+}
+
+// answeredNotIssued reports whether consumer has an owned tenant namespace
+// and no issued Tenant.
+func (s *session) answeredNotIssued(ctx context.Context, consumer string) (bool, error) {
+	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
+	nsObj := &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	tenant := &authv1beta1.Tenant{}
+	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: consumer}, tenant)
+	if client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	if err != nil {
+		tenant = nil
+	}
+	return provider.Pending(s.owns(nsObj), tenant), nil
 }
 
 // deleteOwned deletes the objects of consumer that this PeeringRepository

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/incremental"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // DefaultPeeringWorkers is how many peerings of a provider's round take their
@@ -31,8 +33,17 @@ func (s *session) provideAll(ctx context.Context, consumers []string) []result {
 	staged := len(s.staged)
 	results := make([]result, len(consumers))
 	forEachAtOnce(len(plans), s.r.peeringWorkers, func(i int) {
-		results[i] = result{consumers[i], gitpeerv1alpha1.ProviderRole, s.provideRecovering(ctx, plans[i])}
+		results[i] = result{peer: consumers[i], role: gitpeerv1alpha1.ProviderRole, o: s.provideRecovering(ctx, plans[i])}
 	})
+	for i := range results {
+		o := results[i].o
+		_, renews := s.renewals[consumers[i]]
+		results[i].settled = incremental.Settled(incremental.Outcome{
+			Phase: o.phase, Reason: o.reason, Failed: o.err != nil,
+			Offered:        plans[i].done == nil && plans[i].step == provider.OfferNonce,
+			RenewalUnknown: !s.liqoMode() && !renews,
+		})
+	}
 	inRoundOrder(s.staged[staged:], consumers)
 	return results
 }

@@ -271,7 +271,7 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
 	renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(0)
-	s.noteRenewal(crypto.RenewalTime(cert))
+	s.noteRenewalOf(pe.Consumer, crypto.RenewalTime(cert))
 	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
 
 	identity, err := protocol.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)

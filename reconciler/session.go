@@ -38,12 +38,16 @@ type session struct {
 	// pending and deferred are counted by the round's planning, one peering after the other (planProvide).
 	pending  int // requests answered with a nonce and not issued yet
 	deferred int // requests left unanswered in this round (maxPendingRequests)
+	// rewriteAcknowledged: this round accepted a rewritten history (sync); the provider's round is full.
+	rewriteAcknowledged bool
 
 	// mu guards what the peerings of a provider's round, which take their
 	// steps at once (provideAll), share: the fields below, but issuance and
 	// each shard, which have their own locks.
 	mu      sync.Mutex
 	renewAt time.Time // the earliest renewal due (noteRenewal)
+	// renewals holds, by consumer, when the certificate the provider issued it is due for renewal (noteRenewalOf).
+	renewals map[string]time.Time
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
 	// shards holds the records Secrets read or written this round (issued.go).
@@ -119,6 +123,7 @@ func (s *session) sync(ctx context.Context) error {
 					obj.GetBranch(), head, last, gitpeerv1alpha1.AcknowledgeRewriteAnnotation, head)}
 			}
 			s.r.event(obj, corev1.EventTypeNormal, ReasonHistoryRewritten, "rewritten history acknowledged at %s", head)
+			s.rewriteAcknowledged = true
 		}
 	}
 	if err := s.verifySignatures(ctx); err != nil {
@@ -196,6 +201,7 @@ func (s *session) peering(provider, consumer string) *protocol.Documents {
 func (s *session) run(ctx context.Context) error {
 	me := string(s.obj.Spec.ClusterID)
 	var results []result
+	var plan *providerPlan // the provider's peerings visited and carried over
 	if s.obj.IsProvider() {
 		consumers := map[string]bool{}
 		for _, pe := range s.loaded.Peerings {
@@ -208,10 +214,13 @@ func (s *session) run(ctx context.Context) error {
 			consumers[c] = true
 		}
 		s.publishTerms(ctx)
-		if err := s.countPending(ctx); err != nil {
+		plan = s.planRound(sortedKeys(consumers))
+		if err := s.countPending(ctx, plan); err != nil {
 			log.FromContext(ctx).Error(err, "counting pending requests")
+			plan.miscounted = true
 		}
-		results = append(results, s.provideAll(ctx, sortedKeys(consumers))...)
+		results = append(results, s.provideAll(ctx, plan.visit)...)
+		s.carry(plan)
 		if s.deferred > 0 {
 			s.r.event(s.obj, corev1.EventTypeWarning, ReasonDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
 		}
@@ -219,13 +228,16 @@ func (s *session) run(ctx context.Context) error {
 	if s.obj.IsConsumer() {
 		for _, p := range s.obj.Spec.Consumer.Providers {
 			pe := s.peering(string(p), me)
-			results = append(results, result{string(p), gitpeerv1alpha1.ConsumerRole, s.followPullRequest(ctx, pe, s.consume(ctx, pe))})
+			results = append(results, result{peer: string(p), role: gitpeerv1alpha1.ConsumerRole, o: s.followPullRequest(ctx, pe, s.consume(ctx, pe))})
 		}
 	}
 	s.requestCertificates(ctx, results)
 	commitErr := s.commitRound(ctx, results)
 	for _, res := range results {
 		s.record(ctx, res.peer, res.role, res.o)
+	}
+	if plan != nil {
+		s.remember(ctx, plan, results, commitErr)
 	}
 	if err := s.forgetUnlistedProviders(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "cannot remove what was created for providers no longer listed")
@@ -290,6 +302,18 @@ func (s *session) requeueAfter() time.Duration {
 		}
 	}
 	return after
+}
+
+// noteRenewalOf notes t, when the certificate issued to consumer is due for
+// renewal, for the round's requeue (noteRenewal) and the next round (remember).
+func (s *session) noteRenewalOf(consumer string, t time.Time) {
+	s.noteRenewal(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.renewals == nil {
+		s.renewals = map[string]time.Time{}
+	}
+	s.renewals[consumer] = t
 }
 
 func (s *session) noteRenewal(t time.Time) {

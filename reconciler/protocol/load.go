@@ -89,6 +89,10 @@ type Loaded struct {
 	Peerings map[string]*Documents
 	// Rejected lists every skipped file in scope, with why.
 	Rejected []Rejection
+	// Changed lists, sorted, the peering directories (<providerID>/<consumerID>)
+	// a Loader read in this round, or kept from its previous round and found gone:
+	// every directory in scope for a new Loader. Load leaves it nil.
+	Changed []string
 	// unread holds, by provider ID, why a provider directory could not be listed.
 	unread map[string]error
 	// terms holds, by provider ID in scope, its terms.yaml, and termsErr why

@@ -32,6 +32,8 @@ type Reader interface {
 type Loader struct {
 	mu   sync.Mutex
 	dirs map[string]*keptDir // by <providerID>/<consumerID>
+	// seen holds the peering directories of the previous round (Loaded.Changed).
+	seen map[string]bool
 	// cas holds one copy of each CA the kept Identities carry: every Identity
 	// of a provider repeats its CA, 10,000 copies of it otherwise.
 	cas map[string][]byte
@@ -89,9 +91,49 @@ func (l *Loader) Load(repo Reader, commit plumbing.Hash, scope Scope) (*Loaded, 
 			}
 		}
 	}
+	loaded.Changed = l.changed(loaded, listing.Dirs, known)
 	l.dirs = kept
 	slices.SortStableFunc(loaded.Rejected, func(a, b Rejection) int { return strings.Compare(a.Path, b.Path) })
 	return loaded, nil
+}
+
+// changed lists, sorted, the peering directories of loaded that were not
+// kept from the previous round (read in this one, or present but unreadable:
+// skipped entries are judged anew every round), and those of the previous
+// round that are gone; it then remembers loaded's directories.
+func (l *Loader) changed(loaded *Loaded, listing []gitsync.Dir, known []gitsync.Dir) []string {
+	now := make(map[string]bool, len(loaded.Peerings))
+	for dir := range loaded.Peerings {
+		now[dir] = true
+	}
+	for _, rj := range loaded.Rejected {
+		if dir := peeringDirOf(rj.Path); isPeeringDir(dir) {
+			now[dir] = true
+		}
+	}
+	for _, d := range listing {
+		if isPeeringDir(d.Path) {
+			now[d.Path] = true
+		}
+	}
+	wasKept := make(map[string]bool, len(known))
+	for _, d := range known {
+		wasKept[d.Path] = true
+	}
+	var out []string
+	for dir := range now {
+		if !wasKept[dir] {
+			out = append(out, dir)
+		}
+	}
+	for dir := range l.seen {
+		if !now[dir] {
+			out = append(out, dir)
+		}
+	}
+	l.seen = now
+	slices.Sort(out)
+	return out
 }
 
 // known reports whether the peering directory dir is kept with tree h.

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
@@ -184,21 +183,10 @@ func startDouble(d *liqodouble.Double, cfg *rest.Config, o liqodouble.RunOptions
 
 // reconciles is how many reconciles of the named controller succeeded in this process.
 func reconciles(controller string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
 	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["controller"] == controller && labels["result"] == "success" {
-				total += m.GetCounter().GetValue()
-			}
+	for _, m := range gathered("controller_runtime_reconcile_total") {
+		if m.labels["controller"] == controller && m.labels["result"] == "success" {
+			total += m.GetCounter().GetValue()
 		}
 	}
 	return total

@@ -112,7 +112,7 @@ const MaxRetryDelay = 5 * time.Second
 // as `gitpeer agent` wires it (package agent), with its push webhook receiver
 // on a loopback port (WebhookURL); log receives its logs.
 func (c *Cluster) StartAgent(log logr.Logger) error {
-	addr, err := freeLoopbackAddr()
+	addr, err := FreeLoopbackAddr()
 	if err != nil {
 		return err
 	}
@@ -135,8 +135,8 @@ func (c *Cluster) WebhookURL(name string) string {
 	return "http://" + c.webhookAddr + webhook.PathPrefix + AgentNamespace + "/" + name
 }
 
-// freeLoopbackAddr returns a loopback address with a port free right now.
-func freeLoopbackAddr() (string, error) {
+// FreeLoopbackAddr returns a loopback address with a port free right now.
+func FreeLoopbackAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

@@ -30,6 +30,9 @@ type options struct {
 	Commits int
 	// ReviewEvery is how often the concurrent reviewer merges a pull request.
 	ReviewEvery time.Duration
+	// QuietSettle and QuietWindow: once every identity is valid and the reviewer stopped, the
+	// rounds of QuietWindow after QuietSettle are measured (quiet); zero QuietWindow skips it.
+	QuietSettle, QuietWindow time.Duration
 	// Timeout bounds the run; the figures reached so far are still reported.
 	Timeout time.Duration
 	// Progress receives a progress line every ProgressEvery.
@@ -82,6 +85,13 @@ type result struct {
 	ConsumerRetries    int    `json:"consumerMergeRetries"`
 	ConsumerMaxRetries int    `json:"consumerMaxRetriesPerMerge"`
 	AgentReady         string `json:"agentReady"`
+	// Quiet*: the agent's rounds once nothing changes any more (quiet): how many ran in the
+	// window, their mean duration, and the mean number of peerings each visited (-1: the
+	// agent does not say).
+	QuietWindowSeconds   float64 `json:"quietWindowSeconds,omitempty"`
+	QuietRounds          int     `json:"quietRounds,omitempty"`
+	QuietRoundSeconds    float64 `json:"quietRoundSeconds,omitempty"`
+	QuietVisitedPerRound float64 `json:"quietVisitedPerRound,omitempty"`
 	// LoadAverage is the machine's mean 1-minute load average during the run: on a shared
 	// machine the times depend on it.
 	LoadAverage float64 `json:"loadAverage"`
@@ -154,7 +164,10 @@ func (b *bench) handshake(ctx context.Context, work string, cs []*consumer) erro
 	go func() { reviewDone <- review(reviewCtx, rv, b.o.ReviewEvery) }()
 	err = b.phases(ctx, work, cs)
 	stopReview()
-	return errors.Join(err, <-reviewDone)
+	if err = errors.Join(err, <-reviewDone); err != nil || b.o.QuietWindow <= 0 {
+		return err
+	}
+	return b.quiet(ctx)
 }
 
 // phases merges the requests, waits for every nonce, merges the signed Tenants and waits for

@@ -39,6 +39,8 @@ type env struct {
 	agent *installed.Agent
 	// args are the agent's arguments.
 	args []string
+	// metricsAddr is where the agent serves its metrics.
+	metricsAddr string
 }
 
 // startEnv starts the Git server (with a repository holding one commit on main), the control
@@ -75,10 +77,13 @@ func startEnv(ctx context.Context, work, binary string, o options, log io.Writer
 		return e, err
 	}
 	home := filepath.Join(work, "agent")
+	if e.metricsAddr, err = sandbox.FreeLoopbackAddr(); err != nil {
+		return e, err
+	}
 	e.args = append([]string{"agent",
 		"--kubeconfig=" + e.cp.KubeconfigPath, "--data-dir=" + filepath.Join(home, "data"),
 		"--watch-namespace=" + sandbox.AgentNamespace,
-		"--metrics-addr=0", "--health-addr=0", "--webhook-addr=0",
+		"--metrics-addr=" + e.metricsAddr, "--health-addr=0", "--webhook-addr=0",
 	}, o.agentFlags()...)
 	e.agent, err = installed.StartAgent(binary, e.args, home, log)
 	return e, err

@@ -55,6 +55,8 @@ func parseFlags(args []string) (o options, jsonPath, logPath string, err error) 
 	fs.DurationVar(&o.Interval, "interval", time.Second, "the PeeringRepository's spec.interval")
 	fs.IntVar(&o.Commits, "commits", 5, "pull requests (merge commits) carrying the requests, and again the Tenants")
 	fs.DurationVar(&o.ReviewEvery, "review-every", 2*time.Second, "how often the concurrent reviewer merges a pull request")
+	fs.DurationVar(&o.QuietSettle, "quiet-settle", 20*time.Second, "once every identity is valid, wait this long before measuring quiet rounds")
+	fs.DurationVar(&o.QuietWindow, "quiet", 30*time.Second, "then measure the agent's rounds for this long (0: not at all)")
 	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "stop waiting after this long and report what was reached")
 	fs.DurationVar(&o.ProgressEvery, "progress-every", 2*time.Second, "how often to print a progress line")
 	fs.StringVar(&jsonPath, "json", "", "write the figures to this JSON file")
@@ -139,6 +141,13 @@ func printTable(w io.Writer, r *result) {
 	row("PeeringRepository JSON", "%d bytes (max %d)", r.ObjectBytes, r.ObjectBytesMax)
 	row("concurrent reviewer", "%d merges, %d refused pushes retried, at most %d for one merge", r.ReviewerMerges, r.ReviewerRetries, r.ReviewerMaxRetries)
 	row("consumers' merges", "%d refused pushes retried, at most %d for one merge", r.ConsumerRetries, r.ConsumerMaxRetries)
+	if r.QuietRounds > 0 {
+		visited := "not reported by the agent"
+		if r.QuietVisitedPerRound >= 0 {
+			visited = fmt.Sprintf("%.1f peerings visited per round", r.QuietVisitedPerRound)
+		}
+		row("quiet rounds (nothing changes)", "%d in %.0f s, %.3f s each, %s", r.QuietRounds, r.QuietWindowSeconds, r.QuietRoundSeconds, visited)
+	}
 	row("agent Ready", "%s", r.AgentReady)
 	t.Flush()
 }

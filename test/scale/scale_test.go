@@ -15,7 +15,7 @@ import (
 // (seconds); `make bench-scale` runs it at scale.
 func TestSmoke(t *testing.T) {
 	var progress bytes.Buffer
-	o, _, _, err := parseFlags([]string{"-n", "5", "-review-every", "500ms", "-timeout", "3m"})
+	o, _, _, err := parseFlags([]string{"-n", "5", "-review-every", "500ms", "-timeout", "3m", "-quiet-settle", "5s", "-quiet", "5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +35,9 @@ func TestSmoke(t *testing.T) {
 	}
 	if res.AgentPeakRSSMiB <= 0 || res.ObjectBytes <= 0 || res.ReviewerMerges < 1 {
 		t.Errorf("missing figures: RSS %.1f MiB, object %d bytes, reviewer merges %d", res.AgentPeakRSSMiB, res.ObjectBytes, res.ReviewerMerges)
+	}
+	if res.QuietRounds < 1 || res.QuietRoundSeconds <= 0 || res.QuietVisitedPerRound < 0 {
+		t.Errorf("quiet rounds not measured: %d rounds, %.3f s each, %.1f visited", res.QuietRounds, res.QuietRoundSeconds, res.QuietVisitedPerRound)
 	}
 	if res.IdentitiesSeconds <= 0 || res.IdentitiesSeconds > (3*time.Minute).Seconds() {
 		t.Errorf("identities phase = %.1f s", res.IdentitiesSeconds)
