@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	gocrypto "crypto"
 	"crypto/x509"
 	"fmt"
 	"strings"
@@ -45,23 +44,6 @@ type issued struct {
 	pem  []byte
 	cert *x509.Certificate
 	note string // foreign CSRs ignored on the way, for the peering's message
-}
-
-// signing is one certificate the provider asks its cluster's signer for:
-// the first for a verified Tenant, or the renewal of its current one.
-type signing struct {
-	consumer  string
-	request   []byte             // the verified Tenant's CSR (PEM)
-	key       gocrypto.PublicKey // the verified Tenant's key
-	signature []byte             // the Tenant's nonce signature
-	renews    string             // hex serial of the certificate renewed; "" for the first
-}
-
-// planned is sg as this PeeringRepository signs it (provider.Signing): its
-// UID and certificate lifetime filled in.
-func (s *session) planned(sg signing) provider.Signing {
-	return provider.Signing{Consumer: sg.consumer, Owner: string(s.obj.UID), Request: sg.request, Key: sg.key, Signature: sg.signature,
-		Renews: sg.renews, TTL: s.obj.Spec.Provider.GetCertificateTTL()}
 }
 
 // Bounds of the round's CSR work.
@@ -145,7 +127,7 @@ func trimCSR(csr *certificatesv1.CertificateSigningRequest) {
 	csr.Spec.Groups, csr.Spec.Extra, csr.Spec.UID = nil, nil, ""
 }
 
-// sign gets sg's certificate from the cluster's signer through a CSR of the
+// sign gets sg's certificate (owner and lifetime: this PeeringRepository's) from the cluster's signer through a CSR of the
 // agent's own, and verifies it is for the Tenant's key and subject. It only
 // ever approves a CSR its own user requested with exactly sg's properties,
 // found by those properties (so a create whose response was lost is found
@@ -156,8 +138,8 @@ func trimCSR(csr *certificatesv1.CertificateSigningRequest) {
 // for the signer: the CSR's update reconciles again (watchOwnCSRs). stop is
 // set when the caller must not go on: waiting (then the outcome is waiting),
 // refused, or an error.
-func (s *session) sign(ctx context.Context, signed signing, waiting outcome) (got *issued, stop *outcome) {
-	sg := s.planned(signed)
+func (s *session) sign(ctx context.Context, sg provider.Signing, waiting outcome) (got *issued, stop *outcome) {
+	sg.Owner, sg.TTL = string(s.obj.UID), s.obj.Spec.Provider.GetCertificateTTL()
 	me, err := s.r.agentUser(ctx)
 	if err != nil {
 		return nil, &outcome{err: fmt.Errorf("learning the agent's own user name: %w", err)}

@@ -175,7 +175,7 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 	if err := s.syncBinding(ctx, pe.Consumer, ns, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
 	}
-	got, stop := s.sign(ctx, signing{consumer: pe.Consumer, request: pe.Tenant.Spec.CSR, key: key, signature: pe.Tenant.Spec.Signature},
+	got, stop := s.sign(ctx, provider.Signing{Consumer: pe.Consumer, Request: pe.Tenant.Spec.CSR, Key: key, Signature: pe.Tenant.Spec.Signature},
 		outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed"})
 	if stop != nil {
 		return *stop
@@ -332,7 +332,7 @@ func (s *session) renew(ctx context.Context, tenant *authv1beta1.Tenant, cert *x
 	if err != nil {
 		return nil, &outcome{err: fmt.Errorf("stored Tenant of %s: %w", consumer, err)}
 	}
-	got, stop := s.sign(ctx, signing{consumer: consumer, request: tenant.Spec.CSR, key: key, signature: tenant.Spec.Signature, renews: cert.SerialNumber.Text(16)},
+	got, stop := s.sign(ctx, provider.Signing{Consumer: consumer, Request: tenant.Spec.CSR, Key: key, Signature: tenant.Spec.Signature, Renews: cert.SerialNumber.Text(16)},
 		outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing: waiting for the certificate to be signed"})
 	if stop != nil {
 		return nil, stop
