@@ -270,9 +270,8 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		cert, note, fresh = got.cert, got.note, true
 		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
-	renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(0)
 	s.noteRenewalOf(pe.Consumer, crypto.RenewalTime(cert))
-	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
 
 	identity, err := protocol.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)
 	if err != nil {
@@ -348,14 +347,12 @@ func (s *session) renew(ctx context.Context, tenant *authv1beta1.Tenant, cert *x
 
 // renewalStalled reports a renewal that did not complete this round (o says
 // why); once the certificate is overdue (provider.RenewalOf) it raises the
-// renewal-overdue gauge, an event and the CertificatesRenewed condition.
+// renewal-overdue metric, an event and the CertificatesRenewed condition.
 func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
-	gauge := renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), consumer)
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true, overdue: renewal.Overdue})
 	if !renewal.Overdue {
-		gauge.Set(0)
 		return o
 	}
-	gauge.Set(1)
 	msg := fmt.Sprintf("renewal of certificate %s of %s overdue: due at %s, expires at %s",
 		cert.SerialNumber.Text(16), consumer, renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
 	s.mu.Lock()
@@ -416,8 +413,7 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 		}
 		return nil
 	}, changes...)
-	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
-	renewalOverdue.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{})
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
 }
 
