@@ -157,7 +157,7 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
 			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: pe.Consumer,
 		}, func(context.Context, bool) error {
-			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
+			s.routine.add(ReasonNonceIssued, "nonce issued", pe.Consumer)
 			return nil
 		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc))
 	}
@@ -310,7 +310,8 @@ func (s *session) stageIdentity(pe *protocol.Documents, action, reason string, c
 		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
-			s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
+			s.routine.add(reason, map[string]string{ReasonIssued: "identity committed", ReasonRenewed: "renewed identity committed"}[reason],
+				fmt.Sprintf("%s (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)))
 		}
 		return nil
 	}, changes...)
@@ -409,7 +410,7 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
-			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Consumer, "peering with consumer %s revoked", pe.Consumer)
+			s.routine.add(ReasonRevoked, "peering revoked", pe.Consumer)
 		}
 		return nil
 	}, changes...)

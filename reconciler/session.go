@@ -51,14 +51,16 @@ type session struct {
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
 	// shards holds the records Secrets read or written this round (issued.go).
-	shards  map[string]*recordsShard
-	staged  []gitStep         // this round's writes to the branch, committed together (commitRound)
-	overdue map[string]string // by consumer, its certificate whose renewal is overdue (renewalStalled)
-	// certs holds, by peering (peeringKey), the certificate the round noted for the metrics (noteCertificate).
-	certs    map[string]certRecord
-	issuance issuance // this round's CSRs, read once, and those it creates or approves (csr.go)
+	shards   map[string]*recordsShard
+	staged   []gitStep         // this round's writes to the branch, committed together (commitRound)
+	overdue  map[string]string // by consumer, its certificate whose renewal is overdue (renewalStalled)
+	issuance issuance          // this round's CSRs, read once, and those it creates or approves (csr.go)
 	// migration serialises the move of gitpeer 0.1.0's records (migrateLegacyRecords).
 	migration sync.Mutex
+	// certs holds, by peering (peeringKey), the certificate the round noted for the metrics (noteCertificate).
+	certs map[string]certRecord
+	// routine holds the round's routine provider steps, one event per reason (recordRoutine).
+	routine routineEvents
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -235,6 +237,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.requestCertificates(ctx, results)
 	commitErr := s.commitRound(ctx, results)
+	s.recordRoutine()
 	for _, res := range results {
 		s.record(ctx, res.peer, res.role, res.o)
 	}
