@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -59,11 +58,12 @@ func truncate(s string, n int) string {
 
 // routineEvents gathers a provider round's routine steps by event reason
 // (nonce issued, identity issued or renewed, peering revoked), recorded as
-// one Normal event per reason and round (record) rather than one per
+// one Normal event per reason and round (recordRoutine) rather than one per
 // peering: at 10,000 peerings per-peering events are noise, cost an API
 // write each, and the recorder keeps each one at least 6 minutes (client-go's
-// series cache, ~16 MiB measured). Warnings stay per peering. Each step's
-// detail stays in the commit trailers (`gitpeer audit`) and the status.
+// series cache: 12 MB after 10,000 identities, BenchmarkRoundEventsMemory).
+// Warnings stay per peering. Each step's detail stays in the commit
+// trailers (`gitpeer audit`), its phase in the status and the metrics.
 type routineEvents struct {
 	mu      sync.Mutex
 	reasons []string               // in the order first seen

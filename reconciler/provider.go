@@ -310,8 +310,11 @@ func (s *session) stageIdentity(pe *protocol.Documents, action, reason string, c
 		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
-			s.routine.add(reason, map[string]string{ReasonIssued: "identity committed", ReasonRenewed: "renewed identity committed"}[reason],
-				fmt.Sprintf("%s (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)))
+			what := "identity committed"
+			if reason == ReasonRenewed {
+				what = "renewed identity committed"
+			}
+			s.routine.add(reason, what, fmt.Sprintf("%s (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)))
 		}
 		return nil
 	}, changes...)
