@@ -231,7 +231,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 		return s.rejectIdentity(pe, err.Error())
 	}
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
-	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider).Set(float64(cert.NotAfter.Unix()))
+	s.noteCertificate(gitpeerv1alpha1.ConsumerRole, pe.Provider, certRecord{expiry: cert.NotAfter.Unix()})
 	if s.liqo.Active {
 		return s.applyLiqoIdentity(ctx, pe, nsObj, pin)
 	}
@@ -320,7 +320,7 @@ func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns s
 	if err := s.forgetProvider(ctx, pe.Provider, ns); err != nil {
 		return outcome{err: err}
 	}
-	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), pe.Provider)
+	s.noteCertificate(gitpeerv1alpha1.ConsumerRole, pe.Provider, certRecord{})
 	if err := s.markRevoked(ctx, ns); err != nil {
 		return outcome{err: err}
 	}

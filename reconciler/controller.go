@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -110,6 +111,14 @@ func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts Co
 	r.peeringWorkers = opts.peeringWorkers()
 	r.fullResyncPeriod = opts.fullResyncPeriod()
 	if err := startInformers(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		untrack := peeringSeries.track(&r.phases)
+		defer untrack()
+		<-ctx.Done()
+		return nil
+	})); err != nil {
 		return err
 	}
 	b := r.watchOwnCSRs(ctrl.NewControllerManagedBy(mgr).

@@ -88,7 +88,7 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix()})
 	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
 		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
 		if err != nil {

@@ -15,17 +15,30 @@ import (
 // so that the status stays bounded whatever a file or a peer says.
 const conditionMessageLimit = 1024
 
-// phaseSince is a peering's phase and since when it is in it.
+// phaseSince is a peering's phase and since when it is in it, with what the
+// metrics report of its certificate (peeringCollector).
 type phaseSince struct {
 	role  gitpeerv1alpha1.PeeringRole
 	peer  string
 	phase gitpeerv1alpha1.PeeringPhase
 	since metav1.Time
+	cert  certRecord
+}
+
+// certRecord is what the metrics report of a peering's certificate: its
+// expiry (Unix seconds; 0: no certificate, no series) and, for a certificate
+// the provider renews, whether its renewal is overdue.
+type certRecord struct {
+	expiry  int64
+	renews  bool // the provider renews it: gitpeer_certificate_renewal_overdue is reported
+	overdue bool
 }
 
 // phaseMemory remembers, per PeeringRepository, since when each peering is in
 // its phase: status.peerings lists only some of them, and "since" must not
-// restart for the others at every round.
+// restart for the others at every round. It is also what the per-peering
+// metrics are read from at scrape time. A repository's map is never changed
+// once stored (since stores a new one), so a reader may use it unlocked.
 type phaseMemory struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]map[string]phaseSince
@@ -33,40 +46,52 @@ type phaseMemory struct {
 
 // since sets Since on every peering of current (keyed by peeringKey): kept
 // from memory, else from prev (the previous status.peerings), when the phase
-// did not change; now otherwise. It then remembers exactly current, and
-// returns the peerings it remembered that current no longer has.
-func (p *phaseMemory) since(repo types.NamespacedName, prev []gitpeerv1alpha1.PeeringStatus, current map[string]gitpeerv1alpha1.PeeringStatus, now metav1.Time) (gone []phaseSince) {
+// did not change; now otherwise. certs holds the certificates the round
+// noted, by peering: the others keep the one remembered. It then remembers
+// exactly current: a peering gone is forgotten, and so are its metrics.
+func (p *phaseMemory) since(repo types.NamespacedName, prev []gitpeerv1alpha1.PeeringStatus, current map[string]gitpeerv1alpha1.PeeringStatus, certs map[string]certRecord, now metav1.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	known := p.m[repo]
-	if known == nil {
-		known = map[string]phaseSince{}
-	}
+	listed := make(map[string]gitpeerv1alpha1.PeeringStatus, len(prev))
 	for _, st := range prev {
-		k := peeringKey(st.Role, string(st.PeerID))
-		if _, ok := known[k]; !ok {
-			known[k] = phaseSince{role: st.Role, peer: string(st.PeerID), phase: st.Phase, since: st.Since}
-		}
+		listed[peeringKey(st.Role, string(st.PeerID))] = st
 	}
 	next := make(map[string]phaseSince, len(current))
 	for k, st := range current {
+		was, ok := known[k]
+		if !ok {
+			if l, listedBefore := listed[k]; listedBefore {
+				was, ok = phaseSince{phase: l.Phase, since: l.Since}, true
+			}
+		}
 		st.Since = now
-		if was, ok := known[k]; ok && was.phase == st.Phase {
+		if ok && was.phase == st.Phase {
 			st.Since = was.since
 		}
 		current[k] = st
-		next[k] = phaseSince{role: st.Role, peer: string(st.PeerID), phase: st.Phase, since: st.Since}
-	}
-	for k, was := range known {
-		if _, ok := next[k]; !ok {
-			gone = append(gone, was)
+		cert, noted := certs[k]
+		if !noted {
+			cert = was.cert
 		}
+		next[k] = phaseSince{role: st.Role, peer: string(st.PeerID), phase: st.Phase, since: st.Since, cert: cert}
 	}
 	if p.m == nil {
 		p.m = map[types.NamespacedName]map[string]phaseSince{}
 	}
 	p.m[repo] = next
-	return gone
+}
+
+// snapshot returns the peerings remembered, by repository; the maps must
+// not be changed.
+func (p *phaseMemory) snapshot() map[types.NamespacedName]map[string]phaseSince {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[types.NamespacedName]map[string]phaseSince, len(p.m))
+	for repo, peerings := range p.m {
+		out[repo] = peerings
+	}
+	return out
 }
 
 // forget drops what is remembered of repo.

@@ -162,10 +162,11 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	if total := totalPeerings(obj); total != 199 {
 		t.Errorf("%d peerings counted, want 199", total)
 	}
-	if peeringPhase.DeleteLabelValues(obj.Namespace, obj.Name, string(gitpeerv1alpha1.ConsumerRole), "p-000") {
+	phases := gatherSeries(t, &r.phases)
+	if _, ok := phases[`gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p-000",role="Consumer"}`]; ok {
 		t.Error("the metric of the peering gone is still there")
 	}
-	if !peeringPhase.DeleteLabelValues(obj.Namespace, obj.Name, string(gitpeerv1alpha1.ConsumerRole), "p-001") {
+	if _, ok := phases[`gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p-001",role="Consumer"}`]; !ok {
 		t.Error("the metric of a peering still there is missing")
 	}
 }

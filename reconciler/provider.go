@@ -157,7 +157,7 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
 			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: pe.Consumer,
 		}, func(context.Context, bool) error {
-			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonNonceIssued, pe.Consumer, "nonce issued for consumer %s", pe.Consumer)
+			s.routine.add(ReasonNonceIssued, "nonce issued", pe.Consumer)
 			return nil
 		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc))
 	}
@@ -270,9 +270,8 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		cert, note, fresh = got.cert, got.note, true
 		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
 	}
-	renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(0)
 	s.noteRenewalOf(pe.Consumer, crypto.RenewalTime(cert))
-	certificateExpiry.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer).Set(float64(cert.NotAfter.Unix()))
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
 
 	identity, err := protocol.IdentityDocument(pe.Provider, pe.Consumer, *tenant.Status.AuthParams)
 	if err != nil {
@@ -311,7 +310,11 @@ func (s *session) stageIdentity(pe *protocol.Documents, action, reason string, c
 		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
-			s.r.eventAbout(s.obj, corev1.EventTypeNormal, reason, pe.Consumer, "identity for %s committed (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
+			what := "identity committed"
+			if reason == ReasonRenewed {
+				what = "renewed identity committed"
+			}
+			s.routine.add(reason, what, fmt.Sprintf("%s (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)))
 		}
 		return nil
 	}, changes...)
@@ -348,14 +351,12 @@ func (s *session) renew(ctx context.Context, tenant *authv1beta1.Tenant, cert *x
 
 // renewalStalled reports a renewal that did not complete this round (o says
 // why); once the certificate is overdue (provider.RenewalOf) it raises the
-// renewal-overdue gauge, an event and the CertificatesRenewed condition.
+// renewal-overdue metric, an event and the CertificatesRenewed condition.
 func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
-	gauge := renewalOverdue.WithLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), consumer)
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true, overdue: renewal.Overdue})
 	if !renewal.Overdue {
-		gauge.Set(0)
 		return o
 	}
-	gauge.Set(1)
 	msg := fmt.Sprintf("renewal of certificate %s of %s overdue: due at %s, expires at %s",
 		cert.SerialNumber.Text(16), consumer, renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
 	s.mu.Lock()
@@ -412,12 +413,11 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
-			s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Consumer, "peering with consumer %s revoked", pe.Consumer)
+			s.routine.add(ReasonRevoked, "peering revoked", pe.Consumer)
 		}
 		return nil
 	}, changes...)
-	certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
-	renewalOverdue.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ProviderRole), pe.Consumer)
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{})
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
 }
 

@@ -57,6 +57,10 @@ type session struct {
 	issuance issuance          // this round's CSRs, read once, and those it creates or approves (csr.go)
 	// migration serialises the move of gitpeer 0.1.0's records (migrateLegacyRecords).
 	migration sync.Mutex
+	// certs holds, by peering (peeringKey), the certificate the round noted for the metrics (noteCertificate).
+	certs map[string]certRecord
+	// routine holds the round's routine provider steps, one event per reason (recordRoutine).
+	routine routineEvents
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -233,6 +237,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.requestCertificates(ctx, results)
 	commitErr := s.commitRound(ctx, results)
+	s.recordRoutine()
 	for _, res := range results {
 		s.record(ctx, res.peer, res.role, res.o)
 	}
@@ -263,7 +268,6 @@ func (s *session) record(ctx context.Context, peer string, role gitpeerv1alpha1.
 		log.FromContext(ctx).Error(o.err, "peering step failed", "peer", peer, "role", role)
 		o.phase, o.message = gitpeerv1alpha1.PhaseFailed, o.err.Error()
 	}
-	peeringPhase.WithLabelValues(s.obj.Namespace, s.obj.Name, string(role), peer).Set(phaseValue(o.phase))
 	s.status[peeringKey(role, peer)] = gitpeerv1alpha1.PeeringStatus{
 		PeerID: authv1beta1.ClusterID(peer), Role: role, Phase: o.phase, Reason: o.reason, Message: o.message,
 	}
@@ -272,12 +276,13 @@ func (s *session) record(ctx context.Context, peer string, role gitpeerv1alpha1.
 // publishStatus reports the peerings of this round, bounded at any number of
 // them: counts by role and phase, and status.peerings listing those that need
 // attention, then the most recently changed (see summarizePeerings); "since"
-// is kept for unchanged phases. The metric of a peering gone is deleted.
+// is kept for unchanged phases. The memory of the phases, which the metrics
+// are read from, takes the round's peerings and certificates.
 func (s *session) publishStatus() {
-	gone := s.r.phases.since(client.ObjectKeyFromObject(s.obj), s.obj.Status.Peerings, s.status, metav1.NewTime(s.r.Now()))
-	for _, p := range gone {
-		peeringPhase.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(p.role), p.peer)
-	}
+	s.mu.Lock()
+	certs := s.certs
+	s.mu.Unlock()
+	s.r.phases.since(client.ObjectKeyFromObject(s.obj), s.obj.Status.Peerings, s.status, certs, metav1.NewTime(s.r.Now()))
 	all := make([]gitpeerv1alpha1.PeeringStatus, 0, len(s.status))
 	for _, st := range s.status {
 		all = append(all, st)
@@ -291,6 +296,19 @@ func (s *session) publishStatus() {
 	} else {
 		markTrue(s.obj, ConditionPeeringsHealth, ReasonSucceeded, "no peering failed")
 	}
+}
+
+// noteCertificate notes, for the metrics, the certificate of the peering of
+// role with peer: its expiry, and for one the provider renews whether the
+// renewal is overdue (provider.RenewalOf). A zero record notes that the
+// peering holds none any more.
+func (s *session) noteCertificate(role gitpeerv1alpha1.PeeringRole, peer string, c certRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.certs == nil {
+		s.certs = map[string]certRecord{}
+	}
+	s.certs[peeringKey(role, peer)] = c
 }
 
 // requeueAfter is the poll interval, or sooner when a certificate must be renewed.

@@ -110,7 +110,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("provider %s: %w", provider, err))
 			continue
 		}
-		certificateExpiry.DeleteLabelValues(s.obj.Namespace, s.obj.Name, string(gitpeerv1alpha1.ConsumerRole), provider)
+		s.noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{})
 		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, provider,
 			"provider %s left spec.consumer.providers: Identity, kubeconfig, signed nonce and pin deleted", provider)
 	}

@@ -129,6 +129,30 @@ var _ = Describe("Consumers sharing a records Secret", func() {
 		for _, id := range ids {
 			Eventually(func() string { return show("main", dir(id)+"identity.yaml") }).WithTimeout(2*time.Minute).ShouldNot(BeEmpty(), id)
 		}
+		// A round's routine steps are one Normal event per reason, naming its consumers.
+		Eventually(func(g Gomega) {
+			notes := strings.Join(normalEvents(ctx, p, reconciler.ReasonIssued), "\n")
+			for _, id := range ids {
+				g.Expect(notes).To(ContainSubstring(id+" (serial "), "the IdentityIssued events")
+			}
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(len(normalEvents(ctx, p, reconciler.ReasonNonceIssued))).To(BeNumerically("<", len(ids)), "NonceIssued events: one per round, not per consumer")
+		// Each consumer's series, built by the agent's collector at the scrape.
+		Eventually(func(g Gomega) {
+			series := map[string]float64{}
+			for _, name := range []string{"gitpeer_peering_phase", "gitpeer_certificate_expiry_timestamp_seconds", "gitpeer_certificate_renewal_overdue"} {
+				for _, m := range gathered(name) {
+					if m.labels["namespace"] == p.object.Namespace && m.labels["name"] == p.object.Name && m.labels["role"] == string(gitpeerv1alpha1.ProviderRole) {
+						series[name+" "+m.labels["peer"]] = m.GetGauge().GetValue()
+					}
+				}
+			}
+			for _, id := range ids {
+				g.Expect(series).To(HaveKeyWithValue("gitpeer_peering_phase "+id, 4.0), "Issued")
+				g.Expect(series).To(HaveKeyWithValue("gitpeer_certificate_expiry_timestamp_seconds "+id, BeNumerically(">", float64(time.Now().Unix()))))
+				g.Expect(series).To(HaveKeyWithValue("gitpeer_certificate_renewal_overdue "+id, 0.0))
+			}
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		secret := &corev1.Secret{}
 		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName(p.object.Name, ids[0])}, secret)).To(Succeed())

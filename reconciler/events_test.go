@@ -1,0 +1,162 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+)
+
+// eventSink stands for the API server behind client-go's event broadcaster:
+// it keeps the events created, so that the broadcaster, its recorder and
+// its series cache are client-go's own.
+type eventSink struct {
+	mu      sync.Mutex
+	created []*eventsv1.Event
+}
+
+func (s *eventSink) Create(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.created = append(s.created, e)
+	return e, nil
+}
+
+func (s *eventSink) Update(_ context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	return e, nil
+}
+
+func (s *eventSink) Patch(_ context.Context, e *eventsv1.Event, _ []byte) (*eventsv1.Event, error) {
+	return e, nil
+}
+
+// wait returns the events created once there are n of them.
+func (s *eventSink) wait(t testing.TB, n int) []*eventsv1.Event {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		got := len(s.created)
+		s.mu.Unlock()
+		if got >= n {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.created
+		}
+	}
+	t.Fatalf("%d events recorded, want %d", len(s.created), n)
+	return nil
+}
+
+// recordingSession is a provider session whose events go through a client-go
+// events broadcaster to sink, as the agent's do (mgr.GetEventRecorder).
+func recordingSession(t testing.TB, sink *eventSink) *session {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	broadcaster := events.NewBroadcaster(sink)
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		broadcaster.Shutdown()
+	})
+	r := &PeeringRepositoryReconciler{Now: time.Now, Recorder: broadcaster.NewRecorder(NewScheme(), "gitpeer")}
+	obj := &gitpeerv1alpha1.PeeringRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gitpeerv1alpha1.GroupVersion.String(), Kind: gitpeerv1alpha1.PeeringRepositoryKind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "u1"},
+	}
+	return &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+}
+
+// TestRoutineEventsOnePerReason: a round's routine provider steps make one
+// Normal event per reason, which counts them and names as many as the note
+// holds; Warnings stay per peering.
+func TestRoutineEventsOnePerReason(t *testing.T) {
+	sink := &eventSink{}
+	s := recordingSession(t, sink)
+	const n = 10000
+	for i := range n {
+		s.routine.add(ReasonNonceIssued, "nonce issued", fmt.Sprintf("consumer-%05d", i))
+	}
+	s.routine.add(ReasonIssued, "identity committed", "c1 (serial 1a, expires 2027-01-01T00:00:00Z)")
+	s.routine.add(ReasonIssued, "identity committed", "c2 (serial 2b, expires 2027-01-01T00:00:00Z)")
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, "c3", "consumer c3: bad")
+	s.recordRoutine()
+	s.recordRoutine() // nothing more
+	got := map[string]*eventsv1.Event{}
+	for _, e := range sink.wait(t, 3) {
+		got[e.Reason] = e
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(sink.wait(t, 3)) != 3 {
+		t.Errorf("%d events, want 3", len(sink.created))
+	}
+	nonces := got[ReasonNonceIssued]
+	if nonces == nil || nonces.Type != corev1.EventTypeNormal || len(nonces.Note) > eventNoteLimit ||
+		!strings.HasPrefix(nonces.Note, "nonce issued for 10000 consumer(s): consumer-00000, consumer-00001, ") ||
+		!strings.HasSuffix(nonces.Note, " more") {
+		t.Errorf("NonceIssued: %+v", nonces)
+	}
+	if e := got[ReasonIssued]; e == nil || e.Note != "identity committed for 2 consumer(s): c1 (serial 1a, expires 2027-01-01T00:00:00Z), c2 (serial 2b, expires 2027-01-01T00:00:00Z)" {
+		t.Errorf("IdentityIssued: %+v", e)
+	}
+	if e := got[ReasonRejected]; e == nil || e.Type != corev1.EventTypeWarning || e.Note != "consumer c3: bad" {
+		t.Errorf("Rejected: %+v", e)
+	}
+}
+
+// BenchmarkRoundEventsMemory reports the heap client-go's event broadcaster
+// keeps (retained-B, after a collection, once every event reached the API)
+// after a round that issued 10,000 identities: recorded one event per
+// peering (as before), or one per reason and round.
+func BenchmarkRoundEventsMemory(b *testing.B) {
+	const n = 10000
+	item := func(i int) (string, string) {
+		consumer := fmt.Sprintf("cluster-%05d", i)
+		return consumer, fmt.Sprintf("%s (serial %032x, expires 2027-01-01T00:00:00Z)", consumer, i)
+	}
+	for _, tc := range []struct {
+		name   string
+		events int
+		round  func(s *session)
+	}{
+		{"per-peering", n, func(s *session) {
+			for i := range n {
+				consumer, detail := item(i)
+				s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonIssued, consumer, "identity for %s committed", detail)
+			}
+		}},
+		{"per-round", 1, func(s *session) {
+			for i := range n {
+				_, detail := item(i)
+				s.routine.add(ReasonIssued, "identity committed", detail)
+			}
+			s.recordRoutine()
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var retained uint64
+			for b.Loop() {
+				sink := &eventSink{}
+				s := recordingSession(b, sink)
+				before := heapAlloc()
+				tc.round(s)
+				sink.wait(b, tc.events)
+				sink.created = nil
+				retained = heapAlloc() - before
+				runtime.KeepAlive(s)
+			}
+			b.ReportMetric(float64(retained), "retained-B")
+		})
+	}
+}
