@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"strings"
 	"sync"
 	"unique"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,9 +23,8 @@ import (
 // cacheOptions configure what the agent's informers hold. At 10,000 peerings
 // the cache is most of the agent's live memory (a tenant namespace, a Tenant,
 // a RoleBinding and a CSR per consumer), so it keeps only what is read:
-//   - no managed fields, and the strings of labels and annotation keys shared
-//     between objects (the same few keys and values on every gitpeer object);
-//     the CA in a Tenant's status, the same for every Tenant, is shared too;
+//   - no managed fields, no spec or status of a Namespace, and the strings
+//     cached objects have in common shared between them (compact);
 //   - CSRs, watched as metadata only to be woken (the agent reads them from
 //     the API server), only those labelled for a consumer by a
 //     PeeringRepository, with only their name and those labels;
@@ -39,7 +40,7 @@ import (
 // objects never shares it with the reconciler.
 func cacheOptions(watchNamespace string) cache.Options {
 	opts := cache.Options{
-		DefaultTransform: shareStrings(),
+		DefaultTransform: compact(),
 		// Every informer the agent reads is started with it (the controllers'
 		// watches, and the kinds the reconciler's SetupWithManager registers): a
 		// read of any other kind fails instead of starting a cluster-wide
@@ -70,9 +71,10 @@ func exists(key string) labels.Requirement {
 	return *r
 }
 
-// keepMetadata keeps of an object its name, namespace, UID, resourceVersion
-// and the labels named: the informers of objects the agent watches only to be
-// woken.
+// keepMetadata keeps of an object its name, namespace, resourceVersion and
+// the labels named: the informers of objects the agent watches only to be
+// woken (which read their labels, and the terms a ClusterRole's
+// resourceVersion).
 func keepMetadata(labelKeys ...string) toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		obj, err := meta.Accessor(in)
@@ -89,6 +91,7 @@ func keepMetadata(labelKeys ...string) toolscache.TransformFunc {
 			}
 		}
 		obj.SetLabels(kept)
+		obj.SetUID("")
 		obj.SetAnnotations(nil)
 		obj.SetManagedFields(nil)
 		obj.SetOwnerReferences(nil)
@@ -98,14 +101,31 @@ func keepMetadata(labelKeys ...string) toolscache.TransformFunc {
 	}
 }
 
-// maxSharedCAs bounds the CAs shareStrings keeps: a cluster's Tenants hold
+// maxSharedCAs bounds the CAs compact shares: a cluster's Tenants hold
 // one or two (its own, spec.provider.caSecretRef's); others are not shared.
 const maxSharedCAs = 8
 
-// shareStrings drops an object's managed fields (the agent never reads them)
-// and makes the strings of its labels and of its annotation keys, and the CA
-// in a Tenant's status, the ones equal cached objects already hold.
-func shareStrings() toolscache.TransformFunc {
+// compact makes a cached object small (measured by BenchmarkCacheByKind; at
+// 10,000 peerings most of the cache is strings, maps and the objects' structs):
+//   - it drops managed fields, never read;
+//   - it makes the strings of labels, of annotation keys, names and
+//     namespaces the ones equal cached objects already hold (a tenant
+//     namespace's name is also its label, its Tenant's and RoleBinding's
+//     namespace; a consumer's ID its Tenant's name and its RoleBinding's
+//     subject), and so the strings of a Tenant's spec and status and of a
+//     RoleBinding's role and subject; the CA in a Tenant's status, the same
+//     for every Tenant, is shared too;
+//   - it drops a Namespace's spec and status (its finalizers and phase) and
+//     its annotations but gitpeer's: the agent reads of a namespace its
+//     metadata only, of its annotations only gitpeer's (the mode, the pins,
+//     the revocation), and writes it only with patches (which do not send
+//     what was not changed). Every namespace of the cluster is cached, not
+//     only tenant namespaces: others' annotations can be large
+//     (kubectl.kubernetes.io/last-applied-configuration).
+//
+// Sharing is safe: strings are immutable, and the cache deep-copies the
+// objects it returns.
+func compact() toolscache.TransformFunc {
 	var mu sync.Mutex
 	cas := map[string][]byte{}
 	return func(in any) (any, error) {
@@ -116,18 +136,70 @@ func shareStrings() toolscache.TransformFunc {
 		if obj.GetManagedFields() != nil { // nil check: kubernetes/kubernetes#124337
 			obj.SetManagedFields(nil)
 		}
+		if ns, ok := in.(*corev1.Namespace); ok {
+			ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+			ns.Annotations = gitpeerAnnotations(ns.Annotations)
+		}
 		obj.SetLabels(shared(obj.GetLabels(), true))
 		obj.SetAnnotations(shared(obj.GetAnnotations(), false))
-		if t, ok := in.(*authv1beta1.Tenant); ok && t.Status.AuthParams != nil && len(t.Status.AuthParams.CA) > 0 {
-			mu.Lock()
-			if ca, ok := cas[string(t.Status.AuthParams.CA)]; ok {
-				t.Status.AuthParams.CA = ca
-			} else if len(cas) < maxSharedCAs {
-				cas[string(t.Status.AuthParams.CA)] = t.Status.AuthParams.CA
+		obj.SetName(intern(obj.GetName()))
+		obj.SetNamespace(intern(obj.GetNamespace()))
+		switch o := in.(type) {
+		case *rbacv1.RoleBinding:
+			internRef(&o.RoleRef.APIGroup, &o.RoleRef.Kind, &o.RoleRef.Name)
+			for i := range o.Subjects {
+				internRef(&o.Subjects[i].APIGroup, &o.Subjects[i].Kind, &o.Subjects[i].Name, &o.Subjects[i].Namespace)
 			}
-			mu.Unlock()
+		case *authv1beta1.Tenant:
+			o.Spec.ClusterID = authv1beta1.ClusterID(intern(string(o.Spec.ClusterID)))
+			o.Spec.TenantCondition = authv1beta1.TenantCondition(intern(string(o.Spec.TenantCondition)))
+			o.Status.TenantNamespace = intern(o.Status.TenantNamespace)
+			if ap := o.Status.AuthParams; ap != nil {
+				ap.APIServer = intern(ap.APIServer)
+				if len(ap.CA) > 0 {
+					mu.Lock()
+					if ca, ok := cas[string(ap.CA)]; ok {
+						ap.CA = ca
+					} else if len(cas) < maxSharedCAs {
+						cas[string(ap.CA)] = ap.CA
+					}
+					mu.Unlock()
+				}
+			}
 		}
 		return in, nil
+	}
+}
+
+// gitpeerAnnotationPrefix starts the annotations the agent reads on a Namespace.
+const gitpeerAnnotationPrefix = "gitpeer.io/"
+
+// gitpeerAnnotations returns the annotations of m that start with gitpeerAnnotationPrefix.
+func gitpeerAnnotations(m map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range m {
+		if strings.HasPrefix(k, gitpeerAnnotationPrefix) {
+			if out == nil {
+				out = make(map[string]string, len(m))
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// intern returns the string equal to s that other cached objects hold.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// internRef interns the strings ss point to.
+func internRef(ss ...*string) {
+	for _, s := range ss {
+		*s = intern(*s)
 	}
 }
 

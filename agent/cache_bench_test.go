@@ -71,20 +71,25 @@ func BenchmarkCacheByKind(b *testing.B) {
 	fill(b, ctx, k8s, n)
 	b.Logf("%d peerings created in %s", n, time.Since(start).Round(time.Second))
 
+	if os.Getenv("GITPEER_CACHE_BENCH_PROFILE") != "" {
+		runtime.MemProfileRate = 64 // the profiles attribute the informers' small objects
+	}
 	csrMeta := &metav1.PartialObjectMetadata{}
 	csrMeta.SetGroupVersionKind(certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"))
 	kinds := []struct {
 		name string
-		obj  client.Object
+		objs []client.Object
 	}{
-		{"Namespace", &corev1.Namespace{}},
-		{"Tenant", &authv1beta1.Tenant{}},
-		{"RoleBinding", &rbacv1.RoleBinding{}},
-		{"CSR", csrMeta},
+		{"Namespace", []client.Object{&corev1.Namespace{}}},
+		{"Tenant", []client.Object{&authv1beta1.Tenant{}}},
+		{"RoleBinding", []client.Object{&rbacv1.RoleBinding{}}},
+		{"CSR", []client.Object{csrMeta}},
+		// The four at once, as in the agent: strings shared between kinds are held once.
+		{"All", []client.Object{&corev1.Namespace{}, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}, csrMeta}},
 	}
 	for b.Loop() {
 		for _, k := range kinds {
-			bytes, objects := cacheHeap(b, cp, k.obj, k.name)
+			bytes, objects := cacheHeap(b, cp, k.name, k.objs...)
 			b.ReportMetric(float64(bytes)/float64(objects), k.name+"-B/obj")
 			b.ReportMetric(float64(bytes)/(1<<20), k.name+"-MiB")
 			b.Logf("%s: %d objects, %.1f MiB, %d B each", k.name, objects, float64(bytes)/(1<<20), bytes/int64(objects))
@@ -92,9 +97,9 @@ func BenchmarkCacheByKind(b *testing.B) {
 	}
 }
 
-// cacheHeap starts a cache with the agent's options and only obj's
-// informer, and returns the heap it holds once synced and the objects in it.
-func cacheHeap(b *testing.B, cp *controlplane.ControlPlane, obj client.Object, name string) (int64, int) {
+// cacheHeap starts a cache with the agent's options and only the informers
+// of objs, and returns the heap it holds once synced and the objects in it.
+func cacheHeap(b *testing.B, cp *controlplane.ControlPlane, name string, objs ...client.Object) (int64, int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	before := heapAfterGC()
@@ -104,16 +109,23 @@ func cacheHeap(b *testing.B, cp *controlplane.ControlPlane, obj client.Object, n
 	if err != nil {
 		b.Fatal(err)
 	}
-	inf, err := c.GetInformer(ctx, obj)
-	if err != nil {
-		b.Fatal(err)
+	var infs []toolscache.SharedIndexInformer
+	for _, obj := range objs {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		infs = append(infs, inf.(toolscache.SharedIndexInformer))
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = c.Start(ctx) })
 	if !c.WaitForCacheSync(ctx) {
 		b.Fatal("the cache did not start")
 	}
-	objects := len(inf.(toolscache.SharedIndexInformer).GetStore().ListKeys())
+	objects := 0
+	for _, inf := range infs {
+		objects += len(inf.GetStore().ListKeys())
+	}
 	after := heapAfterGC()
 	if dir := os.Getenv("GITPEER_CACHE_BENCH_PROFILE"); dir != "" {
 		f, err := os.Create(fmt.Sprintf("%s/%s.heap", dir, name))
@@ -214,7 +226,7 @@ func createPeering(ctx context.Context, k8s client.Client, i int, owner types.UI
 	return k8s.Status().Update(ctx, tenant)
 }
 
-func selfSigned(b *testing.B, cn string) (ed25519.PrivateKey, *x509.Certificate) {
+func selfSigned(b testing.TB, cn string) (ed25519.PrivateKey, *x509.Certificate) {
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		b.Fatal(err)
