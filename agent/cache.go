@@ -18,13 +18,14 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/compact"
 )
 
 // cacheOptions configure what the agent's informers hold. At 10,000 peerings
 // the cache is most of the agent's live memory (a tenant namespace, a Tenant,
 // a RoleBinding and a CSR per consumer), so it keeps only what is read:
 //   - no managed fields, no spec or status of a Namespace, and the strings
-//     cached objects have in common shared between them (compact);
+//     cached objects have in common shared between them (compactTransform);
 //   - CSRs, watched as metadata only to be woken (the agent reads them from
 //     the API server), only those labelled for a consumer by a
 //     PeeringRepository, with only their name and those labels;
@@ -40,7 +41,7 @@ import (
 // objects never shares it with the reconciler.
 func cacheOptions(watchNamespace string) cache.Options {
 	opts := cache.Options{
-		DefaultTransform: compact(),
+		DefaultTransform: compactTransform(),
 		// Every informer the agent reads is started with it (the controllers'
 		// watches, and the kinds the reconciler's SetupWithManager registers): a
 		// read of any other kind fails instead of starting a cluster-wide
@@ -101,11 +102,11 @@ func keepMetadata(labelKeys ...string) toolscache.TransformFunc {
 	}
 }
 
-// maxSharedCAs bounds the CAs compact shares: a cluster's Tenants hold
+// maxSharedCAs bounds the CAs compactTransform shares: a cluster's Tenants hold
 // one or two (its own, spec.provider.caSecretRef's); others are not shared.
 const maxSharedCAs = 8
 
-// compact makes a cached object small (measured by BenchmarkCacheByKind; at
+// compactTransform makes a cached object small (measured by BenchmarkCacheByKind; at
 // 10,000 peerings most of the cache is strings, maps and the objects' structs):
 //   - it drops managed fields, never read;
 //   - it makes the strings of labels, of annotation keys, names and
@@ -115,17 +116,19 @@ const maxSharedCAs = 8
 //     subject), and so the strings of a Tenant's spec and status and of a
 //     RoleBinding's role and subject; the CA in a Tenant's status, the same
 //     for every Tenant, is shared too;
-//   - it drops a Namespace's spec and status (its finalizers and phase) and
-//     its annotations but gitpeer's: the agent reads of a namespace its
-//     metadata only, of its annotations only gitpeer's (the mode, the pins,
-//     the revocation), and writes it only with patches (which do not send
-//     what was not changed). Every namespace of the cluster is cached, not
-//     only tenant namespaces: others' annotations can be large
+//   - it keeps a Namespace in compact form (reconciler/compact: a read of
+//     the cache gets a full Namespace back), without its spec and status
+//     (its finalizers and phase), owner references and annotations but
+//     gitpeer's: the agent reads of a namespace its metadata only, of its
+//     annotations only gitpeer's (the mode, the pins, the revocation), and
+//     writes it only with patches (which do not send what was not changed).
+//     Every namespace of the cluster is cached, not only tenant namespaces:
+//     others' annotations can be large
 //     (kubectl.kubernetes.io/last-applied-configuration).
 //
 // Sharing is safe: strings are immutable, and the cache deep-copies the
 // objects it returns.
-func compact() toolscache.TransformFunc {
+func compactTransform() toolscache.TransformFunc {
 	var mu sync.Mutex
 	cas := map[string][]byte{}
 	return func(in any) (any, error) {
@@ -136,9 +139,11 @@ func compact() toolscache.TransformFunc {
 		if obj.GetManagedFields() != nil { // nil check: kubernetes/kubernetes#124337
 			obj.SetManagedFields(nil)
 		}
-		if ns, ok := in.(*corev1.Namespace); ok {
-			ns.Spec, ns.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
-			ns.Annotations = gitpeerAnnotations(ns.Annotations)
+		switch o := in.(type) {
+		case *corev1.Namespace:
+			return compact.NewNamespace(o, isGitpeerAnnotation), nil
+		case *compact.Namespace:
+			return o, nil
 		}
 		obj.SetLabels(shared(obj.GetLabels(), true))
 		obj.SetAnnotations(shared(obj.GetAnnotations(), false))
@@ -171,22 +176,9 @@ func compact() toolscache.TransformFunc {
 	}
 }
 
-// gitpeerAnnotationPrefix starts the annotations the agent reads on a Namespace.
-const gitpeerAnnotationPrefix = "gitpeer.io/"
-
-// gitpeerAnnotations returns the annotations of m that start with gitpeerAnnotationPrefix.
-func gitpeerAnnotations(m map[string]string) map[string]string {
-	var out map[string]string
-	for k, v := range m {
-		if strings.HasPrefix(k, gitpeerAnnotationPrefix) {
-			if out == nil {
-				out = make(map[string]string, len(m))
-			}
-			out[k] = v
-		}
-	}
-	return out
-}
+// isGitpeerAnnotation reports whether the annotation key is one of
+// gitpeer's, the only ones the agent reads on a Namespace.
+func isGitpeerAnnotation(key string) bool { return strings.HasPrefix(key, "gitpeer.io/") }
 
 // intern returns the string equal to s that other cached objects hold.
 func intern(s string) string {

@@ -25,6 +25,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 )
@@ -81,8 +82,9 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 
 // TestCacheKeepsWhatTheAgentReads runs the agent's cache options against a
 // real API server: a cached Namespace, Tenant and RoleBinding equal the API
-// server's, all but the managed fields, a Namespace's spec and status and its
-// annotations but gitpeer's, which compact drops (the agent never reads them).
+// server's, all but the managed fields, a Namespace's spec and status, owner
+// references and annotations but gitpeer's, which compactTransform drops (the
+// agent never reads them). A List by label finds the Namespace.
 func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -106,7 +108,7 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: authv1beta1.TenantNamespaceName("consumer-00001-7f3a9c2e")}, ns); err != nil {
 		t.Fatal(err)
 	}
-	// Someone else's owner reference is kept, their annotation dropped.
+	// Someone else's owner reference and annotation are dropped.
 	ns.Annotations["example.com/note"] = "dropped"
 	ns.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "u"}}
 	if err := k8s.Update(ctx, ns); err != nil {
@@ -154,34 +156,40 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 				t.Fatalf("the API server's namespace has no finalizers or phase: %+v", n)
 			}
 			n.Spec, n.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
-			delete(n.Annotations, "example.com/note")
-			if len(n.Annotations) != 2 || len(n.OwnerReferences) != 1 {
-				t.Fatalf("the API server's namespace has not gitpeer's two annotations and an owner reference: %+v", n.ObjectMeta)
+			if len(n.Annotations) != 3 || len(n.OwnerReferences) != 1 {
+				t.Fatalf("the API server's namespace has not three annotations and an owner reference: %+v", n.ObjectMeta)
 			}
+			delete(n.Annotations, "example.com/note")
+			n.OwnerReferences = nil
 		}
 		if !equality.Semantic.DeepEqual(got, want) {
 			t.Errorf("cached %T differs from the API server's:\n%s", want, diff.Diff(want, got))
 		}
 	}
+	var listed corev1.NamespaceList
+	if err := c.List(ctx, &listed, client.MatchingLabels{reconciler.OwnerLabel: "owner-uid"}); err != nil || len(listed.Items) != 1 || listed.Items[0].Name != ns.Name {
+		t.Errorf("namespaces listed by owner label: %v, %v; want %s", listed.Items, err, ns.Name)
+	}
 }
 
 // TestNamespaceAnnotationsRead lists the annotations the agent reads on a
-// Namespace: compact keeps them (gitpeerAnnotations).
+// Namespace: compactTransform keeps them (isGitpeerAnnotation).
 func TestNamespaceAnnotationsRead(t *testing.T) {
 	for _, k := range []string{reconciler.ModeAnnotation, reconciler.PinnedKeyAnnotation, reconciler.PinnedCAAnnotation, reconciler.PinnedProviderAnnotation, reconciler.RevokedAnnotation} {
-		if got := gitpeerAnnotations(map[string]string{k: "v", "example.com/" + k: "v"}); len(got) != 1 || got[k] != "v" {
-			t.Errorf("%s: kept %v", k, got)
+		if !isGitpeerAnnotation(k) || isGitpeerAnnotation("example.com/"+k) {
+			t.Errorf("%s: not kept, or example.com/%[1]s kept", k)
 		}
 	}
 }
 
-// TestCompact checks that objects decoded apart hold the same strings for
-// equal labels, annotation keys, names, namespaces, a Tenant's spec and
-// status strings and a RoleBinding's role and subject, and the same CA bytes
-// in their Tenant status, without managed fields nor a Namespace's spec and
-// status; values stay equal.
-func TestCompact(t *testing.T) {
-	transform := compact()
+// TestCompactTransform checks that objects decoded apart hold the same
+// strings for equal labels, annotation keys, names, namespaces, a Tenant's
+// spec and status strings and a RoleBinding's role and subject, and the same
+// CA bytes in their Tenant status, without managed fields; a Namespace is
+// held in compact form, without spec, status nor others' annotations; values
+// stay equal.
+func TestCompactTransform(t *testing.T) {
+	transform := compactTransform()
 	clone := func(s string) string { return string([]byte(s)) } // as decoded: a string of its own
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{
@@ -204,28 +212,40 @@ func TestCompact(t *testing.T) {
 			Subjects: []rbacv1.Subject{{APIGroup: clone(rbacv1.GroupName), Kind: clone(rbacv1.UserKind), Name: clone("c1")}},
 		}
 	}
-	namespace := &corev1.Namespace{ObjectMeta: meta(), Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
-		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
 	a, b, rb1, rb2 := tenant(), tenant(), binding(), binding()
-	for _, o := range []client.Object{a, b, rb1, rb2, namespace} {
+	for _, o := range []client.Object{a, b, rb1, rb2} {
 		if _, err := transform(o); err != nil {
 			t.Fatal(err)
 		}
-		if o.GetManagedFields() != nil || o.GetLabels()[reconciler.OwnerLabel] != "uid-1" || o.GetName() != "c1" {
-			t.Fatalf("transformed: %+v", o)
-		}
-		if _, isNamespace := o.(*corev1.Namespace); !isNamespace && o.GetAnnotations()["note"] != "free text" {
+		if o.GetManagedFields() != nil || o.GetLabels()[reconciler.OwnerLabel] != "uid-1" || o.GetName() != "c1" || o.GetAnnotations()["note"] != "free text" {
 			t.Fatalf("transformed: %+v", o)
 		}
 	}
-	if namespace.Spec.Finalizers != nil || namespace.Status.Phase != "" || namespace.Annotations != nil {
-		t.Errorf("namespace spec, status or others' annotations kept: %+v %+v %v", namespace.Spec, namespace.Status, namespace.Annotations)
+	nsMeta := meta()
+	nsMeta.Name, nsMeta.Namespace = clone("liqo-tenant-c1"), ""
+	nsMeta.Annotations[reconciler.ModeAnnotation] = "gitpeer"
+	out, err := transform(&corev1.Namespace{ObjectMeta: nsMeta, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, ok := out.(*compact.Namespace)
+	if !ok {
+		t.Fatalf("a Namespace is cached as %T", out)
+	}
+	if again, _ := transform(cached); again != cached {
+		t.Error("a compact Namespace transformed again changed")
+	}
+	namespace := cached.Full()
+	if namespace.Spec.Finalizers != nil || namespace.Status.Phase != "" || len(namespace.Annotations) != 1 || namespace.Annotations[reconciler.ModeAnnotation] != "gitpeer" ||
+		namespace.Labels[reconciler.OwnerLabel] != "uid-1" || namespace.ManagedFields != nil {
+		t.Errorf("cached namespace: %+v; want only the owner label and gitpeer's annotation", namespace)
 	}
 	same := func(x, y string) bool { return x == y && unsafe.StringData(x) == unsafe.StringData(y) }
 	for _, pair := range [][2]string{
 		{a.Labels[reconciler.OwnerLabel], b.Labels[reconciler.OwnerLabel]}, {key(a.Labels), key(b.Labels)}, {key(a.Annotations), key(b.Annotations)},
 		{a.Name, b.Name}, {a.Name, string(a.Spec.ClusterID)}, {a.Name, rb1.Subjects[0].Name}, {a.Namespace, b.Namespace},
-		{a.Namespace, a.Status.TenantNamespace}, {a.Namespace, rb1.Namespace}, {a.Namespace, namespace.Namespace},
+		{a.Namespace, a.Status.TenantNamespace}, {a.Namespace, rb1.Namespace}, {a.Namespace, namespace.Name}, {a.Labels[reconciler.OwnerLabel], namespace.Labels[reconciler.OwnerLabel]},
 		{string(a.Spec.TenantCondition), string(b.Spec.TenantCondition)}, {a.Status.AuthParams.APIServer, b.Status.AuthParams.APIServer},
 		{rb1.RoleRef.APIGroup, rb2.Subjects[0].APIGroup}, {rb1.RoleRef.Kind, rb2.RoleRef.Kind}, {rb1.RoleRef.Name, rb2.RoleRef.Name},
 		{rb1.Subjects[0].Kind, rb2.Subjects[0].Kind},

@@ -1,0 +1,59 @@
+package compact_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitpeer/gitpeer/reconciler/compact"
+)
+
+// TestNamespace: the compact form gives back the Namespace's metadata, all
+// but its owner references, managed fields and the annotations not kept, and
+// neither its spec nor its status; what it gives back is a copy.
+func TestNamespace(t *testing.T) {
+	deleted := metav1.NewTime(time.Unix(2000, 0))
+	full := &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "liqo-tenant-c1", UID: "uid", ResourceVersion: "42", Generation: 3,
+			CreationTimestamp: metav1.NewTime(time.Unix(1000, 0)), DeletionTimestamp: &deleted, Finalizers: []string{"f"},
+			Labels:          map[string]string{"a": "1", "b": "2"},
+			Annotations:     map[string]string{"keep/x": "y", "drop/x": "z"},
+			OwnerReferences: []metav1.OwnerReference{{Name: "o"}}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}},
+		},
+		Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating},
+	}
+	n := compact.NewNamespace(full, func(k string) bool { return k == "keep/x" })
+	var obj client.Object = n // the informers need it
+	if _, err := meta.Accessor(obj); err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Namespace{ObjectMeta: *full.ObjectMeta.DeepCopy()}
+	want.Annotations = map[string]string{"keep/x": "y"}
+	want.OwnerReferences, want.ManagedFields = nil, nil
+	got := n.DeepCopyObject().(*corev1.Namespace)
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("full form differs:\n%s", diff.Diff(want, got))
+	}
+	got.Labels["a"], got.Finalizers[0], got.DeletionTimestamp.Time = "changed", "changed", time.Time{}
+	if again := n.Full(); !equality.Semantic.DeepEqual(again, want) {
+		t.Errorf("changing a full form changed the compact one:\n%s", diff.Diff(want, again))
+	}
+	if n.GetName() != "liqo-tenant-c1" || n.GetNamespace() != "" || n.GetUID() != "uid" || n.GetResourceVersion() != "42" ||
+		n.GetLabels()["b"] != "2" || n.GetAnnotations()["keep/x"] != "y" || n.GetDeletionTimestamp() == nil {
+		t.Errorf("accessors: %+v", n)
+	}
+	n.SetLabels(map[string]string{"c": "3"})
+	n.SetAnnotations(nil)
+	n.SetResourceVersion("43")
+	if l := n.GetLabels(); len(l) != 1 || l["c"] != "3" || n.GetAnnotations() != nil || n.GetResourceVersion() != "43" {
+		t.Errorf("setters: %+v", n)
+	}
+}
