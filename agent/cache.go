@@ -28,7 +28,8 @@ import (
 //     cached objects have in common shared between them (compactTransform);
 //   - CSRs, watched as metadata only to be woken (the agent reads them from
 //     the API server), only those labelled for a consumer by a
-//     PeeringRepository, with only their name and those labels;
+//     PeeringRepository, with only their name, resourceVersion and those
+//     labels (keepMetadata);
 //   - ClusterRoles, watched as metadata only for the terms, with only their
 //     name and resourceVersion.
 //
@@ -73,32 +74,20 @@ func exists(key string) labels.Requirement {
 }
 
 // keepMetadata keeps of an object its name, namespace, resourceVersion and
-// the labels named: the informers of objects the agent watches only to be
-// woken (which read their labels, and the terms a ClusterRole's
-// resourceVersion).
+// the labels named, in compact form (compact.Metadata; a read of the cache
+// gets metav1.PartialObjectMetadata back): the informers of objects the agent
+// watches only to be woken (which read their labels, and the terms a
+// ClusterRole's resourceVersion).
 func keepMetadata(labelKeys ...string) toolscache.TransformFunc {
 	return func(in any) (any, error) {
+		if m, ok := in.(*compact.Metadata); ok {
+			return m, nil
+		}
 		obj, err := meta.Accessor(in)
 		if err != nil {
 			return in, nil //nolint:nilerr // not an object (a tombstone): left as it is
 		}
-		var kept map[string]string
-		for _, k := range labelKeys {
-			if v, ok := obj.GetLabels()[k]; ok {
-				if kept == nil {
-					kept = map[string]string{}
-				}
-				kept[k] = unique.Make(v).Value()
-			}
-		}
-		obj.SetLabels(kept)
-		obj.SetUID("")
-		obj.SetAnnotations(nil)
-		obj.SetManagedFields(nil)
-		obj.SetOwnerReferences(nil)
-		obj.SetFinalizers(nil)
-		obj.SetGenerateName("")
-		return in, nil
+		return compact.NewMetadata(obj, labelKeys...), nil
 	}
 }
 

@@ -57,3 +57,17 @@ func TestNamespace(t *testing.T) {
 		t.Errorf("setters: %+v", n)
 	}
 }
+
+// TestMetadata: the compact form of watched metadata keeps the name,
+// namespace, resourceVersion and the labels named, nothing else.
+func TestMetadata(t *testing.T) {
+	m := compact.NewMetadata(&metav1.ObjectMeta{Name: "csr", Namespace: "ns", UID: "uid", ResourceVersion: "7",
+		Labels: map[string]string{"keep": "1", "drop": "2"}, Annotations: map[string]string{"a": "b"}}, "keep", "absent")
+	want := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "csr", Namespace: "ns", ResourceVersion: "7", Labels: map[string]string{"keep": "1"}}}
+	if got := m.DeepCopyObject(); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("full form differs:\n%s", diff.Diff(want, got))
+	}
+	if none := compact.NewMetadata(&metav1.ObjectMeta{Name: "x", Labels: map[string]string{"drop": "2"}}, "keep"); none.GetLabels() != nil {
+		t.Errorf("labels kept: %v", none.GetLabels())
+	}
+}
