@@ -3,7 +3,6 @@ package agent
 import (
 	"strings"
 	"sync"
-	"unique"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -136,8 +135,8 @@ func compactTransform() toolscache.TransformFunc {
 		}
 		obj.SetLabels(shared(obj.GetLabels(), true))
 		obj.SetAnnotations(shared(obj.GetAnnotations(), false))
-		obj.SetName(intern(obj.GetName()))
-		obj.SetNamespace(intern(obj.GetNamespace()))
+		obj.SetName(compact.Intern(obj.GetName()))
+		obj.SetNamespace(compact.Intern(obj.GetNamespace()))
 		switch o := in.(type) {
 		case *rbacv1.RoleBinding:
 			internRef(&o.RoleRef.APIGroup, &o.RoleRef.Kind, &o.RoleRef.Name)
@@ -145,11 +144,11 @@ func compactTransform() toolscache.TransformFunc {
 				internRef(&o.Subjects[i].APIGroup, &o.Subjects[i].Kind, &o.Subjects[i].Name, &o.Subjects[i].Namespace)
 			}
 		case *authv1beta1.Tenant:
-			o.Spec.ClusterID = authv1beta1.ClusterID(intern(string(o.Spec.ClusterID)))
-			o.Spec.TenantCondition = authv1beta1.TenantCondition(intern(string(o.Spec.TenantCondition)))
-			o.Status.TenantNamespace = intern(o.Status.TenantNamespace)
+			o.Spec.ClusterID = authv1beta1.ClusterID(compact.Intern(string(o.Spec.ClusterID)))
+			o.Spec.TenantCondition = authv1beta1.TenantCondition(compact.Intern(string(o.Spec.TenantCondition)))
+			o.Status.TenantNamespace = compact.Intern(o.Status.TenantNamespace)
 			if ap := o.Status.AuthParams; ap != nil {
-				ap.APIServer = intern(ap.APIServer)
+				ap.APIServer = compact.Intern(ap.APIServer)
 				if len(ap.CA) > 0 {
 					mu.Lock()
 					if ca, ok := cas[string(ap.CA)]; ok {
@@ -169,18 +168,10 @@ func compactTransform() toolscache.TransformFunc {
 // gitpeer's, the only ones the agent reads on a Namespace.
 func isGitpeerAnnotation(key string) bool { return strings.HasPrefix(key, "gitpeer.io/") }
 
-// intern returns the string equal to s that other cached objects hold.
-func intern(s string) string {
-	if s == "" {
-		return s
-	}
-	return unique.Make(s).Value()
-}
-
 // internRef interns the strings ss point to.
 func internRef(ss ...*string) {
 	for _, s := range ss {
-		*s = intern(*s)
+		*s = compact.Intern(*s)
 	}
 }
 
@@ -192,9 +183,9 @@ func shared(m map[string]string, values bool) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		if values {
-			v = unique.Make(v).Value()
+			v = compact.Intern(v)
 		}
-		out[unique.Make(k).Value()] = v
+		out[compact.Intern(k)] = v
 	}
 	return out
 }

@@ -50,7 +50,7 @@ func newObjectMeta(m metav1.Object, keep func(annotation string) bool) objectMet
 		}
 	}
 	return objectMeta{
-		name: intern(m.GetName()), namespace: intern(m.GetNamespace()), resourceVersion: m.GetResourceVersion(), uid: m.GetUID(),
+		name: Intern(m.GetName()), namespace: Intern(m.GetNamespace()), resourceVersion: m.GetResourceVersion(), uid: m.GetUID(),
 		generation: m.GetGeneration(), created: m.GetCreationTimestamp(), deleted: m.GetDeletionTimestamp(),
 		finalizers: slices.Clip(m.GetFinalizers()), labels: pairs(m.GetLabels(), true), annotations: pairs(annotations, false),
 	}
@@ -72,13 +72,13 @@ func (o *objectMeta) GetObjectKind() schema.ObjectKind { return schema.EmptyObje
 func (o *objectMeta) GetNamespace() string { return o.namespace }
 
 // SetNamespace sets the namespace.
-func (o *objectMeta) SetNamespace(ns string) { o.namespace = intern(ns) }
+func (o *objectMeta) SetNamespace(ns string) { o.namespace = Intern(ns) }
 
 // GetName returns the name.
 func (o *objectMeta) GetName() string { return o.name }
 
 // SetName sets the name.
-func (o *objectMeta) SetName(name string) { o.name = intern(name) }
+func (o *objectMeta) SetName(name string) { o.name = Intern(name) }
 
 // GetGenerateName is empty: not kept.
 func (o *objectMeta) GetGenerateName() string { return "" }
@@ -170,9 +170,9 @@ func pairs(m map[string]string, values bool) []string {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		if values {
-			v = intern(v)
+			v = Intern(v)
 		}
-		out = append(out, intern(k), v)
+		out = append(out, Intern(k), v)
 	}
 	return out
 }
@@ -189,8 +189,9 @@ func toMap(p []string) map[string]string {
 	return m
 }
 
-// intern returns the string equal to s that other cached objects hold.
-func intern(s string) string {
+// Intern returns the string equal to s that other cached objects hold: the
+// agent's cache shares it, as the compact forms do.
+func Intern(s string) string {
 	if s == "" {
 		return s
 	}

@@ -21,7 +21,7 @@ func NewMetadata(m metav1.Object, labelKeys ...string) *Metadata {
 			kept[k] = v
 		}
 	}
-	return &Metadata{objectMeta{name: m.GetName(), namespace: intern(m.GetNamespace()), resourceVersion: m.GetResourceVersion(), labels: pairs(kept, true)}}
+	return &Metadata{objectMeta{name: m.GetName(), namespace: Intern(m.GetNamespace()), resourceVersion: m.GetResourceVersion(), labels: pairs(kept, true)}}
 }
 
 // Full returns the metav1.PartialObjectMetadata m is the compact form of (without what m does not keep).
