@@ -112,7 +112,9 @@ const maxSharedCAs = 8
 //     writes it only with patches (which do not send what was not changed).
 //     Every namespace of the cluster is cached, not only tenant namespaces:
 //     others' annotations can be large
-//     (kubectl.kubernetes.io/last-applied-configuration).
+//     (kubectl.kubernetes.io/last-applied-configuration);
+//   - it keeps a RoleBinding in compact form, whole (the agent updates the
+//     RoleBindings it reads: an update without a field would remove it).
 //
 // Sharing is safe: strings are immutable, and the cache deep-copies the
 // objects it returns.
@@ -130,20 +132,16 @@ func compactTransform() toolscache.TransformFunc {
 		switch o := in.(type) {
 		case *corev1.Namespace:
 			return compact.NewNamespace(o, isGitpeerAnnotation), nil
-		case *compact.Namespace:
+		case *rbacv1.RoleBinding:
+			return compact.NewRoleBinding(o), nil
+		case *compact.Namespace, *compact.RoleBinding:
 			return o, nil
 		}
 		obj.SetLabels(shared(obj.GetLabels(), true))
 		obj.SetAnnotations(shared(obj.GetAnnotations(), false))
 		obj.SetName(compact.Intern(obj.GetName()))
 		obj.SetNamespace(compact.Intern(obj.GetNamespace()))
-		switch o := in.(type) {
-		case *rbacv1.RoleBinding:
-			internRef(&o.RoleRef.APIGroup, &o.RoleRef.Kind, &o.RoleRef.Name)
-			for i := range o.Subjects {
-				internRef(&o.Subjects[i].APIGroup, &o.Subjects[i].Kind, &o.Subjects[i].Name, &o.Subjects[i].Namespace)
-			}
-		case *authv1beta1.Tenant:
+		if o, ok := in.(*authv1beta1.Tenant); ok {
 			o.Spec.ClusterID = authv1beta1.ClusterID(compact.Intern(string(o.Spec.ClusterID)))
 			o.Spec.TenantCondition = authv1beta1.TenantCondition(compact.Intern(string(o.Spec.TenantCondition)))
 			o.Status.TenantNamespace = compact.Intern(o.Status.TenantNamespace)
@@ -167,13 +165,6 @@ func compactTransform() toolscache.TransformFunc {
 // isGitpeerAnnotation reports whether the annotation key is one of
 // gitpeer's, the only ones the agent reads on a Namespace.
 func isGitpeerAnnotation(key string) bool { return strings.HasPrefix(key, "gitpeer.io/") }
-
-// internRef interns the strings ss point to.
-func internRef(ss ...*string) {
-	for _, s := range ss {
-		*s = compact.Intern(*s)
-	}
-}
 
 // shared returns m with its keys, and its values if values, interned.
 func shared(m map[string]string, values bool) map[string]string {

@@ -84,7 +84,8 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 // real API server: a cached Namespace, Tenant and RoleBinding equal the API
 // server's, all but the managed fields, a Namespace's spec and status, owner
 // references and annotations but gitpeer's, which compactTransform drops (the
-// agent never reads them). A List by label finds the Namespace.
+// agent never reads them). A RoleBinding updated from the cache keeps what
+// others set on it; a List by label finds the Namespace.
 func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -108,10 +109,26 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: authv1beta1.TenantNamespaceName("consumer-00001-7f3a9c2e")}, ns); err != nil {
 		t.Fatal(err)
 	}
-	// Someone else's owner reference and annotation are dropped.
+	// Someone else's owner reference and annotation are dropped from a
+	// Namespace (only patched), kept on a RoleBinding (updated).
+	owner := &corev1.Namespace{} // an owner that exists: the garbage collector deletes the dependents of others
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "default"}, owner); err != nil {
+		t.Fatal(err)
+	}
+	foreign := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: owner.Name, UID: owner.UID}}
 	ns.Annotations["example.com/note"] = "dropped"
-	ns.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "u"}}
+	ns.OwnerReferences = foreign
 	if err := k8s.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	rbKey := client.ObjectKey{Namespace: ns.Name, Name: authv1beta1.RoleBindingName("liqo-remote-controlplane")}
+	rb := &rbacv1.RoleBinding{}
+	if err := k8s.Get(ctx, rbKey, rb); err != nil {
+		t.Fatal(err)
+	}
+	rb.Annotations = map[string]string{"example.com/note": "kept"}
+	rb.OwnerReferences = foreign
+	if err := k8s.Update(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
 	opts := cacheOptions("")
@@ -138,7 +155,7 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 		case *authv1beta1.Tenant:
 			key = client.ObjectKey{Namespace: ns.Name, Name: "consumer-00001-7f3a9c2e"}
 		case *rbacv1.RoleBinding:
-			key = client.ObjectKey{Namespace: ns.Name, Name: authv1beta1.RoleBindingName("liqo-remote-controlplane")}
+			key = rbKey
 		}
 		if err := k8s.Get(ctx, key, want); err != nil {
 			t.Fatal(err)
@@ -165,6 +182,17 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 		if !equality.Semantic.DeepEqual(got, want) {
 			t.Errorf("cached %T differs from the API server's:\n%s", want, diff.Diff(want, got))
 		}
+	}
+	// The agent updates a RoleBinding read from the cache (CreateOrUpdate): what others set stays.
+	if err := c.Get(ctx, rbKey, rb); err != nil {
+		t.Fatal(err)
+	}
+	rb.Labels["example.com/label"] = "new"
+	if err := k8s.Update(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, rbKey, rb); err != nil || rb.Annotations["example.com/note"] != "kept" || len(rb.OwnerReferences) != 1 || rb.Labels["example.com/label"] != "new" {
+		t.Errorf("RoleBinding updated from the cache: %+v, %v; want others' annotation and owner reference kept", rb.ObjectMeta, err)
 	}
 	var listed corev1.NamespaceList
 	if err := c.List(ctx, &listed, client.MatchingLabels{reconciler.OwnerLabel: "owner-uid"}); err != nil || len(listed.Items) != 1 || listed.Items[0].Name != ns.Name {
@@ -212,10 +240,25 @@ func TestCompactTransform(t *testing.T) {
 			Subjects: []rbacv1.Subject{{APIGroup: clone(rbacv1.GroupName), Kind: clone(rbacv1.UserKind), Name: clone("c1")}},
 		}
 	}
-	a, b, rb1, rb2 := tenant(), tenant(), binding(), binding()
-	for _, o := range []client.Object{a, b, rb1, rb2} {
-		if _, err := transform(o); err != nil {
+	a, b := tenant(), tenant()
+	var rbs []*rbacv1.RoleBinding
+	for range 2 {
+		out, err := transform(binding())
+		if err != nil {
 			t.Fatal(err)
+		}
+		cached, ok := out.(*compact.RoleBinding)
+		if !ok {
+			t.Fatalf("a RoleBinding is cached as %T", out)
+		}
+		rbs = append(rbs, cached.Full())
+	}
+	rb1, rb2 := rbs[0], rbs[1]
+	for _, o := range []client.Object{a, b, rb1, rb2} {
+		if _, isTenant := o.(*authv1beta1.Tenant); isTenant {
+			if _, err := transform(o); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if o.GetManagedFields() != nil || o.GetLabels()[reconciler.OwnerLabel] != "uid-1" || o.GetName() != "c1" || o.GetAnnotations()["note"] != "free text" {
 			t.Fatalf("transformed: %+v", o)

@@ -5,10 +5,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/reconciler/compact"
@@ -69,5 +71,31 @@ func TestMetadata(t *testing.T) {
 	}
 	if none := compact.NewMetadata(&metav1.ObjectMeta{Name: "x", Labels: map[string]string{"drop": "2"}}, "keep"); none.GetLabels() != nil {
 		t.Errorf("labels kept: %v", none.GetLabels())
+	}
+}
+
+// TestRoleBinding: the compact form gives back the whole RoleBinding but its
+// managed fields, a copy.
+func TestRoleBinding(t *testing.T) {
+	full := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", GenerateName: "b-", UID: "uid", ResourceVersion: "5",
+			DeletionGracePeriodSeconds: ptr.To[int64](30), Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"any/a": "x"},
+			OwnerReferences: []metav1.OwnerReference{{Name: "o", Controller: ptr.To(true)}}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "r"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "c1"}},
+	}
+	b := compact.NewRoleBinding(full.DeepCopy())
+	want := full.DeepCopy()
+	want.ManagedFields = nil
+	got := b.DeepCopyObject().(*rbacv1.RoleBinding)
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("full form differs:\n%s", diff.Diff(want, got))
+	}
+	*got.OwnerReferences[0].Controller, *got.DeletionGracePeriodSeconds, got.Subjects[0].Name = false, 0, "changed"
+	if again := b.Full(); !equality.Semantic.DeepEqual(again, want) {
+		t.Errorf("changing a full form changed the compact one:\n%s", diff.Diff(want, again))
+	}
+	if b.GetNamespace() != "ns" || b.GetGenerateName() != "b-" || len(b.GetOwnerReferences()) != 1 || *b.GetDeletionGracePeriodSeconds() != 30 {
+		t.Errorf("accessors: %+v", b)
 	}
 }

@@ -19,12 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // objectMeta is the metadata a compact object keeps: name, namespace, UID,
 // resourceVersion, generation, creation and deletion times, finalizers,
-// labels and annotations. Owner references, managed fields and the rest are
-// not kept. Labels and annotations are key, value pairs in one slice (a map
+// labels and annotations, and for an object kept whole (one the agent
+// updates) its generateName, deletion grace period and owner references.
+// Managed fields are not kept. Labels and annotations are key, value pairs in one slice (a map
 // costs ~340 B however few its entries), their keys and the labels' values
 // shared with equal strings of other cached objects.
 //
@@ -39,6 +41,25 @@ type objectMeta struct {
 	deleted                          *metav1.Time
 	finalizers                       []string
 	labels, annotations              []string
+	rest                             *restMeta // nil unless kept whole, and there is some
+}
+
+// restMeta is the metadata of an object kept whole that the informers never
+// read: kept for the full form the agent updates (an update without it would
+// remove it).
+type restMeta struct {
+	generateName    string
+	gracePeriod     *int64
+	ownerReferences []metav1.OwnerReference
+}
+
+// newWholeMeta keeps of m all objectMeta can keep: all its annotations, and restMeta.
+func newWholeMeta(m metav1.Object) objectMeta {
+	o := newObjectMeta(m, func(string) bool { return true })
+	if m.GetGenerateName() != "" || m.GetDeletionGracePeriodSeconds() != nil || len(m.GetOwnerReferences()) > 0 {
+		o.rest = &restMeta{generateName: m.GetGenerateName(), gracePeriod: m.GetDeletionGracePeriodSeconds(), ownerReferences: m.GetOwnerReferences()}
+	}
+	return o
 }
 
 // newObjectMeta keeps of m what objectMeta keeps, and of its annotations those for which keep is true.
@@ -58,11 +79,21 @@ func newObjectMeta(m metav1.Object, keep func(annotation string) bool) objectMet
 
 // full returns the ObjectMeta o keeps, a copy.
 func (o *objectMeta) full() metav1.ObjectMeta {
-	return metav1.ObjectMeta{
+	m := metav1.ObjectMeta{
 		Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion, UID: o.uid, Generation: o.generation,
 		CreationTimestamp: o.created, DeletionTimestamp: o.deleted.DeepCopy(), Finalizers: slices.Clone(o.finalizers),
 		Labels: toMap(o.labels), Annotations: toMap(o.annotations),
 	}
+	if r := o.rest; r != nil {
+		m.GenerateName = r.generateName
+		if r.gracePeriod != nil {
+			m.DeletionGracePeriodSeconds = ptr.To(*r.gracePeriod)
+		}
+		for i := range r.ownerReferences {
+			m.OwnerReferences = append(m.OwnerReferences, *r.ownerReferences[i].DeepCopy())
+		}
+	}
+	return m
 }
 
 // GetObjectKind has no kind, as the typed objects of the cache.
@@ -80,10 +111,15 @@ func (o *objectMeta) GetName() string { return o.name }
 // SetName sets the name.
 func (o *objectMeta) SetName(name string) { o.name = Intern(name) }
 
-// GetGenerateName is empty: not kept.
-func (o *objectMeta) GetGenerateName() string { return "" }
+// GetGenerateName returns the generateName, if kept.
+func (o *objectMeta) GetGenerateName() string {
+	if o.rest == nil {
+		return ""
+	}
+	return o.rest.generateName
+}
 
-// SetGenerateName is ignored: not kept.
+// SetGenerateName is ignored: the informers never set it.
 func (o *objectMeta) SetGenerateName(string) {}
 
 // GetUID returns the UID.
@@ -122,10 +158,15 @@ func (o *objectMeta) GetDeletionTimestamp() *metav1.Time { return o.deleted }
 // SetDeletionTimestamp sets the deletion time.
 func (o *objectMeta) SetDeletionTimestamp(t *metav1.Time) { o.deleted = t }
 
-// GetDeletionGracePeriodSeconds is nil: not kept.
-func (o *objectMeta) GetDeletionGracePeriodSeconds() *int64 { return nil }
+// GetDeletionGracePeriodSeconds returns the deletion grace period, if kept.
+func (o *objectMeta) GetDeletionGracePeriodSeconds() *int64 {
+	if o.rest == nil {
+		return nil
+	}
+	return o.rest.gracePeriod
+}
 
-// SetDeletionGracePeriodSeconds is ignored: not kept.
+// SetDeletionGracePeriodSeconds is ignored: the informers never set it.
 func (o *objectMeta) SetDeletionGracePeriodSeconds(*int64) {}
 
 // GetLabels returns a new map of the labels.
@@ -148,10 +189,15 @@ func (o *objectMeta) GetFinalizers() []string { return o.finalizers }
 // SetFinalizers sets the finalizers.
 func (o *objectMeta) SetFinalizers(finalizers []string) { o.finalizers = finalizers }
 
-// GetOwnerReferences is nil: not kept.
-func (o *objectMeta) GetOwnerReferences() []metav1.OwnerReference { return nil }
+// GetOwnerReferences returns the owner references, if kept.
+func (o *objectMeta) GetOwnerReferences() []metav1.OwnerReference {
+	if o.rest == nil {
+		return nil
+	}
+	return o.rest.ownerReferences
+}
 
-// SetOwnerReferences is ignored: not kept.
+// SetOwnerReferences is ignored: the informers never set them.
 func (o *objectMeta) SetOwnerReferences([]metav1.OwnerReference) {}
 
 // GetManagedFields is nil: not kept.
