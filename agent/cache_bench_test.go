@@ -44,6 +44,16 @@ import (
 // the cache started and synced, less the heap before. Run it with
 // -benchtime=1x; GITPEER_CACHE_BENCH_PROFILE=<dir> also writes a heap
 // profile per kind.
+//
+// Measured on 2026-11-26 at 10,000 peerings (MiB, B per object), before and
+// after the compact forms (reconciler/compact) and shared strings:
+//
+//	kind         before          after
+//	Namespace    14.3  1,500      8.5    893
+//	Tenant       24.0  2,513     22.7  2,384
+//	RoleBinding  15.0  1,572     10.1  1,054
+//	CSR           8.9    933      4.7    492
+//	all four     60.5  1,584     44.4  1,164  (at once, as in the agent)
 func BenchmarkCacheByKind(b *testing.B) {
 	n := 1000
 	if v := os.Getenv("GITPEER_CACHE_BENCH_N"); v != "" {
