@@ -1,10 +1,11 @@
 package agent
 
 import (
+	"strings"
 	"sync"
-	"unique"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,17 +17,18 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/compact"
 )
 
 // cacheOptions configure what the agent's informers hold. At 10,000 peerings
 // the cache is most of the agent's live memory (a tenant namespace, a Tenant,
 // a RoleBinding and a CSR per consumer), so it keeps only what is read:
-//   - no managed fields, and the strings of labels and annotation keys shared
-//     between objects (the same few keys and values on every gitpeer object);
-//     the CA in a Tenant's status, the same for every Tenant, is shared too;
+//   - no managed fields, no spec or status of a Namespace, and the strings
+//     cached objects have in common shared between them (compactTransform);
 //   - CSRs, watched as metadata only to be woken (the agent reads them from
 //     the API server), only those labelled for a consumer by a
-//     PeeringRepository, with only their name and those labels;
+//     PeeringRepository, with only their name, resourceVersion and those
+//     labels (keepMetadata);
 //   - ClusterRoles, watched as metadata only for the terms, with only their
 //     name and resourceVersion.
 //
@@ -39,7 +41,7 @@ import (
 // objects never shares it with the reconciler.
 func cacheOptions(watchNamespace string) cache.Options {
 	opts := cache.Options{
-		DefaultTransform: shareStrings(),
+		DefaultTransform: compactTransform(),
 		// Every informer the agent reads is started with it (the controllers'
 		// watches, and the kinds the reconciler's SetupWithManager registers): a
 		// read of any other kind fails instead of starting a cluster-wide
@@ -70,42 +72,53 @@ func exists(key string) labels.Requirement {
 	return *r
 }
 
-// keepMetadata keeps of an object its name, namespace, UID, resourceVersion
-// and the labels named: the informers of objects the agent watches only to be
-// woken.
+// keepMetadata keeps of an object its name, namespace, resourceVersion and
+// the labels named, in compact form (compact.Metadata; a read of the cache
+// gets metav1.PartialObjectMetadata back): the informers of objects the agent
+// watches only to be woken (which read their labels, and the terms a
+// ClusterRole's resourceVersion).
 func keepMetadata(labelKeys ...string) toolscache.TransformFunc {
 	return func(in any) (any, error) {
+		if m, ok := in.(*compact.Metadata); ok {
+			return m, nil
+		}
 		obj, err := meta.Accessor(in)
 		if err != nil {
 			return in, nil //nolint:nilerr // not an object (a tombstone): left as it is
 		}
-		var kept map[string]string
-		for _, k := range labelKeys {
-			if v, ok := obj.GetLabels()[k]; ok {
-				if kept == nil {
-					kept = map[string]string{}
-				}
-				kept[k] = unique.Make(v).Value()
-			}
-		}
-		obj.SetLabels(kept)
-		obj.SetAnnotations(nil)
-		obj.SetManagedFields(nil)
-		obj.SetOwnerReferences(nil)
-		obj.SetFinalizers(nil)
-		obj.SetGenerateName("")
-		return in, nil
+		return compact.NewMetadata(obj, labelKeys...), nil
 	}
 }
 
-// maxSharedCAs bounds the CAs shareStrings keeps: a cluster's Tenants hold
+// maxSharedCAs bounds the CAs compactTransform shares: a cluster's Tenants hold
 // one or two (its own, spec.provider.caSecretRef's); others are not shared.
 const maxSharedCAs = 8
 
-// shareStrings drops an object's managed fields (the agent never reads them)
-// and makes the strings of its labels and of its annotation keys, and the CA
-// in a Tenant's status, the ones equal cached objects already hold.
-func shareStrings() toolscache.TransformFunc {
+// compactTransform makes a cached object small (measured by BenchmarkCacheByKind; at
+// 10,000 peerings most of the cache is strings, maps and the objects' structs):
+//   - it drops managed fields, never read;
+//   - it makes the strings of labels, of annotation keys, names and
+//     namespaces the ones equal cached objects already hold (a tenant
+//     namespace's name is also its label, its Tenant's and RoleBinding's
+//     namespace; a consumer's ID its Tenant's name and its RoleBinding's
+//     subject), and so the strings of a Tenant's spec and status and of a
+//     RoleBinding's role and subject; the CA in a Tenant's status, the same
+//     for every Tenant, is shared too;
+//   - it keeps a Namespace in compact form (reconciler/compact: a read of
+//     the cache gets a full Namespace back), without its spec and status
+//     (its finalizers and phase), owner references and annotations but
+//     gitpeer's: the agent reads of a namespace its metadata only, of its
+//     annotations only gitpeer's (the mode, the pins, the revocation), and
+//     writes it only with patches (which do not send what was not changed).
+//     Every namespace of the cluster is cached, not only tenant namespaces:
+//     others' annotations can be large
+//     (kubectl.kubernetes.io/last-applied-configuration);
+//   - it keeps a RoleBinding in compact form, whole (the agent updates the
+//     RoleBindings it reads: an update without a field would remove it).
+//
+// Sharing is safe: strings are immutable, and the cache deep-copies the
+// objects it returns.
+func compactTransform() toolscache.TransformFunc {
 	var mu sync.Mutex
 	cas := map[string][]byte{}
 	return func(in any) (any, error) {
@@ -116,20 +129,42 @@ func shareStrings() toolscache.TransformFunc {
 		if obj.GetManagedFields() != nil { // nil check: kubernetes/kubernetes#124337
 			obj.SetManagedFields(nil)
 		}
+		switch o := in.(type) {
+		case *corev1.Namespace:
+			return compact.NewNamespace(o, isGitpeerAnnotation), nil
+		case *rbacv1.RoleBinding:
+			return compact.NewRoleBinding(o), nil
+		case *compact.Namespace, *compact.RoleBinding:
+			return o, nil
+		}
 		obj.SetLabels(shared(obj.GetLabels(), true))
 		obj.SetAnnotations(shared(obj.GetAnnotations(), false))
-		if t, ok := in.(*authv1beta1.Tenant); ok && t.Status.AuthParams != nil && len(t.Status.AuthParams.CA) > 0 {
-			mu.Lock()
-			if ca, ok := cas[string(t.Status.AuthParams.CA)]; ok {
-				t.Status.AuthParams.CA = ca
-			} else if len(cas) < maxSharedCAs {
-				cas[string(t.Status.AuthParams.CA)] = t.Status.AuthParams.CA
+		obj.SetName(compact.Intern(obj.GetName()))
+		obj.SetNamespace(compact.Intern(obj.GetNamespace()))
+		if o, ok := in.(*authv1beta1.Tenant); ok {
+			o.Spec.ClusterID = authv1beta1.ClusterID(compact.Intern(string(o.Spec.ClusterID)))
+			o.Spec.TenantCondition = authv1beta1.TenantCondition(compact.Intern(string(o.Spec.TenantCondition)))
+			o.Status.TenantNamespace = compact.Intern(o.Status.TenantNamespace)
+			if ap := o.Status.AuthParams; ap != nil {
+				ap.APIServer = compact.Intern(ap.APIServer)
+				if len(ap.CA) > 0 {
+					mu.Lock()
+					if ca, ok := cas[string(ap.CA)]; ok {
+						ap.CA = ca
+					} else if len(cas) < maxSharedCAs {
+						cas[string(ap.CA)] = ap.CA
+					}
+					mu.Unlock()
+				}
 			}
-			mu.Unlock()
 		}
 		return in, nil
 	}
 }
+
+// isGitpeerAnnotation reports whether the annotation key is one of
+// gitpeer's, the only ones the agent reads on a Namespace.
+func isGitpeerAnnotation(key string) bool { return strings.HasPrefix(key, "gitpeer.io/") }
 
 // shared returns m with its keys, and its values if values, interned.
 func shared(m map[string]string, values bool) map[string]string {
@@ -139,9 +174,9 @@ func shared(m map[string]string, values bool) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		if values {
-			v = unique.Make(v).Value()
+			v = compact.Intern(v)
 		}
-		out[unique.Make(k).Value()] = v
+		out[compact.Intern(k)] = v
 	}
 	return out
 }

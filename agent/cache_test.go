@@ -12,18 +12,28 @@ import (
 	"unsafe"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/crdinstall"
 )
 
 // TestCacheHoldsOnlyLabelledCSRs runs the agent's cache options against a
 // real API server: the metadata cache of CSRs holds only the CSRs labelled
-// for a consumer by a PeeringRepository, with only those two labels.
+// for a consumer by a PeeringRepository, with only those two labels (and its
+// name and resourceVersion).
 func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -65,39 +75,227 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 	}
 	got := list.Items[0]
 	want := map[string]string{reconciler.ConsumerLabel: "c1", reconciler.OwnerLabel: "uid-1"}
-	if len(got.Labels) != len(want) || got.Labels[reconciler.ConsumerLabel] != "c1" || got.Labels[reconciler.OwnerLabel] != "uid-1" || got.Annotations != nil {
-		t.Errorf("cached CSR: labels %v, annotations %v; want labels %v, no annotations", got.Labels, got.Annotations, want)
+	if len(got.Labels) != len(want) || got.Labels[reconciler.ConsumerLabel] != "c1" || got.Labels[reconciler.OwnerLabel] != "uid-1" || got.Annotations != nil || got.UID != "" {
+		t.Errorf("cached CSR: labels %v, annotations %v, UID %q; want labels %v, no annotations, no UID", got.Labels, got.Annotations, got.UID, want)
 	}
 }
 
-// TestShareStrings checks that two objects decoded apart hold the same
-// strings for equal labels and annotation keys, and the same CA bytes in
-// their Tenant status, without managed fields; values stay equal.
-func TestShareStrings(t *testing.T) {
-	transform := shareStrings()
+// TestCacheKeepsWhatTheAgentReads runs the agent's cache options against a
+// real API server: a cached Namespace, Tenant and RoleBinding equal the API
+// server's, all but the managed fields, a Namespace's spec and status, owner
+// references and annotations but gitpeer's, which compactTransform drops (the
+// agent never reads them). A RoleBinding updated from the cache keeps what
+// others set on it; a List by label finds the Namespace.
+func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
+	cp := controlplane.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	scheme := reconciler.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crdinstall.Install(ctx, k8s); err != nil {
+		t.Fatal(err)
+	}
+	caKey, ca := selfSigned(t, "ca")
+	if err := createPeering(ctx, k8s, 1, "owner-uid", caKey, ca); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: authv1beta1.TenantNamespaceName("consumer-00001-7f3a9c2e")}, ns); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else's owner reference and annotation are dropped from a
+	// Namespace (only patched), kept on a RoleBinding (updated).
+	owner := &corev1.Namespace{} // an owner that exists: the garbage collector deletes the dependents of others
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "default"}, owner); err != nil {
+		t.Fatal(err)
+	}
+	foreign := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: owner.Name, UID: owner.UID}}
+	ns.Annotations["example.com/note"] = "dropped"
+	ns.OwnerReferences = foreign
+	if err := k8s.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	rbKey := client.ObjectKey{Namespace: ns.Name, Name: authv1beta1.RoleBindingName("liqo-remote-controlplane")}
+	rb := &rbacv1.RoleBinding{}
+	if err := k8s.Get(ctx, rbKey, rb); err != nil {
+		t.Fatal(err)
+	}
+	rb.Annotations = map[string]string{"example.com/note": "kept"}
+	rb.OwnerReferences = foreign
+	if err := k8s.Update(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	opts := cacheOptions("")
+	opts.Scheme = scheme
+	c, err := cache.New(cp.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{ns, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}}
+	for _, obj := range objs {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not start")
+	}
+	key := client.ObjectKey{Namespace: ns.Name}
+	for _, want := range []client.Object{&corev1.Namespace{}, &authv1beta1.Tenant{}, &rbacv1.RoleBinding{}} {
+		switch want.(type) {
+		case *corev1.Namespace:
+			key = client.ObjectKey{Name: ns.Name}
+		case *authv1beta1.Tenant:
+			key = client.ObjectKey{Namespace: ns.Name, Name: "consumer-00001-7f3a9c2e"}
+		case *rbacv1.RoleBinding:
+			key = rbKey
+		}
+		if err := k8s.Get(ctx, key, want); err != nil {
+			t.Fatal(err)
+		}
+		got := want.DeepCopyObject().(client.Object)
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return c.Get(ctx, key, got) == nil && got.GetResourceVersion() == want.GetResourceVersion(), nil
+		}); err != nil {
+			t.Fatalf("%T %s not cached: %v", want, key, err)
+		}
+		want.SetManagedFields(nil)
+		got.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // the client clears it, the cache not
+		if n, ok := want.(*corev1.Namespace); ok {
+			if n.Spec.Finalizers == nil || n.Status.Phase == "" {
+				t.Fatalf("the API server's namespace has no finalizers or phase: %+v", n)
+			}
+			n.Spec, n.Status = corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
+			if len(n.Annotations) != 3 || len(n.OwnerReferences) != 1 {
+				t.Fatalf("the API server's namespace has not three annotations and an owner reference: %+v", n.ObjectMeta)
+			}
+			delete(n.Annotations, "example.com/note")
+			n.OwnerReferences = nil
+		}
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("cached %T differs from the API server's:\n%s", want, diff.Diff(want, got))
+		}
+	}
+	// The agent updates a RoleBinding read from the cache (CreateOrUpdate): what others set stays.
+	if err := c.Get(ctx, rbKey, rb); err != nil {
+		t.Fatal(err)
+	}
+	rb.Labels["example.com/label"] = "new"
+	if err := k8s.Update(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, rbKey, rb); err != nil || rb.Annotations["example.com/note"] != "kept" || len(rb.OwnerReferences) != 1 || rb.Labels["example.com/label"] != "new" {
+		t.Errorf("RoleBinding updated from the cache: %+v, %v; want others' annotation and owner reference kept", rb.ObjectMeta, err)
+	}
+	var listed corev1.NamespaceList
+	if err := c.List(ctx, &listed, client.MatchingLabels{reconciler.OwnerLabel: "owner-uid"}); err != nil || len(listed.Items) != 1 || listed.Items[0].Name != ns.Name {
+		t.Errorf("namespaces listed by owner label: %v, %v; want %s", listed.Items, err, ns.Name)
+	}
+}
+
+// TestNamespaceAnnotationsRead lists the annotations the agent reads on a
+// Namespace: compactTransform keeps them (isGitpeerAnnotation).
+func TestNamespaceAnnotationsRead(t *testing.T) {
+	for _, k := range []string{reconciler.ModeAnnotation, reconciler.PinnedKeyAnnotation, reconciler.PinnedCAAnnotation, reconciler.PinnedProviderAnnotation, reconciler.RevokedAnnotation} {
+		if !isGitpeerAnnotation(k) || isGitpeerAnnotation("example.com/"+k) {
+			t.Errorf("%s: not kept, or example.com/%[1]s kept", k)
+		}
+	}
+}
+
+// TestCompactTransform checks that objects decoded apart hold the same
+// strings for equal labels, annotation keys, names, namespaces, a Tenant's
+// spec and status strings and a RoleBinding's role and subject, and the same
+// CA bytes in their Tenant status, without managed fields; a Namespace is
+// held in compact form, without spec, status nor others' annotations; values
+// stay equal.
+func TestCompactTransform(t *testing.T) {
+	transform := compactTransform()
+	clone := func(s string) string { return string([]byte(s)) } // as decoded: a string of its own
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: clone("c1"), Namespace: clone("liqo-tenant-c1"),
+			Labels:        map[string]string{clone(reconciler.OwnerLabel): clone("uid-1")},
+			Annotations:   map[string]string{clone("note"): clone("free text")},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "gitpeer"}},
+		}
+	}
 	tenant := func() *authv1beta1.Tenant {
-		ca, uid := []byte("-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"), string([]byte("uid-1"))
-		return &authv1beta1.Tenant{
-			ObjectMeta: metav1.ObjectMeta{
-				Labels:        map[string]string{string([]byte(reconciler.OwnerLabel)): uid},
-				Annotations:   map[string]string{string([]byte("note")): string([]byte("free text"))},
-				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "gitpeer"}},
-			},
-			Status: authv1beta1.TenantStatus{AuthParams: &authv1beta1.AuthParams{CA: ca}},
+		return &authv1beta1.Tenant{ObjectMeta: meta(),
+			Spec: authv1beta1.TenantSpec{ClusterID: authv1beta1.ClusterID(clone("c1")), TenantCondition: authv1beta1.TenantCondition(clone("Active"))},
+			Status: authv1beta1.TenantStatus{TenantNamespace: clone("liqo-tenant-c1"), AuthParams: &authv1beta1.AuthParams{
+				CA: []byte("-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"), APIServer: clone("https://k8s")}},
+		}
+	}
+	binding := func() *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: meta(),
+			RoleRef:  rbacv1.RoleRef{APIGroup: clone(rbacv1.GroupName), Kind: clone("ClusterRole"), Name: clone("role")},
+			Subjects: []rbacv1.Subject{{APIGroup: clone(rbacv1.GroupName), Kind: clone(rbacv1.UserKind), Name: clone("c1")}},
 		}
 	}
 	a, b := tenant(), tenant()
-	for _, o := range []*authv1beta1.Tenant{a, b} {
-		if _, err := transform(o); err != nil {
+	var rbs []*rbacv1.RoleBinding
+	for range 2 {
+		out, err := transform(binding())
+		if err != nil {
 			t.Fatal(err)
 		}
-		if o.ManagedFields != nil || o.Labels[reconciler.OwnerLabel] != "uid-1" || o.Annotations["note"] != "free text" {
-			t.Fatalf("transformed: %+v", o.ObjectMeta)
+		cached, ok := out.(*compact.RoleBinding)
+		if !ok {
+			t.Fatalf("a RoleBinding is cached as %T", out)
+		}
+		rbs = append(rbs, cached.Full())
+	}
+	rb1, rb2 := rbs[0], rbs[1]
+	for _, o := range []client.Object{a, b, rb1, rb2} {
+		if _, isTenant := o.(*authv1beta1.Tenant); isTenant {
+			if _, err := transform(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if o.GetManagedFields() != nil || o.GetLabels()[reconciler.OwnerLabel] != "uid-1" || o.GetName() != "c1" || o.GetAnnotations()["note"] != "free text" {
+			t.Fatalf("transformed: %+v", o)
 		}
 	}
-	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
-	if !same(a.Labels[reconciler.OwnerLabel], b.Labels[reconciler.OwnerLabel]) || !same(key(a.Labels), key(b.Labels)) || !same(key(a.Annotations), key(b.Annotations)) {
-		t.Error("equal labels and annotation keys are not shared")
+	nsMeta := meta()
+	nsMeta.Name, nsMeta.Namespace = clone("liqo-tenant-c1"), ""
+	nsMeta.Annotations[reconciler.ModeAnnotation] = "gitpeer"
+	out, err := transform(&corev1.Namespace{ObjectMeta: nsMeta, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, ok := out.(*compact.Namespace)
+	if !ok {
+		t.Fatalf("a Namespace is cached as %T", out)
+	}
+	if again, _ := transform(cached); again != cached {
+		t.Error("a compact Namespace transformed again changed")
+	}
+	namespace := cached.Full()
+	if namespace.Spec.Finalizers != nil || namespace.Status.Phase != "" || len(namespace.Annotations) != 1 || namespace.Annotations[reconciler.ModeAnnotation] != "gitpeer" ||
+		namespace.Labels[reconciler.OwnerLabel] != "uid-1" || namespace.ManagedFields != nil {
+		t.Errorf("cached namespace: %+v; want only the owner label and gitpeer's annotation", namespace)
+	}
+	same := func(x, y string) bool { return x == y && unsafe.StringData(x) == unsafe.StringData(y) }
+	for _, pair := range [][2]string{
+		{a.Labels[reconciler.OwnerLabel], b.Labels[reconciler.OwnerLabel]}, {key(a.Labels), key(b.Labels)}, {key(a.Annotations), key(b.Annotations)},
+		{a.Name, b.Name}, {a.Name, string(a.Spec.ClusterID)}, {a.Name, rb1.Subjects[0].Name}, {a.Namespace, b.Namespace},
+		{a.Namespace, a.Status.TenantNamespace}, {a.Namespace, rb1.Namespace}, {a.Namespace, namespace.Name}, {a.Labels[reconciler.OwnerLabel], namespace.Labels[reconciler.OwnerLabel]},
+		{string(a.Spec.TenantCondition), string(b.Spec.TenantCondition)}, {a.Status.AuthParams.APIServer, b.Status.AuthParams.APIServer},
+		{rb1.RoleRef.APIGroup, rb2.Subjects[0].APIGroup}, {rb1.RoleRef.Kind, rb2.RoleRef.Kind}, {rb1.RoleRef.Name, rb2.RoleRef.Name},
+		{rb1.Subjects[0].Kind, rb2.Subjects[0].Kind},
+	} {
+		if !same(pair[0], pair[1]) {
+			t.Errorf("%q and %q are not shared", pair[0], pair[1])
+		}
 	}
 	if &a.Status.AuthParams.CA[0] != &b.Status.AuthParams.CA[0] {
 		t.Error("equal CAs are not shared")

@@ -18,6 +18,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
 )
 
@@ -107,7 +108,8 @@ func (p *providerRounds) forget(repo types.NamespacedName) {
 func consumersOf(obj client.Object) []string {
 	var out []string
 	ns := obj.GetNamespace()
-	if _, isNamespace := obj.(*corev1.Namespace); isNamespace {
+	switch obj.(type) {
+	case *corev1.Namespace, *compact.Namespace: // the agent's cache holds the latter
 		ns = obj.GetName()
 	}
 	if c, ok := strings.CutPrefix(ns, authv1beta1.TenantNamespacePrefix); ok && c != "" {

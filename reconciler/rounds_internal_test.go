@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
 )
 
@@ -27,6 +28,8 @@ func TestConsumersOf(t *testing.T) {
 		{"a tenant namespace, foreign", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-c1"}}, []string{"c1"}},
 		{"a tenant namespace, labelled", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-c1",
 			Labels: map[string]string{authv1beta1.RemoteClusterIDLabel: "c1"}}}, []string{"c1", "c1"}},
+		{"a tenant namespace as the agent's cache holds it", compact.NewNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-c1"}},
+			func(string) bool { return false }), []string{"c1"}},
 		{"another namespace", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, nil},
 		{"the bare prefix", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-"}}, nil},
 		{"a Tenant planted in a tenant namespace", &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-c2", Name: "x"}}, []string{"c2"}},
