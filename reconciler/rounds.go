@@ -241,7 +241,7 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 			continue
 		}
 		m.Peerings[res.peer] = incremental.Peering{
-			Status:  s.status[peeringKey(res.role, res.peer)],
+			Status:   s.status[peeringKey(res.role, res.peer)],
 			Settled:  res.settled && res.o.err == nil,
 			RenewAt:  s.renewals[res.peer],
 			Pending:  p.pending[res.peer],
