@@ -34,6 +34,9 @@ type Options struct {
 	// that visit every peering (the others visit only the peerings that
 	// changed); zero means reconciler.DefaultFullResyncPeriod.
 	FullResyncPeriod time.Duration
+	// RoundLimit is how many peerings one round of a provider acts on; zero
+	// means provider.DefaultRoundLimit (tests set fewer).
+	RoundLimit int
 	// MinRetryDelay and MaxRetryDelay bound the backoff after a round failed on a
 	// transient error; zero means reconciler.DefaultMinRetryDelay / DefaultMaxRetryDelay.
 	MinRetryDelay, MaxRetryDelay time.Duration
@@ -86,7 +89,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Recorder: mgr.GetEventRecorder("gitpeer"), DataDir: o.DataDir,
 	}
 	if err := r.SetupWithManager(mgr, reconciler.ControllerOptions{
-		MaxConcurrentReconciles: o.Concurrent, PeeringWorkers: o.PeeringWorkers, FullResyncPeriod: o.FullResyncPeriod, SkipNameValidation: o.SkipNameValidation,
+		MaxConcurrentReconciles: o.Concurrent, PeeringWorkers: o.PeeringWorkers, FullResyncPeriod: o.FullResyncPeriod, RoundLimit: o.RoundLimit, SkipNameValidation: o.SkipNameValidation,
 		MinRetryDelay: o.MinRetryDelay, MaxRetryDelay: o.MaxRetryDelay,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)

@@ -27,6 +27,8 @@ type gitStep struct {
 	// done runs once the changes are on the branch; pushed says whether this
 	// round's commit put them there (events announce only what it pushed).
 	done func(ctx context.Context, pushed bool) error
+	// err: the branch held every change already and done failed (stage).
+	err error
 }
 
 // result is one peering's outcome in a round.
@@ -37,6 +39,8 @@ type result struct {
 	// settled: nothing changes for this provider's peering until its
 	// directory or a cluster object of it does (incremental.Settled).
 	settled bool
+	// heldBack: the round's limit held this provider's peering back (provider.RoundLimit).
+	heldBack bool
 }
 
 func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
@@ -44,19 +48,38 @@ func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
 }
 
 // stage queues a write of the peering (role, peer) for the round's commit.
-func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, done func(ctx context.Context, pushed bool) error, changes ...gitsync.FileChange) {
+// Changes the round's head holds already are dropped at once; when none is
+// left, done runs at once (pushed false) and nothing is queued but its
+// error: a round that visits thousands of settled peerings holds only what
+// it writes.
+func (s *session) stage(ctx context.Context, role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, done func(ctx context.Context, pushed bool) error, changes ...gitsync.FileChange) {
+	st := gitStep{key: resultKey(role, peer)}
+	for _, c := range changes {
+		if !s.onBranch(c) {
+			st.changes = append(st.changes, c)
+		}
+	}
+	if len(st.changes) == 0 {
+		if done == nil {
+			return
+		}
+		if st.err = done(ctx, false); st.err == nil {
+			return
+		}
+	} else {
+		st.msg, st.done = msg, done
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.staged = append(s.staged, gitStep{key: resultKey(role, peer), msg: msg, changes: changes, done: done})
+	s.staged = append(s.staged, st)
 }
 
 // commitRound writes every staged change of the round to the branch in one
 // commit, with each step's trailers, runs the done functions of the steps
 // whose changes are on the branch and fails the peerings whose changes did
-// not land. Steps whose files the branch already holds add nothing to the
-// commit.
+// not land, or whose done failed.
 func (s *session) commitRound(ctx context.Context, results []result) error {
-	steps := s.pendingSteps()
+	steps := s.staged
 	s.staged = nil
 	if len(steps) == 0 {
 		return nil
@@ -66,6 +89,8 @@ func (s *session) commitRound(ctx context.Context, results []result) error {
 	pushed, err := s.write(ctx, msg, changes...)
 	for _, st := range steps {
 		switch written := len(st.changes) > 0; {
+		case st.err != nil:
+			failed[st.key] = st.err
 		case written && err != nil:
 			failed[st.key] = err // only the peerings whose changes did not land fail
 		case st.done != nil:
@@ -86,24 +111,6 @@ func failPeerings(results []result, failed map[string]error) {
 			results[i].o = outcome{err: err, reason: results[i].o.reason}
 		}
 	}
-}
-
-// pendingSteps drops from the staged steps the changes the branch already
-// holds at the round's head, and the steps left with none. A step of nothing
-// but no-op changes still runs its done function, as if written.
-func (s *session) pendingSteps() []gitStep {
-	var out []gitStep
-	for _, st := range s.staged {
-		var changes []gitsync.FileChange
-		for _, c := range st.changes {
-			if !s.onBranch(c) {
-				changes = append(changes, c)
-			}
-		}
-		st.changes = changes
-		out = append(out, st)
-	}
-	return out
 }
 
 // onBranch reports whether the round's head already holds change.

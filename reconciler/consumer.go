@@ -155,7 +155,7 @@ func (s *session) pushTenant(ctx context.Context, pe *protocol.Documents, tenant
 	}
 	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
 	if branch == "" {
-		s.stage(gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, mark, change)
+		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, mark, change)
 		return nil
 	}
 	// A review branch is the agent's own, written by this peering alone: its one write of the round.

@@ -91,6 +91,8 @@ type PeeringRepositoryReconciler struct {
 	rounds providerRounds
 	// fullResyncPeriod is the longest time between two rounds of a provider that visit every peering.
 	fullResyncPeriod time.Duration
+	// roundLimit is how many peerings one round of a provider acts on (provider.RoundLimit).
+	roundLimit int
 }
 
 type openRepo struct {
@@ -110,6 +112,7 @@ func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts Co
 	r.repos = map[types.NamespacedName]*openRepo{}
 	r.peeringWorkers = opts.peeringWorkers()
 	r.fullResyncPeriod = opts.fullResyncPeriod()
+	r.roundLimit = opts.roundLimit()
 	if err := startInformers(mgr); err != nil {
 		return err
 	}

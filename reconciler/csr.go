@@ -54,15 +54,27 @@ const (
 	csrWorkers = 16
 )
 
-// issuance is a round's CSR work: the CSRs labelled for a consumer, read
-// from the API server once, at the round's first signing, and the CSRs the
-// round's signings create or approve once every peering was planned
-// (requestCertificates).
+// issuance is a round's CSR work: the CSRs labelled for the consumers whose
+// steps sign (expect), read from the API server once, at the round's first
+// signing, and the CSRs the round's signings create or approve once every
+// peering was planned (requestCertificates).
 type issuance struct {
 	mu       sync.Mutex // the peerings of a round sign at once (provideAll)
+	signers  map[string]bool
 	listed   bool
 	csrs     map[string][]*certificatesv1.CertificateSigningRequest // by consumer label
 	requests []csrRequest
+}
+
+// expect names the consumers whose steps sign in this round: the round's CSR
+// list keeps theirs alone.
+func (is *issuance) expect(consumers []string) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.signers = map[string]bool{}
+	for _, c := range consumers {
+		is.signers[c] = true
+	}
 }
 
 // queue adds rq to the CSRs the round creates or approves.
@@ -77,7 +89,7 @@ func (is *issuance) take() []csrRequest {
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	requests := is.requests
-	is.listed, is.csrs, is.requests = false, nil, nil
+	is.signers, is.listed, is.csrs, is.requests = nil, false, nil, nil
 	return requests
 }
 
@@ -88,33 +100,53 @@ type csrRequest struct {
 	csr *certificatesv1.CertificateSigningRequest
 }
 
-// labelledCSRs returns the CSRs labelled for consumer. Every CSR labelled for
-// any consumer is read once per round, uncached: a CSR created in an earlier
-// round must be seen, or a second one would be made. The peerings that need
-// it while it is read wait for it.
+// labelledCSRs returns the CSRs labelled for consumer, read uncached: a CSR
+// created in an earlier round must be seen, or a second one would be made.
+// Every CSR labelled for a consumer is read once per round, page by page,
+// keeping only those of the consumers whose steps sign (expect): a round
+// holds the CSRs of the peerings it issues or renews, not of every peering.
+// The peerings that need them while they are read wait for them. A signing
+// the round did not expect (a renewal that fell due while the round ran)
+// reads its consumer's CSRs alone.
 func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certificatesv1.CertificateSigningRequest, error) {
-	s.issuance.mu.Lock()
-	defer s.issuance.mu.Unlock()
-	if !s.issuance.listed {
-		csrs := map[string][]*certificatesv1.CertificateSigningRequest{}
-		opts := []client.ListOption{client.HasLabels{ConsumerLabel}, client.Limit(csrListPage)}
-		for next := ""; ; {
-			var page certificatesv1.CertificateSigningRequestList
-			if err := s.r.apiReader().List(ctx, &page, append(opts, client.Continue(next))...); err != nil {
-				return nil, err
-			}
-			for i := range page.Items {
-				csr := &page.Items[i]
-				trimCSR(csr)
-				csrs[csr.Labels[ConsumerLabel]] = append(csrs[csr.Labels[ConsumerLabel]], csr)
-			}
-			if next = page.Continue; next == "" {
-				break
+	is := &s.issuance
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if !is.signers[consumer] {
+		csrs, err := s.listCSRs(ctx, client.MatchingLabels{ConsumerLabel: consumer}, func(c string) bool { return c == consumer })
+		return csrs[consumer], err
+	}
+	if !is.listed {
+		csrs, err := s.listCSRs(ctx, client.HasLabels{ConsumerLabel}, func(c string) bool { return is.signers[c] })
+		if err != nil {
+			return nil, err
+		}
+		is.listed, is.csrs = true, csrs
+	}
+	return is.csrs[consumer], nil
+}
+
+// listCSRs reads the CSRs selector selects from the API server, csrListPage
+// at a time, and keeps, by consumer label, those of the consumers keep
+// accepts, trimmed (trimCSR).
+func (s *session) listCSRs(ctx context.Context, selector client.ListOption, keep func(consumer string) bool) (map[string][]*certificatesv1.CertificateSigningRequest, error) {
+	csrs := map[string][]*certificatesv1.CertificateSigningRequest{}
+	for next := ""; ; {
+		var page certificatesv1.CertificateSigningRequestList
+		if err := s.r.apiReader().List(ctx, &page, selector, client.Limit(csrListPage), client.Continue(next)); err != nil {
+			return nil, err
+		}
+		for i := range page.Items {
+			if c := page.Items[i].Labels[ConsumerLabel]; keep(c) {
+				csr := page.Items[i] // a copy: a pointer into the page would keep all of it
+				trimCSR(&csr)
+				csrs[c] = append(csrs[c], &csr)
 			}
 		}
-		s.issuance.listed, s.issuance.csrs = true, csrs
+		if next = page.Continue; next == "" {
+			return csrs, nil
+		}
 	}
-	return s.issuance.csrs[consumer], nil
 }
 
 // trimCSR drops from a listed CSR what the round never reads, kept for the

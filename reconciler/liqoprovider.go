@@ -95,7 +95,7 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 			return outcome{err: err}
 		}
 		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
-		s.stageIdentity(pe, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
+		s.stageIdentity(ctx, pe, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
 	}
 	return issuedOutcome(tenant, cert)
 }

@@ -6,6 +6,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // Default bounds of the backoff after a transient failure (a *Generic error).
@@ -33,6 +35,18 @@ type ControllerOptions struct {
 	// changed. It repairs what the agent does not watch (the nonce and
 	// records Secrets). Zero means DefaultFullResyncPeriod.
 	FullResyncPeriod time.Duration
+	// RoundLimit is how many peerings one round of a provider acts on (issues,
+	// renews, answers with a nonce: provider.Acts); the others wait for the
+	// next round, which starts at once. It bounds what a round holds in
+	// memory. Zero means provider.DefaultRoundLimit.
+	RoundLimit int
+}
+
+func (o ControllerOptions) roundLimit() int {
+	if o.RoundLimit <= 0 {
+		return provider.DefaultRoundLimit
+	}
+	return o.RoundLimit
 }
 
 func (o ControllerOptions) fullResyncPeriod() time.Duration {

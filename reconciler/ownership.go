@@ -373,27 +373,27 @@ func (s *session) skipForeign(pe *protocol.Documents, err error) outcome {
 
 // admitRequest refuses, creating nothing, a request of a consumer that is
 // not allowed, or a new request beyond spec.provider.maxPendingRequests
-// (provider.Admit decides).
-func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns string) (outcome, bool) {
+// (provider.Admit decides). admitted says the request is new and answered
+// in this round: the caller counts it pending once it acts on it.
+func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns string) (o outcome, refused, admitted bool) {
 	spec := s.obj.Spec.Provider
 	err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 	if client.IgnoreNotFound(err) != nil {
-		return outcome{err: err}, true
+		return outcome{err: err}, true, false
 	}
 	max := spec.GetMaxPendingRequests()
 	switch provider.Admit(provider.Request{Consumer: pe.Consumer, Allowed: spec.AllowedConsumers, Answered: err == nil, Pending: s.pending, Max: max}) {
 	case provider.NotAllowed:
 		msg := fmt.Sprintf("request of %s refused: not in allowedConsumers; nothing created", pe.Consumer)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonDeferred, pe.Consumer, "%s", msg)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}, true
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}, true, false
 	case provider.Answered:
-		return outcome{}, false // not a new pending request
+		return outcome{}, false, false // not a new pending request
 	case provider.Deferred:
 		s.deferred++
-		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: ReasonDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: ReasonDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true, false
 	}
-	s.pending++
-	return outcome{}, false
+	return outcome{}, false, true
 }
 
 // pinKey records the verified Tenant's key as the consumer's pin (on its

@@ -18,34 +18,73 @@ import (
 // step at once unless ControllerOptions.PeeringWorkers says otherwise.
 const DefaultPeeringWorkers = 16
 
+// planChunk is how many peerings of a provider's round are planned, then
+// stepped, together (provideAll): a round holds the plans (copies of cached
+// objects, parsed certificates) of one chunk at a time, whatever the number
+// of peerings it visits.
+const planChunk = 256
+
+// planned is the plan of the peering at index i of a round's consumers.
+type planned struct {
+	i int
+	p providing
+}
+
 // provideAll runs the provider side of the peerings with consumers, in this
 // order: it plans them one after the other (planProvide: the same requests
-// are admitted as if they ran in this order), then takes their steps
-// (provide) s.r.peeringWorkers at a time. The results, and the round's writes
-// to the branch (stage), are in the order of consumers whatever order the
-// steps ended in; a failure of one peering never blocks the others.
+// are admitted, and the same peerings act within the round's limit, as if
+// they ran in this order), planChunk at a time, and takes the steps of each
+// chunk (provide) s.r.peeringWorkers at a time. The steps that sign a
+// certificate (at most the round's limit) are taken last, together, with one
+// read of the round's CSRs for their consumers alone (labelledCSRs). The
+// results, and the round's writes to the branch (stage), are in the order of
+// consumers whatever order the steps ended in; a failure of one peering never
+// blocks the others.
 func (s *session) provideAll(ctx context.Context, consumers []string) []result {
 	me := string(s.obj.Spec.ClusterID)
-	plans := make([]providing, len(consumers))
-	for i, c := range consumers {
-		plans[i] = s.planProvide(ctx, s.peering(me, c))
-	}
+	limit := &provider.RoundLimit{Max: s.r.roundLimit}
 	staged := len(s.staged)
 	results := make([]result, len(consumers))
-	forEachAtOnce(len(plans), s.r.peeringWorkers, func(i int) {
-		results[i] = result{peer: consumers[i], role: gitpeerv1alpha1.ProviderRole, o: s.provideRecovering(ctx, plans[i])}
+	var signing []planned
+	for start := 0; start < len(consumers); start += planChunk {
+		var chunk []planned
+		for i := start; i < min(start+planChunk, len(consumers)); i++ {
+			pl := planned{i, s.planProvide(ctx, s.peering(me, consumers[i]), limit)}
+			if pl.p.signs {
+				signing = append(signing, pl)
+			} else {
+				chunk = append(chunk, pl)
+			}
+		}
+		s.stepAll(ctx, chunk, consumers, results)
+	}
+	signers := make([]string, len(signing))
+	for k, pl := range signing {
+		signers[k] = consumers[pl.i]
+	}
+	s.issuance.expect(signers)
+	s.stepAll(ctx, signing, consumers, results)
+	s.heldBack = limit.Held
+	inRoundOrder(s.staged[staged:], consumers)
+	return results
+}
+
+// stepAll takes the planned steps, s.r.peeringWorkers at a time, and puts
+// each peering's result at its index in results.
+func (s *session) stepAll(ctx context.Context, steps []planned, consumers []string, results []result) {
+	forEachAtOnce(len(steps), s.r.peeringWorkers, func(k int) {
+		pl := steps[k]
+		results[pl.i] = result{peer: consumers[pl.i], role: gitpeerv1alpha1.ProviderRole, o: s.provideRecovering(ctx, pl.p), heldBack: pl.p.heldBack}
 	})
-	for i := range results {
-		o := results[i].o
-		_, renews := s.renewals[consumers[i]]
-		results[i].settled = incremental.Settled(incremental.Outcome{
-			Phase: o.phase, Reason: o.reason, Failed: o.err != nil,
-			Offered:        plans[i].done == nil && plans[i].step == provider.OfferNonce,
+	for _, pl := range steps {
+		o := results[pl.i].o
+		_, renews := s.renewals[consumers[pl.i]]
+		results[pl.i].settled = incremental.Settled(incremental.Outcome{
+			Phase: o.phase, Reason: o.reason, Failed: o.err != nil, HeldBack: pl.p.heldBack,
+			Offered:        pl.p.done == nil && pl.p.step == provider.OfferNonce,
 			RenewalUnknown: !s.liqoMode() && !renews,
 		})
 	}
-	inRoundOrder(s.staged[staged:], consumers)
-	return results
 }
 
 // inRoundOrder sorts steps of the provider side of peerings with consumers

@@ -56,25 +56,30 @@ const (
 type providing struct {
 	pe     *protocol.Documents
 	ns     string
-	nsObj  *corev1.Namespace
 	tenant *authv1beta1.Tenant
 	step   provider.Step
 	done   *outcome
+	// signs: the step signs a certificate (an issuance or a renewal, not in
+	// Liqo mode); provideAll takes such steps last, with the round's CSR list.
+	signs bool
+	// heldBack: the round's limit held the peering back (done says so); the next round takes it.
+	heldBack bool
 }
 
 // planProvide decides the step of the provider side of the peering pe
-// (provider.Decide): it reads what the cluster holds for it, checks its mode
-// and admits a request (admitRequest). The round plans its peerings one
-// after the other, in its order, so that the same requests are admitted
-// whatever order they then run in (provideAll).
-func (s *session) planProvide(ctx context.Context, pe *protocol.Documents) providing {
+// (provider.Decide): it reads what the cluster holds for it, checks its mode,
+// admits a request (admitRequest) and holds it back when the round already
+// acts on as many peerings as limit allows (provider.Acts). The round plans
+// its peerings one after the other, in its order, so that the same requests
+// are admitted and the same peerings act whatever order they then run in
+// (provideAll).
+func (s *session) planProvide(ctx context.Context, pe *protocol.Documents, limit *provider.RoundLimit) providing {
 	p := providing{pe: pe, ns: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))}
 	settled := func(o outcome) providing { p.done = &o; return p }
 	nsObj, err := s.tenantNamespace(ctx, pe.Consumer, p.ns)
 	if err != nil {
 		return settled(s.skipForeign(pe, err))
 	}
-	p.nsObj = nsObj
 	tenant := &authv1beta1.Tenant{}
 	err = s.r.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: pe.Consumer}, tenant)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -92,15 +97,58 @@ func (s *session) planProvide(ctx context.Context, pe *protocol.Documents) provi
 			return settled(o)
 		}
 	}
+	admitted := false
 	if p.step == provider.OfferNonce {
 		if pe.Request == nil {
 			return settled(outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"})
 		}
-		if o, refused := s.admitRequest(ctx, pe, p.ns); refused {
+		o, refused, isNew := s.admitRequest(ctx, pe, p.ns)
+		if refused {
 			return settled(o)
 		}
+		admitted = isNew
 	}
+	cert, renewalDue := s.renewalDue(p)
+	if !limit.Take(provider.Acts(p.step, pe.Nonce != nil, renewalDue)) {
+		p.heldBack = true
+		return settled(heldBack(p, cert, limit.Max))
+	}
+	if admitted {
+		s.pending++
+	}
+	p.signs = !s.liqoMode() && (p.step == provider.Issue || renewalDue)
 	return p
+}
+
+// renewalDue reports, for a peering planned to be maintained, whether the
+// certificate in its Tenant's status is due for renewal (provider.RenewalOf),
+// which the agent does itself unless in Liqo mode; cert is that certificate.
+// A certificate that does not parse is not due here: maintain reports it.
+func (s *session) renewalDue(p providing) (cert *x509.Certificate, due bool) {
+	if p.step != provider.Maintain || s.liqoMode() {
+		return nil, false
+	}
+	cert, err := crypto.ParseCertificatePEM(p.tenant.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, false
+	}
+	return cert, provider.RenewalOf(cert, s.r.Now()).Due
+}
+
+// heldBack is the outcome of a peering the round's limit held back: where it
+// stands (a request, a Tenant waiting to be issued, an issued one waiting to
+// be renewed) and that the next round takes it.
+func heldBack(p providing, cert *x509.Certificate, limit int) outcome {
+	note := fmt.Sprintf("held back: this round acted on %d peerings, its limit; the next round takes this one", limit)
+	switch p.step {
+	case provider.OfferNonce:
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: note}
+	case provider.Maintain:
+		o := issuedOutcome(p.tenant, cert)
+		o.message = joinNote(o.message, "renewal "+note)
+		return o
+	}
+	return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "Tenant merged, not issued yet; " + note}
 }
 
 // provide takes the step planned for a peering (planProvide). The peerings
@@ -153,7 +201,7 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 		if err != nil {
 			return outcome{err: err}
 		}
-		s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
+		s.stage(ctx, gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
 			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: pe.Consumer,
 		}, func(context.Context, bool) error {
@@ -285,7 +333,7 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		}
 		changes = append(changes, nonce)
 	}
-	s.stageIdentity(pe, action, reason, cert, changes...)
+	s.stageIdentity(ctx, pe, action, reason, cert, changes...)
 	o := issuedOutcome(tenant, cert)
 	o.message = joinNote(o.message, note)
 	return o
@@ -303,8 +351,8 @@ func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.T
 
 // stageIdentity stages the commit of identity.yaml for cert (action issue or
 // renew, event reason once pushed) with changes.
-func (s *session) stageIdentity(pe *protocol.Documents, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
-	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
+func (s *session) stageIdentity(ctx context.Context, pe *protocol.Documents, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
+	s.stage(ctx, gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
 		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
 		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
 		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
@@ -407,7 +455,7 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 	for _, k := range []protocol.Kind{protocol.Identity, protocol.Nonce, protocol.Request} {
 		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
-	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
+	s.stage(ctx, gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
 		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
 		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
 		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
@@ -588,7 +636,7 @@ func (s *session) writeTerms(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.stage(gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: protocol.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
+	s.stage(ctx, gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: protocol.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
 		nil, gitsync.Put(protocol.TermsPath(me), doc))
 	return nil
 }

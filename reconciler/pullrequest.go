@@ -46,7 +46,7 @@ func (s *session) writeRequest(ctx context.Context, pe *protocol.Documents, msg 
 		return nil
 	}
 	if spec := s.obj.Spec.Consumer; spec.PullRequest == nil || spec.Direct {
-		s.stage(gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, requested, change)
+		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, requested, change)
 		return nil
 	}
 	branch, err := s.reviewBranch(pe)

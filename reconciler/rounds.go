@@ -227,7 +227,7 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 	visited := len(p.visit)
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
-	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "full", p.full)
+	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", s.heldBack, "full", p.full)
 	if commitErr != nil || p.miscounted {
 		return
 	}
@@ -243,10 +243,11 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 			continue
 		}
 		m.Peerings[res.peer] = incremental.Peering{
-			Status:  s.status[peeringKey(res.role, res.peer)],
-			Settled: res.settled && res.o.err == nil,
-			RenewAt: s.renewals[res.peer],
-			Pending: p.pending[res.peer],
+			Status:   s.status[peeringKey(res.role, res.peer)],
+			Settled:  res.settled && res.o.err == nil,
+			RenewAt:  s.renewals[res.peer],
+			Pending:  p.pending[res.peer],
+			HeldBack: res.heldBack,
 		}
 	}
 	s.r.rounds.end(client.ObjectKeyFromObject(s.obj), m)

@@ -38,6 +38,7 @@ type session struct {
 	// pending and deferred are counted by the round's planning, one peering after the other (planProvide).
 	pending  int // requests answered with a nonce and not issued yet
 	deferred int // requests left unanswered in this round (maxPendingRequests)
+	heldBack int // peerings the round's limit left to the next round (provideAll)
 	// rewriteAcknowledged: this round accepted a rewritten history (sync); the provider's round is full.
 	rewriteAcknowledged bool
 
@@ -311,8 +312,17 @@ func (s *session) noteCertificate(role gitpeerv1alpha1.PeeringRole, peer string,
 	s.certs[peeringKey(role, peer)] = c
 }
 
-// requeueAfter is the poll interval, or sooner when a certificate must be renewed.
+
+// requeueAtOnce requeues a PeeringRepository with no wait (a RequeueAfter
+// must be positive to be honoured without the failure backoff).
+const requeueAtOnce = time.Nanosecond
+
+// requeueAfter is the poll interval, or sooner when a certificate must be
+// renewed, or at once when the round's limit held peerings back.
 func (s *session) requeueAfter() time.Duration {
+	if s.heldBack > 0 {
+		return requeueAtOnce
+	}
 	after := s.obj.GetRequeueAfter()
 	if !s.renewAt.IsZero() {
 		if d := s.renewAt.Sub(s.r.Now()); d < after {

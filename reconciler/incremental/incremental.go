@@ -66,6 +66,8 @@ type Peering struct {
 	RenewAt time.Time
 	// Pending: a request answered with a nonce, not issued yet (maxPendingRequests).
 	Pending bool
+	// HeldBack: the round limit held the peering back (Outcome.HeldBack): the next round plans it first.
+	HeldBack bool
 }
 
 // Now is what a round observed before it plans.
@@ -118,15 +120,23 @@ type Changes struct {
 
 // Visit splits consumers, in their order, into those the round visits and
 // those it carries over from prev (nil, or a full round: none is carried).
+// The peerings the previous round held back (its limit) are visited first,
+// then the others, each in the order of consumers: a peering held back acts
+// before any that was not, so none waits for ever behind others that keep
+// acting (new ones, ones failing every round).
 func Visit(consumers []string, full bool, prev *Memory, changes Changes, now time.Time) (visit, carry []string) {
+	var others []string
 	for _, c := range consumers {
-		if full || prev == nil || mustVisit(prev.Peerings, c, changes, now) {
+		switch {
+		case prev != nil && prev.Peerings[c].HeldBack:
 			visit = append(visit, c)
-		} else {
+		case full || prev == nil || mustVisit(prev.Peerings, c, changes, now):
+			others = append(others, c)
+		default:
 			carry = append(carry, c)
 		}
 	}
-	return visit, carry
+	return append(visit, others...), carry
 }
 
 func mustVisit(known map[string]Peering, consumer string, changes Changes, now time.Time) bool {
@@ -146,6 +156,8 @@ type Outcome struct {
 	Offered bool
 	// RenewalUnknown: the agent renews this certificate and no renewal time was noted.
 	RenewalUnknown bool
+	// HeldBack: the round acted on as many peerings as its limit allows and left this one to the next.
+	HeldBack bool
 }
 
 // Settled reports whether nothing changes for a peering that ended with o
@@ -155,9 +167,10 @@ type Outcome struct {
 // consumer not allowed, objects that are not the agent's), or holding a nonce
 // and waiting for tenant.yaml. An error, a reason needing attention (a
 // deferred request, a renewal overdue, a mode changed), waiting for a CSR to
-// be signed or for Liqo are not settled: the peering is visited again.
+// be signed or for Liqo, and being held back by the round's limit are not
+// settled: the peering is visited again.
 func Settled(o Outcome) bool {
-	if o.Failed || o.Reason != "" {
+	if o.Failed || o.Reason != "" || o.HeldBack {
 		return false
 	}
 	switch o.Phase {

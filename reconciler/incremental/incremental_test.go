@@ -66,9 +66,10 @@ func TestVisit(t *testing.T) {
 	settled := incremental.Peering{Settled: true, RenewAt: t0.Add(time.Hour)}
 	prev := &incremental.Memory{Round: round, FullAt: t0, Peerings: map[string]incremental.Peering{
 		"quiet": settled, "dir": settled, "object": settled, "unsettled": {RenewAt: t0.Add(time.Hour)},
-		"renewal-due": {Settled: true, RenewAt: t0}, "revoked": {Settled: true},
+		"renewal-due": {Settled: true, RenewAt: t0}, "revoked": {Settled: true}, "zheld": {HeldBack: true},
 	}}
-	consumers := []string{"dir", "new", "object", "quiet", "renewal-due", "revoked", "unsettled"}
+	consumers := []string{"dir", "new", "object", "quiet", "renewal-due", "revoked", "unsettled", "zheld"}
+	heldFirst := append([]string{"zheld"}, consumers[:len(consumers)-1]...)
 	changes := incremental.Changes{Dirs: map[string]bool{"dir": true, "gone-elsewhere": true}, Objects: map[string]bool{"object": true}}
 	for _, tc := range []struct {
 		name               string
@@ -79,12 +80,12 @@ func TestVisit(t *testing.T) {
 		wantVisit, wantCar []string
 	}{
 		{"incremental", false, prev, changes, t0.Add(time.Minute),
-			[]string{"dir", "new", "object", "renewal-due", "unsettled"}, []string{"quiet", "revoked"}},
+			[]string{"zheld", "dir", "new", "object", "renewal-due", "unsettled"}, []string{"quiet", "revoked"}},
 		{"nothing changed", false, prev, incremental.Changes{}, t0.Add(time.Minute),
-			[]string{"new", "renewal-due", "unsettled"}, []string{"dir", "object", "quiet", "revoked"}},
+			[]string{"zheld", "new", "renewal-due", "unsettled"}, []string{"dir", "object", "quiet", "revoked"}},
 		{"renewals fall due", false, prev, incremental.Changes{}, t0.Add(time.Hour),
-			[]string{"dir", "new", "object", "quiet", "renewal-due", "unsettled"}, []string{"revoked"}},
-		{"full", true, prev, changes, t0.Add(time.Minute), consumers, nil},
+			[]string{"zheld", "dir", "new", "object", "quiet", "renewal-due", "unsettled"}, []string{"revoked"}},
+		{"full: held back first", true, prev, changes, t0.Add(time.Minute), heldFirst, nil},
 		{"no memory", false, nil, changes, t0.Add(time.Minute), consumers, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +116,7 @@ func TestSettled(t *testing.T) {
 		{"renewal overdue", incremental.Outcome{Phase: gitpeerv1alpha1.PhaseIssued, Reason: "RenewalOverdue"}, false},
 		{"mode changed", incremental.Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Reason: "ModeChanged"}, false},
 		{"waiting for Liqo's nonce", incremental.Outcome{Phase: gitpeerv1alpha1.PhaseRequested, Offered: true}, false},
+		{"held back by the round limit", incremental.Outcome{Phase: gitpeerv1alpha1.PhaseNonceIssued, Offered: true, HeldBack: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := incremental.Settled(tc.o); got != tc.want {

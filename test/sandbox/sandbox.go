@@ -46,6 +46,8 @@ type Cluster struct {
 	ID     string
 	CP     *controlplane.ControlPlane
 	Client client.Client
+	// RoundLimit is the agent's round limit (agent.Options.RoundLimit); zero: the default.
+	RoundLimit int
 
 	dataDir     string
 	webhookAddr string
@@ -119,6 +121,7 @@ func (c *Cluster) StartAgent(log logr.Logger) error {
 	mgr, err := agent.New(c.CP.Config, agent.Options{
 		DataDir: c.dataDir, MetricsAddr: "0", HealthAddr: "0", Logger: log,
 		Webhook: agent.WebhookOptions{Addr: addr}, SkipNameValidation: true, MaxRetryDelay: MaxRetryDelay,
+		RoundLimit: c.RoundLimit,
 	})
 	if err != nil {
 		return err
