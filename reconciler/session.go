@@ -312,7 +312,6 @@ func (s *session) noteCertificate(role gitpeerv1alpha1.PeeringRole, peer string,
 	s.certs[peeringKey(role, peer)] = c
 }
 
-
 // requeueAtOnce requeues a PeeringRepository with no wait (a RequeueAfter
 // must be positive to be honoured without the failure backoff).
 const requeueAtOnce = time.Nanosecond
