@@ -5,10 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -327,12 +330,43 @@ func cloneAndReadRequests(r *gitsync.Repo) error {
 	return nil
 }
 
+// BenchmarkRetainedAfterPoll reports the heap an open clone of the
+// 10,000-peering repository keeps after it was cloned, every file of it read
+// (as a first round does) and polled again with no change: go-git's object
+// cache, pack index, gitsync's tree cache. Each iteration is one no-change
+// poll; retained-MiB is measured after the last one.
+func BenchmarkRetainedAfterPoll(b *testing.B) {
+	br := getBench(b)
+	before := liveHeap()
+	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
+	head := mustPoll(b, agent)
+	l, err := agent.List(head)
+	if err != nil {
+		b.Fatal(err)
+	}
+	round := agent.NewRound(head)
+	for _, f := range l.Files {
+		if _, err := round.ReadFile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l = nil
+	b.ResetTimer()
+	for b.Loop() {
+		mustPoll(b, agent)
+	}
+	b.StopTimer()
+	reportRetained(b, before)
+	runtime.KeepAlive(agent)
+}
+
 // BenchmarkLargeWrite writes a new identity.yaml in each of the 10,000
 // peering directories as one commit and pushes it, as a provider's round
 // issuing 10,000 identities does. It runs after the benchmarks above: its
 // commits change the benchmark repository.
 func BenchmarkLargeWrite(b *testing.B) {
 	br := getBench(b)
+	before := liveHeap()
 	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
 	mustPoll(b, agent)
 	b.ResetTimer()
@@ -349,6 +383,9 @@ func BenchmarkLargeWrite(b *testing.B) {
 			b.Fatalf("write: %+v, %v", res, err)
 		}
 	}
+	b.StopTimer()
+	reportRetained(b, before)
+	runtime.KeepAlive(agent)
 }
 
 // BenchmarkSmallWrite writes one file to the 10,000-peering repository after
@@ -373,4 +410,32 @@ func identityDoc() []byte {
 	cert := make([]byte, identityEntropy)
 	_, _ = rand.Read(cert)
 	return []byte("apiVersion: gitpeer.io/v1alpha1\nkind: Identity\nspec:\n  certificate: " + base64.StdEncoding.EncodeToString(cert) + "\n")
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// reportRetained reports, as retained-MiB, how much the live heap grew since
+// before (a liveHeap figure). With GITSYNC_HEAPPROFILE set to a directory,
+// it also writes the heap profile there, to see who retains it
+// (`go tool pprof -sample_index=inuse_space`).
+func reportRetained(b *testing.B, before uint64) {
+	after := liveHeap()
+	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
+	dir := os.Getenv("GITSYNC_HEAPPROFILE")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".heap"))
+	if err == nil {
+		err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+	}
+	if err != nil {
+		b.Error(err)
+	}
 }

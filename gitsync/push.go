@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
@@ -89,6 +90,11 @@ func (r *Repo) openReceivePack(ctx context.Context) (_ transport.ReceivePackSess
 	sess, err := c.NewReceivePackSession(ep, r.auth)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if ep.Protocol == "http" || ep.Protocol == "https" {
+		auth, _ := r.auth.(githttp.AuthMethod)
+		sess = &streamingSession{ReceivePackSession: sess, client: r.httpClient,
+			url: ep.String() + "/" + transport.ReceivePackServiceName, auth: auth}
 	}
 	defer func() {
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"path/filepath"
 	"sync"
@@ -23,13 +24,15 @@ const remoteName = "origin"
 // Repo is a persistent bare clone of one remote repository. Its methods are
 // safe for concurrent use; they are serialised internally.
 type Repo struct {
-	cfg     Config
-	auth    transport.AuthMethod
-	mu      sync.Mutex
-	repo    *git.Repository
-	storage *filesystem.Storage
-	trees   *treeCache
-	last    commitTree // the commit rootTree read last
+	cfg  Config
+	auth transport.AuthMethod
+	// httpClient sends pushes over HTTP(S) (streamingSession).
+	httpClient *http.Client
+	mu         sync.Mutex
+	repo       *git.Repository
+	storage    *filesystem.Storage
+	trees      *treeCache
+	last       commitTree // the commit rootTree read last
 	// noStaging is set once the remote refused a scratch ref (see stage).
 	noStaging bool
 }
@@ -73,7 +76,8 @@ func Open(cfg Config) (*Repo, error) {
 	if err := ensureRemote(repo, cfg.URL); err != nil {
 		return nil, err
 	}
-	return &Repo{cfg: cfg, auth: auth, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits)}, nil
+	return &Repo{cfg: cfg, auth: auth, httpClient: newHTTPClient(cfg.Auth.caBundle()), repo: repo, storage: st,
+		trees: newTreeCache(st, cfg.Limits)}, nil
 }
 
 // ensureRemote points the origin remote at url.
@@ -89,10 +93,14 @@ func ensureRemote(repo *git.Repository, url string) error {
 	return repo.SetConfig(cfg)
 }
 
-// Close releases the clone's open pack files. The Repo must not be used after.
+// Close releases the clone's open pack files and idle HTTP connections. The
+// Repo must not be used after.
 func (r *Repo) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.httpClient != nil {
+		r.httpClient.CloseIdleConnections()
+	}
 	return r.storage.Close()
 }
 
