@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -369,6 +371,7 @@ func BenchmarkLargeWrite(b *testing.B) {
 	before := liveHeap()
 	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
 	mustPoll(b, agent)
+	var peak float64 // bytes over the live heap before a write
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
@@ -378,14 +381,45 @@ func BenchmarkLargeWrite(b *testing.B) {
 				changes = append(changes, gitsync.Put(peeringPath(p, c, "identity.yaml"), identityDoc()))
 			}
 		}
+		base := liveHeap()
 		b.StartTimer()
+		stop := watchLiveHeap()
 		if res, err := agent.Write(context.Background(), message("identities"), changes); err != nil || !res.Pushed {
 			b.Fatalf("write: %+v, %v", res, err)
 		}
+		peak = max(peak, stop()-float64(base))
 	}
 	b.StopTimer()
+	b.ReportMetric(peak/(1<<20), "peak-live-MiB")
 	reportRetained(b, before)
 	runtime.KeepAlive(agent)
+}
+
+// watchLiveHeap samples the live heap (as of the last collection,
+// runtime/metrics /gc/heap/live:bytes) every millisecond until the returned
+// function is called, which returns the largest seen.
+func watchLiveHeap() func() float64 {
+	done, peak := make(chan struct{}), make(chan float64)
+	go func() {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var most uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			most = max(most, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				peak <- float64(most)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() float64 {
+		close(done)
+		return <-peak
+	}
 }
 
 // BenchmarkSmallWrite writes one file to the 10,000-peering repository after
