@@ -97,5 +97,7 @@ func (s *streamingSession) ReceivePack(ctx context.Context, req *packp.Reference
 	if err := report.Decode(r); err != nil {
 		return nil, err
 	}
+	// Read what follows the report (a flush), so that the connection is reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	return report, report.Error()
 }
