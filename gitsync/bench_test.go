@@ -5,14 +5,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -327,14 +332,46 @@ func cloneAndReadRequests(r *gitsync.Repo) error {
 	return nil
 }
 
+// BenchmarkRetainedAfterPoll reports the heap an open clone of the
+// 10,000-peering repository keeps after it was cloned, every file of it read
+// (as a first round does) and polled again with no change: go-git's object
+// cache, pack index, gitsync's tree cache. Each iteration is one no-change
+// poll; retained-MiB is measured after the last one.
+func BenchmarkRetainedAfterPoll(b *testing.B) {
+	br := getBench(b)
+	before := liveHeap()
+	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
+	head := mustPoll(b, agent)
+	l, err := agent.List(head)
+	if err != nil {
+		b.Fatal(err)
+	}
+	round := agent.NewRound(head)
+	for _, f := range l.Files {
+		if _, err := round.ReadFile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l = nil
+	b.ResetTimer()
+	for b.Loop() {
+		mustPoll(b, agent)
+	}
+	b.StopTimer()
+	reportRetained(b, before)
+	runtime.KeepAlive(agent)
+}
+
 // BenchmarkLargeWrite writes a new identity.yaml in each of the 10,000
 // peering directories as one commit and pushes it, as a provider's round
 // issuing 10,000 identities does. It runs after the benchmarks above: its
 // commits change the benchmark repository.
 func BenchmarkLargeWrite(b *testing.B) {
 	br := getBench(b)
+	before := liveHeap()
 	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
 	mustPoll(b, agent)
+	var peak float64 // bytes over the live heap before a write
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
@@ -344,10 +381,44 @@ func BenchmarkLargeWrite(b *testing.B) {
 				changes = append(changes, gitsync.Put(peeringPath(p, c, "identity.yaml"), identityDoc()))
 			}
 		}
+		base := liveHeap()
 		b.StartTimer()
+		stop := watchLiveHeap()
 		if res, err := agent.Write(context.Background(), message("identities"), changes); err != nil || !res.Pushed {
 			b.Fatalf("write: %+v, %v", res, err)
 		}
+		peak = max(peak, stop()-float64(base))
+	}
+	b.StopTimer()
+	b.ReportMetric(peak/(1<<20), "peak-live-MiB")
+	reportRetained(b, before)
+	runtime.KeepAlive(agent)
+}
+
+// watchLiveHeap samples the live heap (as of the last collection,
+// runtime/metrics /gc/heap/live:bytes) every millisecond until the returned
+// function is called, which returns the largest seen.
+func watchLiveHeap() func() float64 {
+	done, peak := make(chan struct{}), make(chan float64)
+	go func() {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var most uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			most = max(most, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				peak <- float64(most)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() float64 {
+		close(done)
+		return <-peak
 	}
 }
 
@@ -373,4 +444,32 @@ func identityDoc() []byte {
 	cert := make([]byte, identityEntropy)
 	_, _ = rand.Read(cert)
 	return []byte("apiVersion: gitpeer.io/v1alpha1\nkind: Identity\nspec:\n  certificate: " + base64.StdEncoding.EncodeToString(cert) + "\n")
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// reportRetained reports, as retained-MiB, how much the live heap grew since
+// before (a liveHeap figure). With GITSYNC_HEAPPROFILE set to a directory,
+// it also writes the heap profile there, to see who retains it
+// (`go tool pprof -sample_index=inuse_space`).
+func reportRetained(b *testing.B, before uint64) {
+	after := liveHeap()
+	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
+	dir := os.Getenv("GITSYNC_HEAPPROFILE")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".heap"))
+	if err == nil {
+		err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+	}
+	if err != nil {
+		b.Error(err)
+	}
 }

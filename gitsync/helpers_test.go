@@ -3,7 +3,9 @@ package gitsync_test
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -135,6 +137,10 @@ func mustWrite(t testing.TB, r *gitsync.Repo, subject string, changes ...gitsync
 type counter struct {
 	URL                string
 	adverts, downloads atomic.Int64
+	// open counts the client connections to the proxy not closed yet.
+	open atomic.Int64
+	// CA is the proxy's certificate (PEM) when it serves HTTPS.
+	CA []byte
 
 	mu     sync.Mutex
 	pushes []int64
@@ -142,13 +148,22 @@ type counter struct {
 }
 
 func newCounter(t testing.TB, repoURL string) *counter {
+	return startCounter(t, repoURL, false)
+}
+
+// newTLSCounter is newCounter serving HTTPS, with its certificate in CA.
+func newTLSCounter(t testing.TB, repoURL string) *counter {
+	return startCounter(t, repoURL, true)
+}
+
+func startCounter(t testing.TB, repoURL string, useTLS bool) *counter {
 	u, err := url.Parse(repoURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &counter{}
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodGet && r.URL.Query().Get("service") == "git-upload-pack":
 			c.adverts.Add(1)
@@ -166,9 +181,33 @@ func newCounter(t testing.TB, repoURL string) *counter {
 		}
 		proxy.ServeHTTP(w, r)
 	}))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			c.open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			c.open.Add(-1)
+		}
+	}
+	if useTLS {
+		srv.StartTLS()
+		c.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL + u.Path
 	return c
+}
+
+// OpenConns returns the number of client connections not closed yet, once
+// it is under want or after a few seconds (a client's close reaches the
+// server a little later).
+func (c *counter) OpenConns(want int64) int64 {
+	for deadline := time.Now().Add(5 * time.Second); c.open.Load() >= want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return c.open.Load()
 }
 
 // OnPush arms hook: it runs once, when the next push request arrives and

@@ -8,12 +8,12 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
@@ -34,8 +34,8 @@ type refUpdate struct {
 // Unlike go-git's Push, which walks everything reachable from every ref the
 // remote advertises to decide what to send (at 10,000 peerings, about a
 // second per push even for a one-file write), it sends exactly objects
-// (see newObjects), whole: no delta search, which costs more memory than it
-// saves on a write's files (keys, certificates, signatures).
+// (see newObjects), whole (writePack): no delta search, which costs more
+// memory than it saves on a write's files (keys, certificates, signatures).
 func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (err error) {
 	sess, adv, refs, err := r.openReceivePack(ctx)
 	if err != nil {
@@ -63,8 +63,7 @@ func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (er
 	req.Packfile = pack
 	encoded := make(chan error, 1)
 	go func() {
-		_, err := packfile.NewEncoder(w, r.storage, false).Encode(objects.hashes(), 0)
-		encoded <- w.CloseWithError(err)
+		encoded <- w.CloseWithError(writePack(w, r.storage, objects.hashes()))
 	}()
 	rs, err := sess.ReceivePack(ctx, req)
 	_ = pack.CloseWithError(io.ErrClosedPipe) // ends the encoder if the server stopped reading
@@ -89,6 +88,11 @@ func (r *Repo) openReceivePack(ctx context.Context) (_ transport.ReceivePackSess
 	sess, err := c.NewReceivePackSession(ep, r.auth)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if ep.Protocol == "http" || ep.Protocol == "https" {
+		auth, _ := r.auth.(githttp.AuthMethod)
+		sess = &streamingSession{ReceivePackSession: sess, client: r.httpClient,
+			url: ep.String() + "/" + transport.ReceivePackServiceName, auth: auth}
 	}
 	defer func() {
 		if err != nil {

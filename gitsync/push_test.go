@@ -2,6 +2,7 @@ package gitsync_test
 
 import (
 	"crypto/rand"
+	"fmt"
 	"testing"
 
 	"github.com/gitpeer/gitpeer/gitsync"
@@ -42,4 +43,35 @@ func TestPushKindChanges(t *testing.T) {
 		t.Fatalf("a = %q", got)
 	}
 	git(t, f.repo.Dir, "fsck", "--strict", "--no-dangling")
+}
+
+// TestPushesReleaseConnections pushes several times over HTTP: the pushes
+// release their connections. go-git's HTTP push never closed the response,
+// which kept each push's connection (and the whole request, pack included)
+// for the life of the process.
+func TestPushesReleaseConnections(t *testing.T) {
+	f := newFixture(t, "conns")
+	c := newCounter(t, f.repo.HTTPURL)
+	agent := f.open(c.URL, f.httpAuth())
+	const writes = 8
+	for i := range writes {
+		mustWrite(t, agent, "write", gitsync.Put(fmt.Sprintf("f%d", i), []byte("x")))
+	}
+	if n := c.OpenConns(writes); n >= writes {
+		t.Fatalf("%d writes left %d connections open, want fewer (each push kept its own)", writes, n)
+	}
+}
+
+// TestPushHTTPS fetches and pushes over HTTPS from a server whose
+// certificate only the configured CA bundle vouches for.
+func TestPushHTTPS(t *testing.T) {
+	f := newFixture(t, "https")
+	c := newTLSCounter(t, f.repo.HTTPURL)
+	auth := f.httpAuth()
+	auth.CA = c.CA
+	agent := f.open(c.URL, auth)
+	res := mustWrite(t, agent, "over https", gitsync.Put("a", []byte("a")))
+	if got := git(t, f.repo.Dir, "rev-parse", "main"); !res.Pushed || got != res.Commit.String() {
+		t.Fatalf("pushed %+v, server's main is %s", res, got)
+	}
 }

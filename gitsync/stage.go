@@ -62,13 +62,24 @@ func stagedAt(name plumbing.ReferenceName) (time.Time, bool) {
 	return time.Unix(unix, 0), true
 }
 
-// unstagedRefs are the refs a write that staged to own deletes once done,
-// among the advertised ones: own, and every scratch ref staged more than
-// staleStagingAge before now.
-func unstagedRefs(advertised []plumbing.ReferenceName, own plumbing.ReferenceName, now time.Time) []plumbing.ReferenceName {
+// legacyStagingRef is the scratch ref earlier versions of the agent staged a
+// large write to branch in: refs/gitpeer/staging/<branch>, shared by every
+// writer of the branch and left behind when a writer stopped before
+// deleting it. Its name tells no age; a writer of the branch deletes it
+// (unstagedRefs). An earlier version still writing at that moment loses
+// nothing: the server keeps the staged objects until it prunes unreachable
+// ones (two weeks by default), and that writer's own deletion is best effort.
+func legacyStagingRef(branch string) plumbing.ReferenceName {
+	return plumbing.ReferenceName(stagingRefPrefix + branch)
+}
+
+// unstagedRefs are the refs a write to branch that staged to own deletes
+// once done, among the advertised ones: own, every scratch ref staged more
+// than staleStagingAge before now, and branch's legacyStagingRef.
+func unstagedRefs(advertised []plumbing.ReferenceName, own plumbing.ReferenceName, branch string, now time.Time) []plumbing.ReferenceName {
 	var out []plumbing.ReferenceName
 	for _, name := range advertised {
-		if at, ok := stagedAt(name); name == own || ok && now.Sub(at) > staleStagingAge {
+		if at, ok := stagedAt(name); name == own || name == legacyStagingRef(branch) || ok && now.Sub(at) > staleStagingAge {
 			out = append(out, name)
 		}
 	}
@@ -106,11 +117,12 @@ func (r *Repo) stage(ctx context.Context, ref plumbing.ReferenceName, commit plu
 	return plumbing.ZeroHash, nil
 }
 
-// unstage deletes the scratch ref ref and, in the same request, the scratch
-// refs other writers left behind (unstagedRefs), so that they do not pile up
-// on the server. It is best effort: a ref left behind holds objects the
-// branch mostly holds too, and a later large write deletes it.
-func (r *Repo) unstage(ctx context.Context, ref plumbing.ReferenceName) {
+// unstage deletes the scratch ref ref of a write to branch and, in the same
+// request, the scratch refs other writers left behind (unstagedRefs), so
+// that they do not pile up on the server. It is best effort: a ref left
+// behind holds objects the branch mostly holds too, and a later large write
+// deletes it.
+func (r *Repo) unstage(ctx context.Context, ref plumbing.ReferenceName, branch string) {
 	sess, adv, refs, err := r.openReceivePack(ctx)
 	if err != nil {
 		return
@@ -120,7 +132,7 @@ func (r *Repo) unstage(ctx context.Context, ref plumbing.ReferenceName) {
 		return
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
-	for _, name := range unstagedRefs(slices.Collect(maps.Keys(refs)), ref, time.Now()) {
+	for _, name := range unstagedRefs(slices.Collect(maps.Keys(refs)), ref, branch, time.Now()) {
 		req.Commands = append(req.Commands, &packp.Command{Name: name, Old: refs[name].Hash()})
 	}
 	if len(req.Commands) > 0 {

@@ -191,9 +191,10 @@ func TestLargeWritesConcurrent(t *testing.T) {
 }
 
 // TestLargeWriteDeletesStaleStagingRefs checks a large write deletes, with
-// its own scratch ref, those other writers left behind over an hour ago, and
-// leaves alone another writer's recent one and any ref it did not name (an
-// older agent's refs/gitpeer/staging/<branch>).
+// its own scratch ref, those other writers left behind over an hour ago and
+// the one an earlier version of the agent named after the branch alone
+// (refs/gitpeer/staging/<branch>), and leaves alone another writer's recent
+// one, an earlier version's for another branch, and any ref no version named.
 func TestLargeWriteDeletesStaleStagingRefs(t *testing.T) {
 	f := newFixture(t, "stale")
 	agent := f.openHTTP()
@@ -205,7 +206,8 @@ func TestLargeWriteDeletesStaleStagingRefs(t *testing.T) {
 		fmt.Sprintf("refs/gitpeer/staging/%d-0123456789abcdef/main", recent):        true,
 		fmt.Sprintf("refs/gitpeer/staging/%d-0123456789ABCDEF/main", old):           true,
 		fmt.Sprintf("refs/gitpeer/staging/%d-not-hex/main", old):                    true,
-		"refs/gitpeer/staging/main":                                                 true,
+		"refs/gitpeer/staging/main":                                                 false,
+		"refs/gitpeer/staging/gitpeer/review":                                       true,
 		"refs/gitpeer/other":                                                        true,
 	}
 	for ref := range kept {

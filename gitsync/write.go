@@ -76,7 +76,7 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 	var stagingRef plumbing.ReferenceName
 	defer func() {
 		if !staged.IsZero() {
-			r.unstage(ctx, stagingRef)
+			r.unstage(ctx, stagingRef, branch)
 		}
 	}()
 	for attempt := 1; attempt <= r.cfg.Retry.Attempts; attempt++ {
