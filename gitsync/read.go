@@ -173,9 +173,9 @@ func (rd *Round) ReadFile(f File) ([]byte, error) {
 	return r.readBlob(f.Hash)
 }
 
-// Charge counts against the round's budget n bytes that the reader holds
-// from files read in an earlier round, so that the budget bounds what the
-// reader holds, not only what it reads now.
+// Charge counts against the round's budget n bytes of files read in an
+// earlier round that the reader holds or may read again in this one, so
+// that the budget bounds what the round holds, not only what it reads now.
 func (rd *Round) Charge(n int64) {
 	rd.read += n
 }

@@ -46,7 +46,7 @@ func CloneDir(dataDir, url string) string {
 // objectCacheSize bounds the clone's cache of decoded objects (delta bases
 // and recently read objects). go-git's default, 96 MiB, would keep a copy of
 // nearly every file a full read of 10,000 peering directories reads (about
-// 70 MiB), which its reader (layout.Loader) has already decoded and keeps.
+// 70 MiB), which its reader (protocol.Loader) has already decoded.
 const objectCacheSize = 8 * cache.MiByte
 
 // Open opens the clone in cfg.Dir, creating an empty one on first use. It

@@ -20,9 +20,9 @@ import (
 //
 // A Loader reads only the peering directories that changed since its last
 // round: MaxDirectoriesPerRound counts the directories read in this round,
-// and MaxBytesPerRound the bytes of the files the round's result holds (read
-// in this round, or kept decoded from an earlier one), so that it also bounds
-// what the Loader keeps. A full read (the first round, `gitpeer verify`) of a
+// and MaxBytesPerRound the bytes of the files the round's result may hold
+// (read in this round, or carried over from an earlier one and decoded when
+// the round visits it), so that it also bounds what one round holds. A full read (the first round, `gitpeer verify`) of a
 // provider at MaxConsumersPerProvider peers fits both.
 const (
 	// MaxTreeEntries caps the entries of a peering directory and of the
@@ -92,7 +92,8 @@ type Loaded struct {
 	// Rejected lists every skipped file in scope, with why.
 	Rejected []Rejection
 	// Changed lists, sorted, the peering directories (<providerID>/<consumerID>)
-	// a Loader read in this round, or kept from its previous round and found gone:
+	// a Loader read in this round, found new or changed in place of a directory
+	// (an entry it cannot read), or had in its previous round and found gone:
 	// every directory in scope for a new Loader. Load leaves it nil.
 	Changed []string
 	// unread holds, by provider ID, why a provider directory could not be listed.
