@@ -22,8 +22,9 @@ import (
 // round: MaxDirectoriesPerRound counts the directories read in this round,
 // and MaxBytesPerRound the bytes of the files the round's result may hold
 // (read in this round, or carried over from an earlier one and decoded when
-// the round visits it), so that it also bounds what one round holds. A full read (the first round, `gitpeer verify`) of a
-// provider at MaxConsumersPerProvider peers fits both.
+// the round visits it), so that it also bounds what one round holds. A full
+// read (the first round, `gitpeer verify`) of a provider at
+// MaxConsumersPerProvider peers fits both.
 const (
 	// MaxTreeEntries caps the entries of a peering directory and of the
 	// directories below it.
