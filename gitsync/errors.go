@@ -74,6 +74,10 @@ type FileError struct {
 	Reason error
 	// Detail says more, e.g. the size or the kind of entry.
 	Detail string
+	// Hash is the object id of the entry a listing skipped (Listing.Skipped):
+	// a reader that kept its verdict knows from it whether the entry changed.
+	// Zero for other errors.
+	Hash plumbing.Hash
 }
 
 func (e *FileError) Error() string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/gitsync"
@@ -244,5 +245,64 @@ func TestTopTreeEntries(t *testing.T) {
 	over, head := r.commit(r.Tree(dir("p", wide(10, dir("b", leaf)))), gitsync.Limits{MaxTreeEntries: 4, MaxTopTreeEntries: 10, TopLevels: 2})
 	if l, err := over.List(head); err != nil || len(l.Skipped) != 1 || l.Skipped[0].Path != "p" {
 		t.Fatalf("a provider directory over MaxTopTreeEntries: %+v %v", l, err)
+	}
+}
+
+// TestListDir checks that ListDir lists a directory of a listing, by its
+// tree hash, as the listing of the whole commit does (its files, its
+// subdirectories, the entries it skips, with their object ids), and that a
+// refused directory is skipped, not an error.
+func TestListDir(t *testing.T) {
+	r := newRawRepo(t)
+	a, b := r.Blob([]byte("a")), r.Blob([]byte("b"))
+	sub := r.Tree(file("x.yaml", b))
+	link := object.TreeEntry{Name: "link.yaml", Mode: filemode.Symlink, Hash: a}
+	peering := r.Tree(file("a.yaml", a), link, dir("sub", sub))
+	wide := r.Tree(file("1", a), file("2", a), file("3", a), file("4", a), file("5", a))
+	root := r.Tree(dir("p", r.Tree(dir("c1", peering), dir("c2", wide))))
+	repo, head := r.commit(root, gitsync.Limits{MaxTreeEntries: 4, MaxTopTreeEntries: 10, TopLevels: 2})
+	all, err := repo.List(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(l *gitsync.Listing, under string) string {
+		var out []string
+		for _, f := range l.Files {
+			if strings.HasPrefix(f.Path, under) {
+				out = append(out, "file "+f.Path+" "+f.Hash.String())
+			}
+		}
+		for _, d := range l.Dirs {
+			if strings.HasPrefix(d.Path, under) {
+				out = append(out, "dir "+d.Path+" "+d.Hash.String())
+			}
+		}
+		for _, sk := range l.Skipped {
+			if strings.HasPrefix(sk.Path, under) {
+				out = append(out, "skipped "+sk.Error()+" "+sk.Hash.String())
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, tc := range []struct {
+		dir  string
+		tree plumbing.Hash
+		want []string // lines of the rendering
+	}{
+		{dir: "p/c1", tree: peering, want: []string{"file p/c1/a.yaml " + a.String(), "file p/c1/sub/x.yaml " + b.String(),
+			"dir p/c1 " + peering.String(), "dir p/c1/sub " + sub.String(), "skipped p/c1/link.yaml: not a regular file (symlink) " + a.String()}},
+		{dir: "p/c2", tree: wide, want: []string{"skipped p/c2: read limit exceeded (5 entries, limit 4) " + wide.String()}},
+	} {
+		l, err := repo.ListDir(head, tc.dir, tc.tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := render(l, tc.dir)
+		if want := strings.Join(tc.want, "\n"); got != want {
+			t.Errorf("ListDir(%s):\n%s\nwant:\n%s", tc.dir, got, want)
+		}
+		if whole := render(all, tc.dir); got != whole {
+			t.Errorf("ListDir(%s):\n%s\nthe listing of the commit:\n%s", tc.dir, got, whole)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package gitsync
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -71,12 +72,42 @@ func (r *Repo) ListUnknown(commit plumbing.Hash, within func(dir string) bool, k
 	if err != nil {
 		return nil, err
 	}
+	return r.list(commit, func(d *treeDiff) error {
+		d.within, d.known = within, known
+		return d.diff("", nil, root)
+	})
+}
+
+// ListDir lists, as ListUnknown would, only the directory dir (relative to
+// the root, listed by ListUnknown at commit) whose tree is tree: a reader
+// that knew the directory (Dir.Known) reads it again alone, without listing
+// its parents. It is listed first in Listing.Dirs; refused, it is in
+// Listing.Skipped. It counts against Limits on its own.
+func (r *Repo) ListDir(commit plumbing.Hash, dir string, tree plumbing.Hash) (*Listing, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.list(commit, func(d *treeDiff) error {
+		t, err := d.load(dir, tree)
+		var refusedDir *FileError
+		if errors.As(err, &refusedDir) {
+			d.skipped = append(d.skipped, refusedDir)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		d.listed = append(d.listed, Dir{Path: dir, Hash: tree})
+		return d.diff(dir, nil, t)
+	})
+}
+
+// list returns the listing of commit that walk makes with a treeDiff.
+func (r *Repo) list(commit plumbing.Hash, walk func(d *treeDiff) error) (*Listing, error) {
 	l := &Listing{Commit: commit}
 	d := r.newDiff(func(p string, _, to plumbing.Hash) {
 		l.Files = append(l.Files, File{Path: p, Hash: to})
 	})
-	d.within, d.known = within, known
-	if err := d.diff("", nil, root); err != nil {
+	if err := walk(d); err != nil {
 		return nil, err
 	}
 	l.Skipped, l.Dirs = d.skipped, d.listed
@@ -142,9 +173,9 @@ func (rd *Round) ReadFile(f File) ([]byte, error) {
 	return r.readBlob(f.Hash)
 }
 
-// Charge counts against the round's budget n bytes that the reader holds
-// from files read in an earlier round, so that the budget bounds what the
-// reader holds, not only what it reads now.
+// Charge counts against the round's budget n bytes of files read in an
+// earlier round that the reader holds or may read again in this one, so
+// that the budget bounds what the round holds, not only what it reads now.
 func (rd *Round) Charge(n int64) {
 	rd.read += n
 }

@@ -49,7 +49,7 @@ func CloneDir(dataDir, url string) string {
 // objectCacheSize bounds the clone's cache of decoded objects (delta bases
 // and recently read objects). go-git's default, 96 MiB, would keep a copy of
 // nearly every file a full read of 10,000 peering directories reads (about
-// 70 MiB), which its reader (layout.Loader) has already decoded and keeps.
+// 70 MiB), which its reader (protocol.Loader) has already decoded.
 // The bound counts the objects' content only: for a clone's small files
 // the cache's heap is about twice it (BenchmarkRetainedAfterPoll: 19.4 MiB
 // retained with 8 MiB, 8.7 MiB with 2 MiB, for the same CPU reading every

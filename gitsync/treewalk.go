@@ -71,7 +71,7 @@ func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
 		p := joinPath(prefix, name)
 		if !validName(name) {
 			if eb != nil {
-				d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrUnsafePath, Detail: "invalid tree entry name"})
+				d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrUnsafePath, Detail: "invalid tree entry name", Hash: eb.Hash})
 			}
 			continue
 		}
@@ -90,7 +90,7 @@ func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
 			}
 		}
 		if eb != nil && eb.Mode != filemode.Dir && !isRegular(eb.Mode) {
-			d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrNotRegularFile, Detail: entryKind(eb.Mode)})
+			d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrNotRegularFile, Detail: entryKind(eb.Mode), Hash: eb.Hash})
 		}
 		fa, fb := regularHash(ea), regularHash(eb)
 		if fa != fb {
@@ -129,14 +129,19 @@ func (d *treeDiff) subtrees(p string, ea, eb *object.TreeEntry) (a, b *object.Tr
 	return a, b, nil
 }
 
-// load loads the subtree h at path p, counting it against MaxDirectories.
+// load loads the subtree h at path p, counting it against MaxDirectories;
+// a refused one is a *FileError carrying h.
 func (d *treeDiff) load(p string, h plumbing.Hash) (*object.Tree, error) {
 	if max := d.limits.MaxDirectories; max > 0 && d.dirs >= max {
-		return nil, &FileError{Path: p, Reason: ErrRoundLimitExceeded,
+		return nil, &FileError{Path: p, Reason: ErrRoundLimitExceeded, Hash: h,
 			Detail: fmt.Sprintf("directory not read: a listing reads at most %d directories", max)}
 	}
 	d.dirs++
-	return loadTree(d.storer, h, p, d.limits.treeEntries(levelOf(p)))
+	t, err := loadTree(d.storer, h, p, d.limits.treeEntries(levelOf(p)))
+	if fe := (*FileError)(nil); errors.As(err, &fe) {
+		fe.Hash = h
+	}
+	return t, err
 }
 
 // regularHash returns the blob hash of a regular-file entry, else the zero hash.

@@ -18,9 +18,10 @@ import (
 // BenchmarkLoader reads, as provider-a's agent does, a repository where
 // provider-a has 10,000 issued peerings (request, nonce, tenant and identity
 // each): a fresh read (the first round, `gitpeer verify`), a round where
-// nothing changed, a round where one directory changed, and the heap the
-// Loader keeps between rounds (and, apart, what the open clone's object
-// cache holds after the round).
+// nothing changed, a full round (nothing changed, every peering's documents
+// asked for), a round where one directory changed, and the heap the Loader
+// keeps between rounds (and, apart, what the open clone's object cache holds
+// after the round).
 //
 //	GOTOOLCHAIN=local go test ./reconciler/ -run '^$' -bench Loader -benchtime 5x
 func BenchmarkLoader(b *testing.B) {
@@ -47,25 +48,47 @@ func BenchmarkLoader(b *testing.B) {
 	}
 	repo := open(b)
 	b.Cleanup(func() { _ = repo.Close() })
-	load := func(b *testing.B, repo *gitsync.Repo, loader *protocol.Loader, commit plumbing.Hash) {
+	load := func(b *testing.B, repo *gitsync.Repo, loader *protocol.Loader, commit plumbing.Hash) *protocol.Loaded {
 		loaded, err := reconciler.LoadChanged(loader, repo, commit, providerA)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(loaded.Peerings) != n || len(loaded.Rejected) != 0 {
-			b.Fatalf("%d peerings, rejected %v", len(loaded.Peerings), loaded.Rejected)
+		if len(loaded.Rejected) != 0 {
+			b.Fatalf("rejected %v", loaded.Rejected)
 		}
+		return loaded
 	}
 	b.Run("fresh", func(b *testing.B) {
 		for b.Loop() {
-			load(b, repo, new(protocol.Loader), head)
+			if loaded := load(b, repo, new(protocol.Loader), head); len(loaded.Peerings) != n {
+				b.Fatalf("%d peerings decoded", len(loaded.Peerings))
+			}
 		}
 	})
 	b.Run("no-change", func(b *testing.B) {
 		loader := new(protocol.Loader)
 		load(b, repo, loader, head)
 		for b.Loop() {
-			load(b, repo, loader, head)
+			if loaded := load(b, repo, loader, head); len(loaded.Changed) != 0 {
+				b.Fatalf("changed %v", loaded.Changed)
+			}
+		}
+	})
+	// A full round: nothing changed, and the round asks for the documents of every peering.
+	b.Run("full-round", func(b *testing.B) {
+		loader := new(protocol.Loader)
+		load(b, repo, loader, head)
+		for b.Loop() {
+			loaded := load(b, repo, loader, head)
+			dirs := loaded.Dirs()
+			for _, d := range dirs {
+				if pe := loaded.Documents(d.Provider, d.Consumer); pe.Identity == nil {
+					b.Fatalf("%s/%s: no identity, invalid %v", d.Provider, d.Consumer, pe.Invalid)
+				}
+			}
+			if len(dirs) != n {
+				b.Fatalf("%d peerings", len(dirs))
+			}
 		}
 	})
 	b.Run("one-changed", func(b *testing.B) {

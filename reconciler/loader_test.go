@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +29,7 @@ import (
 // agent does) and with a fresh read of each commit (reconciler.LoadCommit,
 // as `gitpeer verify` does), and asserts that both give every directory the
 // same documents and rejections, and that the Loader decoded only the
-// directories whose tree changed. The provider's terms.yaml comes and goes
+// directories whose tree changed (the others are decoded when asked for). The provider's terms.yaml comes and goes
 // meanwhile: kept directories carry the terms of the round, not of the round
 // that decoded them.
 func TestLoaderAgreesWithFreshLoad(t *testing.T) {
@@ -85,7 +87,6 @@ func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 	}
 	loader := new(protocol.Loader)
 	var prev map[string]object.TreeEntry
-	var prevLoaded *protocol.Loaded
 	for i, step := range steps {
 		var es []object.TreeEntry
 		for _, name := range slices.Sorted(maps.Keys(step)) {
@@ -110,6 +111,15 @@ func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		fresh := mustLoad(t, repo, head)
+		decoded := maps.Clone(incremental.Peerings) // before verdicts decodes the directories carried over
+		for k := range fresh.Peerings {
+			if provider, consumer, _ := strings.Cut(k, "/"); !incremental.Has(provider, consumer) {
+				t.Errorf("commit %d: the Loader does not have %s", i, k)
+			}
+		}
+		if incremental.Has("provider-a", "consumer-none") {
+			t.Errorf("commit %d: the Loader has a directory absent from the commit", i)
+		}
 		if got, want := verdicts(t, incremental), verdicts(t, fresh); !maps.Equal(got, want) {
 			t.Errorf("commit %d: the Loader and a fresh read disagree:\nLoader: %v\nfresh:  %v", i, got, want)
 		}
@@ -118,18 +128,16 @@ func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 		}
 		for name, e := range step {
 			k := "provider-a/" + name
-			pe := incremental.Peerings[k]
-			if pe == nil || prevLoaded == nil {
-				continue
-			}
-			if same := prev[name].Hash == e.Hash && e.Mode == filemode.Dir; same != (pe == prevLoaded.Peerings[k]) {
-				t.Errorf("commit %d: %s unchanged %v, decoded again %v", i, k, same, pe != prevLoaded.Peerings[k])
+			was, ok := prev[name]
+			carried := ok && was == e && e.Mode == filemode.Dir
+			if _, read := decoded[k]; read && carried || !read && !carried && fresh.Peerings[k] != nil {
+				t.Errorf("commit %d: %s carried over %v, decoded by Load %v", i, k, carried, read)
 			}
 		}
 		if got, want := incremental.Changed, changedDirs(prev, step); !slices.Equal(got, want) {
 			t.Errorf("commit %d: Changed = %v, want %v", i, got, want)
 		}
-		prev, prevLoaded = step, incremental
+		prev = step
 	}
 }
 
@@ -139,7 +147,7 @@ func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 func changedDirs(prev, next map[string]object.TreeEntry) []string {
 	var out []string
 	for name, e := range next {
-		if was, ok := prev[name]; !ok || was.Hash != e.Hash || was.Mode != e.Mode || e.Mode != filemode.Dir {
+		if was, ok := prev[name]; !ok || was.Hash != e.Hash || was.Mode != e.Mode {
 			out = append(out, "provider-a/"+name)
 		}
 	}
@@ -152,9 +160,13 @@ func changedDirs(prev, next map[string]object.TreeEntry) []string {
 	return out
 }
 
-// verdicts renders what a Loaded says of every peering directory and file.
+// verdicts renders what a Loaded says of every peering directory and file,
+// decoding every directory a Loader carried over (Loaded.Documents).
 func verdicts(t *testing.T, l *protocol.Loaded) map[string]string {
 	t.Helper()
+	for _, d := range l.Dirs() {
+		l.Documents(d.Provider, d.Consumer)
+	}
 	out := map[string]string{}
 	for k, pe := range l.Peerings {
 		invalid := map[protocol.Kind]string{}
@@ -236,5 +248,116 @@ func TestLoaderRoundCaps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoaderCarriesUnreadableEntries checks that a peering directory the
+// Loader cannot read (a symlink, a submodule, or a directory refused for its
+// size in place of <providerID>/<consumerID>) is reported every round, with
+// the same rejection as a fresh read, but counts as changed (Loaded.Changed,
+// so visited) only in the round it appears or its entry changes.
+func TestLoaderCarriesUnreadableEntries(t *testing.T) {
+	r := newHostileRepo(t)
+	blob := func(s string) plumbing.Hash { return r.Blob([]byte(s)) }
+	var wide []object.TreeEntry
+	for i := range protocol.MaxTreeEntries + 1 {
+		wide = append(wide, rawgit.File(fmt.Sprintf("f%04d", i), blob("x")))
+	}
+	submodule := plumbing.NewHash(strings.Repeat("ab", 20))
+	entries := map[string]object.TreeEntry{
+		"consumer-m": {Name: "consumer-m", Mode: filemode.Submodule, Hash: submodule},
+		"consumer-s": {Name: "consumer-s", Mode: filemode.Symlink, Hash: blob("/etc/passwd")},
+		"consumer-v": rawgit.Dir("consumer-v", r.peering("consumer-v", repofixture.Issued, newCA(t))),
+		"consumer-w": rawgit.Dir("consumer-w", r.Tree(wide...)),
+	}
+	commit := func(change map[string]object.TreeEntry) plumbing.Hash {
+		maps.Copy(entries, change)
+		var es []object.TreeEntry
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
+			es = append(es, entries[name])
+		}
+		return r.Commit(r.Tree(rawgit.Dir("provider-a", r.Tree(es...))))
+	}
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	all := []string{"provider-a/consumer-m", "provider-a/consumer-s", "provider-a/consumer-v", "provider-a/consumer-w"}
+	first := commit(nil)
+	steps := []struct {
+		name    string
+		commit  plumbing.Hash
+		changed []string
+	}{
+		{"first round", first, all},
+		{"nothing changed", first, nil},
+		{"again", first, nil},
+		{"symlink retargeted", commit(map[string]object.TreeEntry{"consumer-s": {Name: "consumer-s", Mode: filemode.Symlink, Hash: blob("/etc/shadow")}}), []string{"provider-a/consumer-s"}},
+		{"submodule becomes a symlink", commit(map[string]object.TreeEntry{"consumer-m": {Name: "consumer-m", Mode: filemode.Symlink, Hash: blob("/etc/shadow")}}), []string{"provider-a/consumer-m"}},
+		{"refused directory grows", commit(map[string]object.TreeEntry{"consumer-w": rawgit.Dir("consumer-w", r.Tree(append(wide, rawgit.File("g", blob("y")))...))}), []string{"provider-a/consumer-w"}},
+		{"after the changes", commit(nil), nil},
+	}
+	loader := new(protocol.Loader)
+	for _, step := range steps {
+		loaded, err := reconciler.LoadChanged(loader, repo, step.commit, providerA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(loaded.Changed, step.changed) {
+			t.Errorf("%s: Changed = %v, want %v", step.name, loaded.Changed, step.changed)
+		}
+		if got, want := verdicts(t, loaded), verdicts(t, mustLoad(t, repo, step.commit)); !maps.Equal(got, want) {
+			t.Errorf("%s: the Loader and a fresh read disagree:\nLoader: %v\nfresh:  %v", step.name, got, want)
+		}
+		if len(loaded.Rejected) != 3 {
+			t.Errorf("%s: rejected %v, want the three unreadable entries", step.name, loaded.Rejected)
+		}
+	}
+}
+
+// TestLoaderCarriedDirectoryLost checks that a directory the Loader carried
+// over whose tree can no longer be read when the round asks for its
+// documents (its object deleted from the clone) is present with every kind
+// invalid, never absent, while the others are still decoded.
+func TestLoaderCarriedDirectoryLost(t *testing.T) {
+	r := newHostileRepo(t)
+	ca := newCA(t)
+	lost := r.peering("consumer-l", repofixture.Issued, ca)
+	head := r.Commit(r.Tree(rawgit.Dir("provider-a", r.providerTree(map[string]plumbing.Hash{
+		"consumer-l": lost, "consumer-v": r.peering("consumer-v", repofixture.Issued, ca)}))))
+	open := func() *gitsync.Repo {
+		repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = repo.Close() })
+		return repo
+	}
+	loader := new(protocol.Loader)
+	if _, err := reconciler.LoadChanged(loader, open(), head, providerA); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(r.Dir, "objects", lost.String()[:2], lost.String()[2:])); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := reconciler.LoadChanged(loader, open(), head, providerA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded.Changed) != 0 || len(loaded.Peerings) != 0 || !loaded.Has("provider-a", "consumer-l") {
+		t.Fatalf("changed %v, decoded %d, want both carried over", loaded.Changed, len(loaded.Peerings))
+	}
+	pe := loaded.Documents("provider-a", "consumer-l")
+	for _, k := range protocol.Kinds {
+		if err := pe.Invalid[k]; err == nil || !strings.Contains(err.Error(), "provider-a/consumer-l: reading the directory again") {
+			t.Errorf("%s: invalid %v, want the read error", k, err)
+		}
+	}
+	if pe.Request != nil || pe.Tenant != nil {
+		t.Errorf("documents of an unread directory: %+v", pe)
+	}
+	if v := loaded.Documents("provider-a", "consumer-v"); v.Identity == nil || len(v.Invalid) != 0 {
+		t.Errorf("consumer-v: identity %v, invalid %v", v.Identity, v.Invalid)
 	}
 }

@@ -65,12 +65,10 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 	refused := fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository, once on upgrade or when the PeeringRepository carries %s=true",
 		errNotOurs{"namespace " + ns.Name}, peer, peer, gitpeerv1alpha1.AdoptUnownedAnnotation)
 	me := string(s.obj.Spec.ClusterID)
-	_, asProvider := s.loaded.Peerings[me+"/"+peer]
-	_, asConsumer := s.loaded.Peerings[peer+"/"+me]
 	claim := ownership.Claim{
 		Annotated: s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] == "true",
 		Migrating: s.migratingOwnership(),
-		Listed:    asProvider || asConsumer,
+		Listed:    s.loaded.Has(me, peer) || s.loaded.Has(peer, me),
 	}
 	if !claim.Permitted() {
 		return refused
@@ -196,18 +194,18 @@ func (s *session) observeClaimants(ctx context.Context, peer string, claim *owne
 // changed since); the others are read, and p remembers each.
 func (s *session) countPending(ctx context.Context, p *providerPlan) error {
 	me := string(s.obj.Spec.ClusterID)
-	for _, pe := range s.loaded.Peerings {
-		if pe.Provider != me || pe.Request == nil {
+	for _, d := range s.loaded.Dirs() {
+		if d.Provider != me || !d.Request {
 			continue
 		}
-		pending := p.prev != nil && p.carried[pe.Consumer] && p.prev.Peerings[pe.Consumer].Pending
-		if !p.carried[pe.Consumer] {
+		pending := p.prev != nil && p.carried[d.Consumer] && p.prev.Peerings[d.Consumer].Pending
+		if !p.carried[d.Consumer] {
 			var err error
-			if pending, err = s.answeredNotIssued(ctx, pe.Consumer); err != nil {
+			if pending, err = s.answeredNotIssued(ctx, d.Consumer); err != nil {
 				return err
 			}
 		}
-		p.pending[pe.Consumer] = pending
+		p.pending[d.Consumer] = pending
 		if pending {
 			s.pending++
 		}

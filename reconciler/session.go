@@ -209,9 +209,9 @@ func (s *session) run(ctx context.Context) error {
 	var plan *providerPlan // the provider's peerings visited and carried over
 	if s.obj.IsProvider() {
 		consumers := map[string]bool{}
-		for _, pe := range s.loaded.Peerings {
-			if pe.Provider == me {
-				consumers[pe.Consumer] = true
+		for _, d := range s.loaded.Dirs() {
+			if d.Provider == me {
+				consumers[d.Consumer] = true
 			}
 		}
 		// Tenants issued earlier whose directory is gone entirely must be revoked too.

@@ -20,10 +20,11 @@ import (
 //
 // A Loader reads only the peering directories that changed since its last
 // round: MaxDirectoriesPerRound counts the directories read in this round,
-// and MaxBytesPerRound the bytes of the files the round's result holds (read
-// in this round, or kept decoded from an earlier one), so that it also bounds
-// what the Loader keeps. A full read (the first round, `gitpeer verify`) of a
-// provider at MaxConsumersPerProvider peers fits both.
+// and MaxBytesPerRound the bytes of the files the round's result may hold
+// (read in this round, or carried over from an earlier one and decoded when
+// the round visits it), so that it also bounds what one round holds. A full
+// read (the first round, `gitpeer verify`) of a provider at
+// MaxConsumersPerProvider peers fits both.
 const (
 	// MaxTreeEntries caps the entries of a peering directory and of the
 	// directories below it.
@@ -86,11 +87,14 @@ type Rejection struct {
 type Loaded struct {
 	// Peerings holds the documents of each peering directory in scope, by
 	// <providerID>/<consumerID>; kinds present but skipped are marked invalid.
+	// From a Loader it holds those decoded in its round: read in it, or
+	// carried over and asked for (Documents); Dirs lists them all.
 	Peerings map[string]*Documents
 	// Rejected lists every skipped file in scope, with why.
 	Rejected []Rejection
 	// Changed lists, sorted, the peering directories (<providerID>/<consumerID>)
-	// a Loader read in this round, or kept from its previous round and found gone:
+	// a Loader read in this round, found new or changed in place of a directory
+	// (an entry it cannot read), or had in its previous round and found gone:
 	// every directory in scope for a new Loader. Load leaves it nil.
 	Changed []string
 	// unread holds, by provider ID, why a provider directory could not be listed.
@@ -99,6 +103,16 @@ type Loaded struct {
 	// it is missing or invalid.
 	terms    map[string]*documents.ProviderTerms
 	termsErr map[string]error
+	// carried, from a Loader, holds the peering directories carried over
+	// from its previous round, decoded only when asked for (Documents).
+	carried *carried
+}
+
+// Dir is a peering directory of a Loaded holding documents, decoded or not.
+type Dir struct {
+	Provider, Consumer string
+	// Request: it holds a valid request.yaml (Documents.Request is set).
+	Request bool
 }
 
 // Load decodes the documents of every peering directory of listing in scope,
@@ -138,22 +152,52 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 	return l
 }
 
-// Documents returns the documents of <provider>/<consumer>, created on first
-// use; in a provider directory that could not be listed, every kind is invalid.
+// Documents returns the documents of <provider>/<consumer>: decoded (a
+// directory a Loader carried over is read and decoded now, with the
+// provider's terms of this round; one that can no longer be read has every
+// kind invalid), or else created empty on first use; in a provider directory
+// that could not be listed, every kind is invalid. It adds them to Peerings.
 func (l *Loaded) Documents(provider, consumer string) *Documents {
 	k := path.Join(provider, consumer)
-	pe := l.Peerings[k]
-	if pe == nil {
-		pe = &Documents{Provider: provider, Consumer: consumer, Terms: l.terms[provider], TermsErr: l.termsErr[provider]}
-		if pe.Terms == nil && pe.TermsErr == nil {
-			pe.TermsErr = ErrNoTerms
-		}
-		if err := l.unread[provider]; err != nil {
-			markAll(pe, err)
-		}
-		l.Peerings[k] = pe
+	if pe := l.Peerings[k]; pe != nil {
+		return pe
 	}
+	pe := &Documents{Provider: provider, Consumer: consumer}
+	pe.Terms, pe.TermsErr = l.Terms(provider)
+	if err := l.unread[provider]; err != nil {
+		markAll(pe, err)
+	}
+	if l.carried != nil {
+		decoded, err := l.carried.decode(k)
+		if err != nil {
+			markAll(pe, err)
+		} else if decoded != nil {
+			pe = decoded
+			pe.Terms, pe.TermsErr = l.Terms(provider)
+		}
+	}
+	l.Peerings[k] = pe
 	return pe
+}
+
+// Dirs returns, in no order, every peering directory that holds documents:
+// those in Peerings, and those a Loader carried over without decoding them.
+func (l *Loaded) Dirs() []Dir {
+	dirs := make([]Dir, 0, len(l.Peerings))
+	for _, pe := range l.Peerings {
+		dirs = append(dirs, Dir{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request != nil})
+	}
+	if l.carried != nil {
+		dirs = l.carried.appendDirs(dirs, l.Peerings)
+	}
+	return dirs
+}
+
+// Has reports whether <provider>/<consumer> holds documents (Dirs), or was
+// given some by Documents.
+func (l *Loaded) Has(provider, consumer string) bool {
+	k := path.Join(provider, consumer)
+	return l.Peerings[k] != nil || l.carried != nil && l.carried.has(k)
 }
 
 // Terms returns provider's terms as read, or why they are missing
