@@ -123,6 +123,9 @@ func TestLoaderAgreesWithFreshLoad(t *testing.T) {
 		if got, want := verdicts(t, incremental), verdicts(t, fresh); !maps.Equal(got, want) {
 			t.Errorf("commit %d: the Loader and a fresh read disagree:\nLoader: %v\nfresh:  %v", i, got, want)
 		}
+		if len(incremental.Peerings) != len(decoded) {
+			t.Errorf("commit %d: the round keeps %d directories decoded after reading them all, want the %d Load decoded", i, len(incremental.Peerings), len(decoded))
+		}
 		if len(fresh.Rejected) == 0 {
 			t.Errorf("commit %d rejects nothing", i)
 		}
@@ -164,11 +167,12 @@ func changedDirs(prev, next map[string]object.TreeEntry) []string {
 // decoding every directory a Loader carried over (Loaded.Documents).
 func verdicts(t *testing.T, l *protocol.Loaded) map[string]string {
 	t.Helper()
+	all := maps.Clone(l.Peerings) // Documents does not keep the directories it decodes again
 	for _, d := range l.Dirs() {
-		l.Documents(d.Provider, d.Consumer)
+		all[d.Provider+"/"+d.Consumer] = l.Documents(d.Provider, d.Consumer)
 	}
 	out := map[string]string{}
-	for k, pe := range l.Peerings {
+	for k, pe := range all {
 		invalid := map[protocol.Kind]string{}
 		for kind, err := range pe.Invalid {
 			invalid[kind] = err.Error()

@@ -30,18 +30,20 @@ type planned struct {
 	p providing
 }
 
-// provideAll runs the provider side of the peerings with consumers, in this
-// order: it plans them one after the other (planProvide: the same requests
-// are admitted, and the same peerings act within the round's limit, as if
-// they ran in this order), planChunk at a time, and takes the steps of each
-// chunk (provide) s.r.peeringWorkers at a time. The steps that sign a
-// certificate (at most the round's limit) are taken last, together, with one
-// read of the round's CSRs for their consumers alone (labelledCSRs). The
-// results, and the round's writes to the branch (stage), are in the order of
-// consumers whatever order the steps ended in; a failure of one peering never
-// blocks the others.
-func (s *session) provideAll(ctx context.Context, consumers []string) []result {
-	me := string(s.obj.Spec.ClusterID)
+// provideAll runs the provider side of the peerings the round visits
+// (plan.visit), in this order: it plans them one after the other
+// (planProvide: the same requests are admitted, and the same peerings act
+// within the round's limit, as if they ran in this order), planChunk at a
+// time, and takes the steps of each chunk (provide) s.r.peeringWorkers at a
+// time. Once the limit is full, a peering waiting since the previous round
+// held it back (plan.waiting) is held back again without being planned. The
+// steps that sign a certificate (at most the round's limit) are taken last,
+// together, with one read of the round's CSRs for their consumers alone
+// (labelledCSRs). The results, and the round's writes to the branch (stage),
+// are in the order of the visit whatever order the steps ended in; a failure
+// of one peering never blocks the others.
+func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
+	me, consumers := string(s.obj.Spec.ClusterID), plan.visit
 	limit := &provider.RoundLimit{Max: s.r.roundLimit}
 	staged := len(s.staged)
 	results := make([]result, len(consumers))
@@ -49,6 +51,11 @@ func (s *session) provideAll(ctx context.Context, consumers []string) []result {
 	for start := 0; start < len(consumers); start += planChunk {
 		var chunk []planned
 		for i := start; i < min(start+planChunk, len(consumers)); i++ {
+			if limit.Full() && plan.waiting[consumers[i]] {
+				limit.HoldBack()
+				results[i] = stillHeldBack(consumers[i], plan.prev.Peerings[consumers[i]].Status)
+				continue
+			}
 			pl := planned{i, s.planProvide(ctx, s.peering(me, consumers[i]), limit)}
 			if pl.p.signs {
 				signing = append(signing, pl)
@@ -67,6 +74,13 @@ func (s *session) provideAll(ctx context.Context, consumers []string) []result {
 	s.heldBack = limit.Held
 	inRoundOrder(s.staged[staged:], consumers)
 	return results
+}
+
+// stillHeldBack is the result of a peering held back again without being
+// planned: as the previous round left it (was), held back, not settled.
+func stillHeldBack(consumer string, was gitpeerv1alpha1.PeeringStatus) result {
+	return result{peer: consumer, role: gitpeerv1alpha1.ProviderRole, heldBack: true,
+		o: outcome{phase: was.Phase, message: was.Message, reason: was.Reason}}
 }
 
 // stepAll takes the planned steps, s.r.peeringWorkers at a time, and puts

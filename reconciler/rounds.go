@@ -173,6 +173,8 @@ type providerPlan struct {
 	prev    *incremental.Memory
 	visit   []string
 	carried map[string]bool
+	// waiting: visited peerings held back by the previous round and unchanged since (incremental.Waiting).
+	waiting map[string]bool
 	// pending holds, by consumer with a request, whether it counts as pending (countPending).
 	pending map[string]bool
 	// miscounted: countPending failed, pending is incomplete; the next round is full.
@@ -189,7 +191,7 @@ func (s *session) planRound(consumers []string) *providerPlan {
 			Round: incremental.Round{Generation: s.obj.Generation, Annotations: maps.Clone(s.obj.GetAnnotations()), Mode: s.liqo.String() + " " + s.liqo.Namespace, Loader: s.loader},
 			Time:  s.r.Now(), RewriteAcknowledged: s.rewriteAcknowledged, Migrating: s.migratingOwnership(),
 		},
-		prev: prev, carried: map[string]bool{}, pending: map[string]bool{},
+		prev: prev, carried: map[string]bool{}, waiting: map[string]bool{}, pending: map[string]bool{},
 	}
 	p.full = incremental.FullRound(prev, p.now, s.r.fullResyncPeriod)
 	me := string(s.obj.Spec.ClusterID)
@@ -199,8 +201,14 @@ func (s *session) planRound(consumers []string) *providerPlan {
 			dirs[c] = true
 		}
 	}
-	visit, carry := incremental.Visit(consumers, p.full != "", prev, incremental.Changes{Dirs: dirs, Objects: changedObjects}, p.now.Time)
+	changes := incremental.Changes{Dirs: dirs, Objects: changedObjects}
+	visit, carry := incremental.Visit(consumers, p.full != "", prev, changes, p.now.Time)
 	p.visit = visit
+	for _, c := range visit {
+		if incremental.Waiting(prev, c, changes) {
+			p.waiting[c] = true
+		}
+	}
 	for _, c := range carry {
 		p.carried[c] = true
 	}

@@ -224,7 +224,7 @@ func (s *session) run(ctx context.Context) error {
 			log.FromContext(ctx).Error(err, "counting pending requests")
 			plan.miscounted = true
 		}
-		results = append(results, s.provideAll(ctx, plan.visit)...)
+		results = append(results, s.provideAll(ctx, plan)...)
 		s.carry(plan)
 		if s.deferred > 0 {
 			s.r.event(s.obj, corev1.EventTypeWarning, ReasonDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)

@@ -139,6 +139,15 @@ func Visit(consumers []string, full bool, prev *Memory, changes Changes, now tim
 	return append(visit, others...), carry
 }
 
+// Waiting reports whether the previous round held back the peering of
+// consumer (its limit) and neither its directory nor its cluster objects
+// changed since: planned, it would act, so a round whose limit is already
+// full may hold it back again without planning it. Nothing is issued or
+// refused without a plan: such a peering is only planned a round later.
+func Waiting(prev *Memory, consumer string, changes Changes) bool {
+	return prev != nil && prev.Peerings[consumer].HeldBack && !changes.Dirs[consumer] && !changes.Objects[consumer]
+}
+
 func mustVisit(known map[string]Peering, consumer string, changes Changes, now time.Time) bool {
 	p, ok := known[consumer]
 	return !ok || !p.Settled || changes.Dirs[consumer] || changes.Objects[consumer] ||

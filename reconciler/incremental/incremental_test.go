@@ -97,6 +97,21 @@ func TestVisit(t *testing.T) {
 	}
 }
 
+func TestWaiting(t *testing.T) {
+	prev := &incremental.Memory{Round: round, FullAt: t0, Peerings: map[string]incremental.Peering{
+		"held": {HeldBack: true}, "held-dir": {HeldBack: true}, "held-object": {HeldBack: true}, "unsettled": {}, "settled": {Settled: true},
+	}}
+	changes := incremental.Changes{Dirs: map[string]bool{"held-dir": true}, Objects: map[string]bool{"held-object": true}}
+	for c, want := range map[string]bool{"held": true, "held-dir": false, "held-object": false, "unsettled": false, "settled": false, "new": false} {
+		if got := incremental.Waiting(prev, c, changes); got != want {
+			t.Errorf("Waiting(%s) = %t, want %t", c, got, want)
+		}
+	}
+	if incremental.Waiting(nil, "held", incremental.Changes{}) {
+		t.Error("Waiting with no memory = true, want false")
+	}
+}
+
 func TestSettled(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -156,7 +156,10 @@ func Load(listing *gitsync.Listing, src Source, scope Scope) *Loaded {
 // directory a Loader carried over is read and decoded now, with the
 // provider's terms of this round; one that can no longer be read has every
 // kind invalid), or else created empty on first use; in a provider directory
-// that could not be listed, every kind is invalid. It adds them to Peerings.
+// that could not be listed, every kind is invalid. It adds them to Peerings,
+// except those of a directory carried over: a round visiting thousands of
+// carried directories holds the documents of those it is stepping, not of
+// every one it visited (each call decodes them again).
 func (l *Loaded) Documents(provider, consumer string) *Documents {
 	k := path.Join(provider, consumer)
 	if pe := l.Peerings[k]; pe != nil {
@@ -169,11 +172,12 @@ func (l *Loaded) Documents(provider, consumer string) *Documents {
 	}
 	if l.carried != nil {
 		decoded, err := l.carried.decode(k)
-		if err != nil {
+		switch {
+		case err != nil:
 			markAll(pe, err)
-		} else if decoded != nil {
-			pe = decoded
-			pe.Terms, pe.TermsErr = l.Terms(provider)
+		case decoded != nil:
+			decoded.Terms, decoded.TermsErr = pe.Terms, pe.TermsErr
+			return decoded
 		}
 	}
 	l.Peerings[k] = pe

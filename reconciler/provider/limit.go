@@ -44,10 +44,25 @@ func (l *RoundLimit) Take(acts bool) bool {
 	switch {
 	case !acts:
 		return true
-	case l.Max > 0 && l.Acting >= l.Max:
+	case l.Full():
 		l.Held++
 		return false
 	}
 	l.Acting++
 	return true
+}
+
+// Full reports whether as many peerings act as Max allows: any other that
+// would act is held back.
+func (l *RoundLimit) Full() bool {
+	return l.Max > 0 && l.Acting >= l.Max
+}
+
+// HoldBack counts a peering held back without planning it: one that the
+// previous round held back and that did not change since
+// (incremental.Waiting) acts if planned, so once the limit is Full planning
+// it would only hold it back again (reading its objects and decoding its
+// directory for nothing).
+func (l *RoundLimit) HoldBack() {
+	l.Held++
 }

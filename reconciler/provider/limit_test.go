@@ -62,3 +62,24 @@ func TestRoundLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundLimitFull: Full once Max peerings act, never without a limit;
+// HoldBack counts a peering held back without planning it.
+func TestRoundLimitFull(t *testing.T) {
+	l := RoundLimit{Max: 2}
+	for i, want := range []bool{false, false, true} {
+		if got := l.Full(); got != want {
+			t.Errorf("after %d acting: Full() = %t, want %t", i, got, want)
+		}
+		l.Take(true)
+	}
+	l.HoldBack()
+	if l.Acting != 2 || l.Held != 2 {
+		t.Errorf("Acting %d, Held %d; want 2, 2", l.Acting, l.Held)
+	}
+	none := RoundLimit{}
+	none.Take(true)
+	if none.Full() {
+		t.Error("no limit: Full() = true")
+	}
+}
