@@ -151,8 +151,14 @@ var _ = Describe("Tenant controller", func() {
 		By("replacing whatever else wrote to the status on its next reconcile")
 		t.Status.AuthParams.APIServer = "https://elsewhere.example"
 		Expect(provider.client.Status().Update(ctx, t)).To(Succeed())
-		t.Spec.TenantCondition = authv1beta1.TenantConditionActive
-		Expect(provider.client.Update(ctx, t)).To(Succeed())
+		// The double may write the Tenant between the two updates: retried on a conflict.
+		Eventually(func() error {
+			if err := provider.client.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
+				return err
+			}
+			t.Spec.TenantCondition = authv1beta1.TenantConditionActive
+			return provider.client.Update(ctx, t)
+		}, eventually, poll).Should(Succeed())
 		Eventually(func() string {
 			Expect(provider.client.Get(ctx, client.ObjectKeyFromObject(t), t)).To(Succeed())
 			return t.Status.AuthParams.APIServer
