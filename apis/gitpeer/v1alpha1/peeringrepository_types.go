@@ -576,7 +576,7 @@ type PeeringRepositoryStatus struct {
 	// Peerings lists at most MaxListedPeerings peerings of the local cluster, sorted by role and
 	// peer: first those that need attention (failed, deferred...; the most recent first), then the
 	// most recently changed. PeeringCounts counts them all and PeeringsOmitted those not listed;
-	// the gitpeer_peering_phase metric and the events have every peering.
+	// the gitpeer_peering_phase metric has every peering.
 	// +listType=map
 	// +listMapKey=peerID
 	// +listMapKey=role
