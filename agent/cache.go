@@ -102,8 +102,7 @@ const maxSharedCAs = 8
 //     namespace's name is also its label, its Tenant's and RoleBinding's
 //     namespace; a consumer's ID its Tenant's name and its RoleBinding's
 //     subject), and so the strings of a Tenant's spec and status and of a
-//     RoleBinding's role and subject; the CA in a Tenant's status, the same
-//     for every Tenant, is shared too;
+//     RoleBinding's role and subject;
 //   - it keeps a Namespace in compact form (reconciler/compact: a read of
 //     the cache gets a full Namespace back), without its spec and status
 //     (its finalizers and phase), owner references and annotations but
@@ -114,7 +113,10 @@ const maxSharedCAs = 8
 //     others' annotations can be large
 //     (kubectl.kubernetes.io/last-applied-configuration);
 //   - it keeps a RoleBinding in compact form, whole (the agent updates the
-//     RoleBindings it reads: an update without a field would remove it).
+//     RoleBindings it reads: an update without a field would remove it);
+//   - it keeps a Tenant in compact form, whole for the same reason, its PEM
+//     as DER, and the CA in its status, the same for every Tenant of a
+//     provider, shared.
 //
 // Sharing is safe: strings are immutable, and the cache deep-copies the
 // objects it returns.
@@ -134,30 +136,24 @@ func compactTransform() toolscache.TransformFunc {
 			return compact.NewNamespace(o, isGitpeerAnnotation), nil
 		case *rbacv1.RoleBinding:
 			return compact.NewRoleBinding(o), nil
-		case *compact.Namespace, *compact.RoleBinding:
+		case *authv1beta1.Tenant:
+			if ap := o.Status.AuthParams; ap != nil && len(ap.CA) > 0 {
+				mu.Lock()
+				if ca, ok := cas[string(ap.CA)]; ok {
+					ap.CA = ca
+				} else if len(cas) < maxSharedCAs {
+					cas[string(ap.CA)] = ap.CA
+				}
+				mu.Unlock()
+			}
+			return compact.NewTenant(o), nil
+		case *compact.Namespace, *compact.RoleBinding, *compact.Tenant:
 			return o, nil
 		}
 		obj.SetLabels(shared(obj.GetLabels(), true))
 		obj.SetAnnotations(shared(obj.GetAnnotations(), false))
 		obj.SetName(compact.Intern(obj.GetName()))
 		obj.SetNamespace(compact.Intern(obj.GetNamespace()))
-		if o, ok := in.(*authv1beta1.Tenant); ok {
-			o.Spec.ClusterID = authv1beta1.ClusterID(compact.Intern(string(o.Spec.ClusterID)))
-			o.Spec.TenantCondition = authv1beta1.TenantCondition(compact.Intern(string(o.Spec.TenantCondition)))
-			o.Status.TenantNamespace = compact.Intern(o.Status.TenantNamespace)
-			if ap := o.Status.AuthParams; ap != nil {
-				ap.APIServer = compact.Intern(ap.APIServer)
-				if len(ap.CA) > 0 {
-					mu.Lock()
-					if ca, ok := cas[string(ap.CA)]; ok {
-						ap.CA = ca
-					} else if len(cas) < maxSharedCAs {
-						cas[string(ap.CA)] = ap.CA
-					}
-					mu.Unlock()
-				}
-			}
-		}
 		return in, nil
 	}
 }

@@ -469,18 +469,24 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
 }
 
-// issuedConsumers lists the consumers holding a Tenant issued by this PeeringRepository.
-func (s *session) issuedConsumers(ctx context.Context) []string {
-	var tenants authv1beta1.TenantList
-	// Only the names are read: the cached Tenants are not copied (thousands at scale, every round).
-	if err := s.r.List(ctx, &tenants, s.ownerLabels(), client.UnsafeDisableDeepCopy); err != nil {
-		return nil
+// issuedConsumers lists the consumers holding a Tenant issued by this
+// PeeringRepository. It reads their names from the informer's store, by the
+// owner index: every round asks, and copying thousands of cached Tenants to
+// read their names would cost more than the round.
+func (s *session) issuedConsumers() ([]string, error) {
+	objs, err := s.r.tenants.ByIndex(ownerIndex, string(s.obj.UID))
+	if err != nil {
+		return nil, err
 	}
-	var out []string
-	for _, t := range tenants.Items {
-		out = append(out, t.Name)
+	out := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		o, ok := obj.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("cached Tenant is a %T", obj)
+		}
+		out = append(out, o.GetName())
 	}
-	return out
+	return out, nil
 }
 
 func (s *session) rejectTenant(pe *protocol.Documents, reason string) outcome {

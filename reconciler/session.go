@@ -215,7 +215,11 @@ func (s *session) run(ctx context.Context) error {
 			}
 		}
 		// Tenants issued earlier whose directory is gone entirely must be revoked too.
-		for _, c := range s.issuedConsumers(ctx) {
+		issued, err := s.issuedConsumers()
+		if err != nil {
+			return err
+		}
+		for _, c := range issued {
 			consumers[c] = true
 		}
 		s.publishTerms(ctx)

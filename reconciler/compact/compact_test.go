@@ -1,6 +1,16 @@
 package compact_test
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"reflect"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
 )
 
@@ -97,5 +108,88 @@ func TestRoleBinding(t *testing.T) {
 	}
 	if b.GetNamespace() != "ns" || b.GetGenerateName() != "b-" || len(b.GetOwnerReferences()) != 1 || *b.GetDeletionGracePeriodSeconds() != 30 {
 		t.Errorf("accessors: %+v", b)
+	}
+}
+
+// TestTenant: the compact form gives back the whole Tenant but its managed
+// fields, byte for byte (PEM kept as DER only when it encodes back the
+// same), a copy; it is smaller than the Tenant.
+func TestTenant(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	csrPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: bytes.Repeat([]byte{7}, 700)})
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: bytes.Repeat([]byte{9}, 900)})
+	policy := authv1beta1.KeysExchange
+	full := &authv1beta1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "liqo-tenant-c1", UID: "uid", ResourceVersion: "9",
+			Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"any/a": "x"},
+			OwnerReferences: []metav1.OwnerReference{{Name: "o"}}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec: authv1beta1.TenantSpec{ClusterID: "c1", AuthzPolicy: &policy, PublicKey: keyPEM, CSR: csrPEM, Signature: []byte("sig"),
+			ProxyURL: ptr.To("http://proxy"), TenantCondition: authv1beta1.TenantConditionActive},
+		Status: authv1beta1.TenantStatus{TenantNamespace: "liqo-tenant-c1", AuthParams: &authv1beta1.AuthParams{
+			CA: []byte("ca"), SignedCRT: certPEM, APIServer: "https://p:6443", ProxyURL: ptr.To("http://proxy"),
+			AwsConfig: &authv1beta1.AwsConfig{AwsRegion: "r"}}},
+	}
+	odd := []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", []byte{}},
+		{"not PEM", []byte("raw bytes")},
+		{"two blocks", append(slices.Clone(certPEM), certPEM...)},
+		{"text before", append([]byte("junk\n"), certPEM...)},
+		{"no final newline", certPEM[:len(certPEM)-1]},
+		{"headers", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: map[string]string{"h": "v"}, Bytes: []byte{1}})},
+		{"no type", []byte("-----BEGIN -----\nAQID\n-----END -----\n")},
+		{"long lines", []byte("-----BEGIN CERTIFICATE-----\n" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 90)) + "\n-----END CERTIFICATE-----\n")},
+	}
+	cases := []*authv1beta1.Tenant{full, {ObjectMeta: metav1.ObjectMeta{Name: "bare"}}}
+	for _, o := range odd {
+		c := full.DeepCopy()
+		c.Name, c.Spec.CSR, c.Status.AuthParams.SignedCRT, c.Spec.PublicKey = o.name, o.b, o.b, o.b
+		cases = append(cases, c)
+	}
+	for _, tc := range cases {
+		want := tc.DeepCopy()
+		want.ManagedFields = nil
+		c := compact.NewTenant(tc.DeepCopy())
+		got := c.DeepCopyObject().(*authv1beta1.Tenant)
+		if !equality.Semantic.DeepEqual(got, want) || !reflect.DeepEqual(got.Spec, want.Spec) || !reflect.DeepEqual(got.Status, want.Status) {
+			t.Errorf("%s: full form differs:\n%s", tc.Name, diff.Diff(want, got))
+			continue
+		}
+		if len(got.Spec.CSR) > 0 {
+			got.Spec.CSR[0], got.Spec.Signature[0], got.Status.AuthParams.SignedCRT[0], *got.Spec.ProxyURL = 'X', 'X', 'X', "changed"
+			if again := c.Full(); !reflect.DeepEqual(again.Spec, want.Spec) || !reflect.DeepEqual(again.Status, want.Status) {
+				t.Errorf("%s: changing a full form changed the compact one:\n%s", tc.Name, diff.Diff(want, again))
+			}
+		}
+	}
+	retained := func(f func() any) uint64 {
+		const n = 1000
+		kept := make([]any, n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range kept {
+			kept[i] = f()
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(kept)
+		return (after.HeapAlloc - before.HeapAlloc) / n
+	}
+	typed := retained(func() any { return full.DeepCopy() })
+	small := retained(func() any { return compact.NewTenant(full.DeepCopy()) })
+	t.Logf("retained per Tenant: typed %d B, compact %d B", typed, small)
+	if small >= typed*4/5 {
+		t.Errorf("compact Tenant retains %d B, the typed one %d B", small, typed)
 	}
 }
