@@ -23,6 +23,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/agent"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // agentOptions are the flags of `gitpeer agent`.
@@ -41,6 +42,7 @@ type agentOptions struct {
 	trustedProxies []string
 	concurrent     int
 	peeringWorkers int
+	roundLimit     int
 	fullResync     time.Duration
 	minRetryDelay  time.Duration
 	maxRetryDelay  time.Duration
@@ -82,6 +84,7 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	fs.StringSliceVar(&o.trustedProxies, "webhook-trusted-proxies", nil, "CIDRs of proxies (e.g. the Ingress controller's pods) whose X-Forwarded-For header names a webhook request's source for the per-source rate limit. Default: none, the source is the TCP peer.")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "The number of PeeringRepositories reconciled at once.")
 	fs.IntVar(&o.peeringWorkers, "peering-workers", reconciler.DefaultPeeringWorkers, "The number of peerings of a provider's round that take their steps (Kubernetes writes) at once; the round plans them and commits their changes in the same order whatever the number.")
+	fs.IntVar(&o.roundLimit, "round-limit", provider.DefaultRoundLimit, "The most peerings one round of a provider acts on (issues or renews a certificate, answers a request with a nonce); the others wait for the next round, which starts at once. A round's memory grows with it: fewer lowers the agent's peak memory, at the cost of more rounds and commits for a large issuance. Revocations are never held back.")
 	fs.DurationVar(&o.fullResync, "full-resync-period", reconciler.DefaultFullResyncPeriod, "The longest time between two rounds of a provider that visit every peering; the rounds in between visit only the peerings whose directory or cluster objects changed, or that wait for something. Full rounds repair what the agent does not watch (the nonce and records Secrets).")
 	fs.DurationVar(&o.minRetryDelay, "min-retry-delay", reconciler.DefaultMinRetryDelay, "The first delay before retrying a round that failed on a transient error (Git server unreachable, API server unavailable); it doubles on each failure.")
 	fs.DurationVar(&o.maxRetryDelay, "max-retry-delay", reconciler.DefaultMaxRetryDelay, "The longest delay before retrying a round that failed on a transient error.")
@@ -137,7 +140,7 @@ func (o *agentOptions) agentOptions(log logr.Logger) (agent.Options, error) {
 		proxies = append(proxies, p)
 	}
 	return agent.Options{
-		DataDir: o.dataDir, Concurrent: o.concurrent, PeeringWorkers: o.peeringWorkers, FullResyncPeriod: o.fullResync, WatchNamespace: o.watchNamespace,
+		DataDir: o.dataDir, Concurrent: o.concurrent, PeeringWorkers: o.peeringWorkers, RoundLimit: o.roundLimit, FullResyncPeriod: o.fullResync, WatchNamespace: o.watchNamespace,
 		MinRetryDelay: o.minRetryDelay, MaxRetryDelay: o.maxRetryDelay,
 		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, PprofAddr: o.pprofAddr, LeaderElection: o.leaderElection, Logger: log,
 		Webhook: agent.WebhookOptions{

@@ -25,6 +25,7 @@ func TestChartDefaults(t *testing.T) {
 	for flag, value := range map[string]any{
 		"concurrent":      values["concurrent"],
 		"peering-workers": values["peeringWorkers"],
+		"round-limit":     values["roundLimit"],
 		"kube-api-qps":    kubeAPI["qps"],
 		"kube-api-burst":  kubeAPI["burst"],
 		"memory-limit":    values["memoryLimit"],

@@ -206,10 +206,10 @@ func TestValues(t *testing.T) {
 	t.Run("agent flags", func(t *testing.T) {
 		// float64 as Helm reads a values file: a large integer must not render as 1e+06.
 		c := containers(t, index(t, render(t, systemNamespace, map[string]any{
-			"concurrent": 8, "peeringWorkers": float64(32), "kubeAPI": map[string]any{"qps": 7.5, "burst": float64(1_000_000)},
+			"concurrent": 8, "peeringWorkers": float64(32), "roundLimit": float64(500), "kubeAPI": map[string]any{"qps": 7.5, "burst": float64(1_000_000)},
 			"memoryLimit": "400Mi",
 		})))[0]
-		for _, arg := range []string{"--concurrent=8", "--peering-workers=32", "--kube-api-qps=7.5",
+		for _, arg := range []string{"--concurrent=8", "--peering-workers=32", "--round-limit=500", "--kube-api-qps=7.5",
 			"--kube-api-burst=1000000", "--memory-limit=400Mi"} {
 			if !slices.Contains(c["args"].([]any), any(arg)) {
 				t.Errorf("%s missing from args %v", arg, c["args"])
