@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func BenchmarkRoundCSRList(b *testing.B) {
 		keep func(string) bool
 	}{
 		{"every-CSR", func(string) bool { return true }},
-		{"signing-1000", func(c string) bool { return c < consumer(provider.DefaultRoundLimit) }},
+		{"signing-" + strconv.Itoa(provider.DefaultRoundLimit), func(c string) bool { return c < consumer(provider.DefaultRoundLimit) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {

@@ -6,7 +6,10 @@ package provider
 // writes) grows with the peerings it acts on, so the limit bounds the round's
 // memory whatever the number of peerings. A round of more waits for none:
 // the peerings it holds back are the next round's, which starts at once.
-const DefaultRoundLimit = 1000
+// 500 rather than 1,000 since 2026-11-27: at 10,000 consumers the agent's
+// live heap peaked at ~80 instead of ~90 MB, and every identity was valid
+// sooner (378 s against 419 s), in twice the commits.
+const DefaultRoundLimit = 500
 
 // Acts reports whether a peering planned with step makes the round create
 // objects, sign a certificate or write files for it, which the round limit

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // options configure one run of the benchmark.
@@ -247,11 +249,16 @@ func (b *bench) waitFor(ctx context.Context, phase string, done func(progress) b
 	defer tick.Stop()
 	for {
 		p, err := b.obs.observe(time.Now())
-		if err != nil {
+		switch {
+		case errors.Is(err, dotgit.ErrPackfileNotFound):
+			// The Git server repacked while the observer read its repository
+			// (git gc --auto after a push): observe again at the next tick.
+		case err != nil:
 			return err
+		default:
+			b.sample(ctx, p, phase, false)
 		}
-		b.sample(ctx, p, phase, false)
-		if done(p) {
+		if err == nil && done(p) {
 			b.sample(ctx, p, phase, true)
 			return nil
 		}

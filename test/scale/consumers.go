@@ -134,7 +134,6 @@ func (o *observer) observe(now time.Time) (progress, error) {
 		if c == nil || !c.validAt.IsZero() || e.Hash == c.dir {
 			continue
 		}
-		c.dir = e.Hash
 		sub, err := repo.TreeObject(e.Hash)
 		if err != nil {
 			return p, err
@@ -142,6 +141,7 @@ func (o *observer) observe(now time.Time) (progress, error) {
 		if err := o.check(repo, sub, c, now); err != nil {
 			return p, err
 		}
+		c.dir = e.Hash
 	}
 	for _, c := range o.consumers {
 		switch {
