@@ -1,10 +1,12 @@
 package gitsync
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -162,7 +164,10 @@ func (r *Repo) newObjects(commit plumbing.Hash, haves ...plumbing.Hash) (objectS
 
 // newInTree adds to out the tree h and the objects under it that are not at
 // the same path in one of the trees have (the same directory in the trees
-// the remote holds).
+// the remote holds). Entries are looked up in the have trees by binary
+// search in git's order (treeOrder), without an index: a directory of a
+// provider holds one entry per consumer. A tree out of order only makes an
+// entry not found, and sent again.
 func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out objectSet) error {
 	if _, done := out[h]; done || slices.Contains(have, h) {
 		return nil
@@ -172,21 +177,32 @@ func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out objectSet) e
 	if err != nil {
 		return err
 	}
-	held := map[string][]object.TreeEntry{} // name → the entries of that name in the have trees
-	for _, hh := range have {
-		ht, err := object.GetTree(r.storage, hh)
-		if err != nil {
+	haveTrees := make([]*object.Tree, len(have))
+	for i, hh := range have {
+		if haveTrees[i], err = object.GetTree(r.storage, hh); err != nil {
 			return err
-		}
-		for _, e := range ht.Entries {
-			held[e.Name] = append(held[e.Name], e)
 		}
 	}
 	for _, e := range t.Entries {
+		if e.Mode == filemode.Submodule {
+			continue
+		}
+		var held bool
+		var subtrees []plumbing.Hash // the same directory in the have trees
+		for _, ht := range haveTrees {
+			i, found := slices.BinarySearchFunc(ht.Entries, e, treeOrder)
+			if !found {
+				continue
+			}
+			held = held || ht.Entries[i].Hash == e.Hash
+			if e.Mode == filemode.Dir {
+				subtrees = append(subtrees, ht.Entries[i].Hash)
+			}
+		}
 		switch {
-		case e.Mode == filemode.Submodule || slices.ContainsFunc(held[e.Name], func(he object.TreeEntry) bool { return he.Hash == e.Hash }):
+		case held:
 		case e.Mode == filemode.Dir:
-			if err := r.newInTree(e.Hash, subtrees(held[e.Name]), out); err != nil {
+			if err := r.newInTree(e.Hash, subtrees, out); err != nil {
 				return err
 			}
 		default:
@@ -196,13 +212,25 @@ func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out objectSet) e
 	return nil
 }
 
-// subtrees returns the hashes of the directories among entries.
-func subtrees(entries []object.TreeEntry) []plumbing.Hash {
-	var hs []plumbing.Hash
-	for _, e := range entries {
-		if e.Mode == filemode.Dir {
-			hs = append(hs, e.Hash)
-		}
+// treeOrder compares tree entries as git orders them: by name, that of a
+// directory as if it ended with "/". Entries equal in this order have the
+// same name and are both directories or both not.
+func treeOrder(a, b object.TreeEntry) int {
+	n := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+		return c
 	}
-	return hs
+	return cmp.Compare(orderByte(a, n), orderByte(b, n))
+}
+
+// orderByte is the byte at i of e's name in git's order: past its end, "/"
+// for a directory, else none (0).
+func orderByte(e object.TreeEntry, i int) byte {
+	switch {
+	case i < len(e.Name):
+		return e.Name[i]
+	case e.Mode == filemode.Dir:
+		return '/'
+	}
+	return 0
 }

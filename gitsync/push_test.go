@@ -25,6 +25,29 @@ func TestPushSendsNoDeltas(t *testing.T) {
 	}
 }
 
+// TestPushSendsOnlyChanged changes one file among many in a directory, and
+// in a directory of directories: the push sends that file and the trees
+// above it, not the files the remote holds at the same paths.
+func TestPushSendsOnlyChanged(t *testing.T) {
+	f := newFixture(t, "changed")
+	c := newCounter(t, f.repo.HTTPURL)
+	agent := f.open(c.URL, f.httpAuth())
+	var files []gitsync.FileChange
+	for i := range 200 {
+		body := make([]byte, 1<<10)
+		_, _ = rand.Read(body)
+		files = append(files, gitsync.Put(fmt.Sprintf("flat/f%03d", i), body), gitsync.Put(fmt.Sprintf("nested/d%03d/f", i), body),
+			gitsync.Put(fmt.Sprintf("nested/d%03d.x", i), body))
+	}
+	mustWrite(t, agent, "many", files...)
+	mustWrite(t, agent, "one", gitsync.Put("flat/f100", []byte("changed")), gitsync.Put("nested/d100/f", []byte("changed")))
+	pushes := c.Pushes()
+	if last := pushes[len(pushes)-1]; last > 64<<10 {
+		t.Fatalf("a two-file change pushed %d bytes, want the changed files and trees alone (the remote holds the other 600 KiB)", last)
+	}
+	git(t, f.repo.Dir, "fsck", "--strict", "--no-dangling")
+}
+
 // TestPushKindChanges writes one content at several new paths, then
 // replaces a file with a directory holding the same content, and back: each
 // push sends what the server lacks, once (the server's receive-pack checks

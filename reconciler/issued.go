@@ -150,6 +150,16 @@ func (s *session) withShard(ctx context.Context, name string, f func(*recordsSha
 	return f(sh)
 }
 
+// dropShards forgets the records Secrets the round read: a later use reads
+// them again. The provider's steps are done with them when provideAll
+// returns, and the round's commit, its memory's peak, need not hold them
+// (64 Secrets of ~160 consumers' records each at 10,000 peerings).
+func (s *session) dropShards() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shards = nil
+}
+
 // DecodeRecords reads the records of consumer from a records Secret (none
 // if it has no key for consumer), as the provider does before binding it.
 // The Secret's labels are not checked: a Secret rebuilt by `gitpeer records`

@@ -42,7 +42,8 @@ type planned struct {
 // held it back (plan.waiting) is held back again without being planned. The
 // steps that sign a certificate (at most the round's limit) are taken last,
 // together, with one read of the round's CSRs for their consumers alone
-// (labelledCSRs). The results, and the round's writes to the branch (stage),
+// (labelledCSRs). The records read for the steps are dropped once they
+// are done (dropShards). The results, and the round's writes to the branch (stage),
 // are in the order of the visit whatever order the steps ended in; a failure
 // of one peering never blocks the others.
 func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
@@ -74,6 +75,7 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 	}
 	s.issuance.expect(signers)
 	s.stepAll(ctx, signing, consumers, results)
+	s.dropShards()
 	s.heldBack = limit.Held
 	inRoundOrder(s.staged[staged:], consumers)
 	return results

@@ -201,11 +201,12 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 		if err != nil {
 			return outcome{err: err}
 		}
-		s.stage(ctx, gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
-			Subject: fmt.Sprintf("Issue nonce for %s on %s", pe.Consumer, pe.Provider),
-			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: pe.Consumer,
+		consumer := pe.Consumer // the step, held until the commit, keeps only what it reports
+		s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
+			Subject: fmt.Sprintf("Issue nonce for %s on %s", consumer, pe.Provider),
+			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: consumer,
 		}, func(context.Context, bool) error {
-			s.routine.add(ReasonNonceIssued, "nonce issued", pe.Consumer)
+			s.routine.add(ReasonNonceIssued, "nonce issued", consumer)
 			return nil
 		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc))
 	}
@@ -350,19 +351,22 @@ func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.T
 }
 
 // stageIdentity stages the commit of identity.yaml for cert (action issue or
-// renew, event reason once pushed) with changes.
+// renew, event reason once pushed) with changes. The step is held until the
+// round's commit, for hundreds of peerings in an issuance: it keeps the
+// strings it reports, not the peering's documents nor the parsed certificate.
 func (s *session) stageIdentity(ctx context.Context, pe *protocol.Documents, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
-	s.stage(ctx, gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
-		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], pe.Consumer, pe.Provider, cert.SerialNumber.Text(16)),
-		Action:  action, Provider: pe.Provider, Consumer: pe.Consumer,
-		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: cert.SerialNumber.Text(16)}, {Key: protocol.TrailerExpires, Value: cert.NotAfter.UTC().Format(time.RFC3339)}},
+	consumer, serial, expires := pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)
+	s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
+		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], consumer, pe.Provider, serial),
+		Action:  action, Provider: pe.Provider, Consumer: consumer,
+		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: serial}, {Key: protocol.TrailerExpires, Value: expires}},
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
 			what := "identity committed"
 			if reason == ReasonRenewed {
 				what = "renewed identity committed"
 			}
-			s.routine.add(reason, what, fmt.Sprintf("%s (serial %s, expires %s)", pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)))
+			s.routine.add(reason, what, fmt.Sprintf("%s (serial %s, expires %s)", consumer, serial, expires))
 		}
 		return nil
 	}, changes...)
@@ -455,13 +459,14 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 	for _, k := range []protocol.Kind{protocol.Identity, protocol.Nonce, protocol.Request} {
 		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
-	s.stage(ctx, gitpeerv1alpha1.ProviderRole, pe.Consumer, protocol.Message{
-		Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
+	consumer := pe.Consumer // the step, held until the commit, keeps only what it reports
+	s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
+		Subject: fmt.Sprintf("Revoke identity of %s on %s", consumer, pe.Provider),
 		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
-		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: consumer,
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
-			s.routine.add(ReasonRevoked, "peering revoked", pe.Consumer)
+			s.routine.add(ReasonRevoked, "peering revoked", consumer)
 		}
 		return nil
 	}, changes...)
