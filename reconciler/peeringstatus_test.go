@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 )
@@ -147,9 +149,13 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	// A later round without change lists the same, with the same "since",
 	// including for peerings that were not listed before.
 	now = now.Add(time.Minute)
+	before := r.phases.snapshot()[client.ObjectKeyFromObject(obj)]
 	changed()
 	if !equalJSON(t, first, &obj.Status) {
 		t.Errorf("a round without change changed the status")
+	}
+	if after := r.phases.snapshot()[client.ObjectKeyFromObject(obj)]; reflect.ValueOf(after).UnsafePointer() != reflect.ValueOf(before).UnsafePointer() {
+		t.Errorf("a round without change replaced the memory of the phases (megabytes at 10,000 peerings)")
 	}
 	if got := getCondition(obj, ConditionPeeringsHealth).Reason; got != ReasonRejected {
 		t.Errorf("PeeringsHealthy reason %q", got)

@@ -243,8 +243,16 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 	if p.full == "" {
 		m.FullAt = p.prev.FullAt
 	}
-	for c := range p.carried {
-		m.Peerings[c] = p.prev.Peerings[c]
+	if p.prev != nil && p.prev.Peerings != nil {
+		// The previous round's memory is this round's alone (providerRounds.begin)
+		// and read no more: its map is reused, the carried peerings kept as they
+		// are, rather than copied into a new one at every round.
+		m.Peerings = p.prev.Peerings
+		for c := range m.Peerings {
+			if !p.carried[c] {
+				delete(m.Peerings, c) // visited (written again below) or gone
+			}
+		}
 	}
 	for _, res := range results {
 		if res.role != gitpeerv1alpha1.ProviderRole {

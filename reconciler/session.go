@@ -5,6 +5,7 @@ import (
 	gocrypto "crypto"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -288,11 +289,7 @@ func (s *session) publishStatus() {
 	certs := s.certs
 	s.mu.Unlock()
 	s.r.phases.since(client.ObjectKeyFromObject(s.obj), s.obj.Status.Peerings, s.status, certs, metav1.NewTime(s.r.Now()))
-	all := make([]gitpeerv1alpha1.PeeringStatus, 0, len(s.status))
-	for _, st := range s.status {
-		all = append(all, st)
-	}
-	sum := summarizePeerings(all)
+	sum := summarizePeerings(maps.Values(s.status))
 	s.obj.Status.Peerings, s.obj.Status.PeeringCounts = sum.listed, sum.counts
 	s.obj.Status.PeeringsOmitted, s.obj.Status.PeeringsNeedingAttention = int32(sum.omitted), int32(sum.attention)
 	if len(sum.failed) > 0 {
