@@ -41,8 +41,10 @@ type planned struct {
 // time. Once the limit is full, a peering waiting since the previous round
 // held it back (plan.waiting) is held back again without being planned. The
 // steps that sign a certificate (at most the round's limit) are taken last,
-// together, with one read of the round's CSRs for their consumers alone
-// (labelledCSRs). The records read for the steps are dropped once they
+// planChunk at a time, with one read of the round's CSRs for their consumers
+// alone (labelledCSRs); their documents are decoded again then, rather than
+// held from their plan through every chunk of the round (up to the round's
+// limit of them, megabytes). The records read for the steps are dropped once they
 // are done (dropShards). The results, and the round's writes to the branch (stage),
 // are in the order of the visit whatever order the steps ended in; a failure
 // of one peering never blocks the others.
@@ -62,6 +64,7 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 			}
 			pl := planned{i, s.planProvide(ctx, s.peering(me, consumers[i]), limit)}
 			if pl.p.signs {
+				pl.p.pe = nil // decoded again to sign, below: not held through every chunk
 				signing = append(signing, pl)
 			} else {
 				chunk = append(chunk, pl)
@@ -74,7 +77,19 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 		signers[k] = consumers[pl.i]
 	}
 	s.issuance.expect(signers)
-	s.stepAll(ctx, signing, consumers, results)
+	for start := 0; start < len(signing); start += planChunk {
+		chunk := signing[start:min(start+planChunk, len(signing))]
+		for k := range chunk {
+			if chunk[k].p.pe = s.peering(me, consumers[chunk[k].i]); chunk[k].p.pe.Tenant == nil {
+				o := outcome{err: fmt.Errorf("%s/%s: tenant.yaml no longer decodes as when its step was planned", me, consumers[chunk[k].i])}
+				chunk[k].p.done = &o // nothing signed; the next round plans it again
+			}
+		}
+		s.stepAll(ctx, chunk, consumers, results)
+		for k := range chunk {
+			chunk[k].p.pe, chunk[k].p.tenant = nil, nil
+		}
+	}
 	s.dropShards()
 	s.heldBack = limit.Held
 	inRoundOrder(s.staged[staged:], consumers)
