@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -240,37 +241,14 @@ func TestCompactTransform(t *testing.T) {
 			Subjects: []rbacv1.Subject{{APIGroup: clone(rbacv1.GroupName), Kind: clone(rbacv1.UserKind), Name: clone("c1")}},
 		}
 	}
-	var tenants []*authv1beta1.Tenant
 	inputs := []*authv1beta1.Tenant{tenant(), tenant()}
-	for _, in := range inputs {
-		out, err := transform(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cached, ok := out.(*compact.Tenant)
-		if !ok {
-			t.Fatalf("a Tenant is cached as %T", out)
-		}
-		tenants = append(tenants, cached.Full())
-	}
+	tenants := []*authv1beta1.Tenant{cachedAs[*compact.Tenant](t, transform, inputs[0]).Full(), cachedAs[*compact.Tenant](t, transform, inputs[1]).Full()}
 	// The transform shares the CA of the Tenant it compacts (the compact form keeps it).
 	if &inputs[0].Status.AuthParams.CA[0] != &inputs[1].Status.AuthParams.CA[0] {
 		t.Error("equal CAs are not shared")
 	}
 	a, b := tenants[0], tenants[1]
-	var rbs []*rbacv1.RoleBinding
-	for range 2 {
-		out, err := transform(binding())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cached, ok := out.(*compact.RoleBinding)
-		if !ok {
-			t.Fatalf("a RoleBinding is cached as %T", out)
-		}
-		rbs = append(rbs, cached.Full())
-	}
-	rb1, rb2 := rbs[0], rbs[1]
+	rb1, rb2 := cachedAs[*compact.RoleBinding](t, transform, binding()).Full(), cachedAs[*compact.RoleBinding](t, transform, binding()).Full()
 	for _, o := range []client.Object{a, b, rb1, rb2} {
 		if o.GetManagedFields() != nil || o.GetLabels()[reconciler.OwnerLabel] != "uid-1" || o.GetName() != "c1" || o.GetAnnotations()["note"] != "free text" {
 			t.Fatalf("transformed: %+v", o)
@@ -344,4 +322,18 @@ func newCSR(t *testing.T, name string, labels map[string]string) *certificatesv1
 			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth},
 		},
 	}
+}
+
+// cachedAs is what transform caches of in, which must be a T.
+func cachedAs[T any](t *testing.T, transform toolscache.TransformFunc, in any) T {
+	t.Helper()
+	out, err := transform(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, ok := out.(T)
+	if !ok {
+		t.Fatalf("a %T is cached as %T", in, out)
+	}
+	return cached
 }

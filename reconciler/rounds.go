@@ -239,11 +239,13 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 	if commitErr != nil || p.miscounted {
 		return
 	}
-	m := &incremental.Memory{Round: p.now.Round, FullAt: p.now.Time, Peerings: map[string]incremental.Peering{}}
+	m := &incremental.Memory{Round: p.now.Round, FullAt: p.now.Time}
 	if p.full == "" {
 		m.FullAt = p.prev.FullAt
 	}
-	if p.prev != nil && p.prev.Peerings != nil {
+	if p.prev == nil || p.prev.Peerings == nil {
+		m.Peerings = map[string]incremental.Peering{}
+	} else {
 		// The previous round's memory is this round's alone (providerRounds.begin)
 		// and read no more: its map is reused, the carried peerings kept as they
 		// are, rather than copied into a new one at every round.
