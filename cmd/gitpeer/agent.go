@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -96,6 +97,12 @@ It stops cleanly on SIGTERM or SIGINT.`,
 
 // run starts the agent and blocks until ctx is done.
 func (o *agentOptions) run(ctx context.Context) error {
+	if !profiling(o.pprofAddr) {
+		// Nothing reads the heap profile without the profiling endpoints, and
+		// its sampling keeps a record per allocating call stack: ~3 MiB at
+		// 10,000 peerings.
+		runtime.MemProfileRate = 0
+	}
 	log := logger.NewLogger(o.log)
 	logger.SetLogger(log)
 	limit, from, err := memoryLimit(o.memoryLimit, memlimit.FromCgroup, os.Getenv)
@@ -128,6 +135,9 @@ func (o *agentOptions) run(ctx context.Context) error {
 		"memoryLimit", memLimit)
 	return mgr.Start(ctx)
 }
+
+// profiling reports whether --pprof-addr serves Go's profiling endpoints.
+func profiling(pprofAddr string) bool { return pprofAddr != "" && pprofAddr != "0" }
 
 // agentOptions turns the flags into the agent's options.
 func (o *agentOptions) agentOptions(log logr.Logger) (agent.Options, error) {

@@ -66,3 +66,12 @@ func TestMemoryLimitHere(t *testing.T) {
 	}
 	t.Logf("auto memory limit here: %d MiB (from %s)", limit>>20, from)
 }
+
+// TestProfiling: the heap profile is sampled only when --pprof-addr serves it.
+func TestProfiling(t *testing.T) {
+	for addr, want := range map[string]bool{"0": false, "": false, "127.0.0.1:6060": true, ":6060": true} {
+		if got := profiling(addr); got != want {
+			t.Errorf("profiling(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
