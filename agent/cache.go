@@ -3,12 +3,14 @@ package agent
 import (
 	"strings"
 	"sync"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -47,6 +49,7 @@ func cacheOptions(watchNamespace string) cache.Options {
 		// read of any other kind fails instead of starting a cluster-wide
 		// informer, and waiting for it to fill, in the middle of a round.
 		ReaderFailOnMissingInformer: true,
+		NewInformer:                 newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			&certificatesv1.CertificateSigningRequest{}: {
 				Label:     labels.NewSelector().Add(exists(reconciler.ConsumerLabel), exists(reconciler.OwnerLabel)),
@@ -61,6 +64,19 @@ func cacheOptions(watchNamespace string) cache.Options {
 		opts.ByObject[&gitpeerv1alpha1.PeeringRepository{}] = cache.ByObject{Namespaces: map[string]cache.Config{watchNamespace: {}}}
 	}
 	return opts
+}
+
+// newInformer is client-go's informer, without the index of namespaces
+// controller-runtime gives every informer for the Tenants': the agent reads a
+// Tenant by name, and lists them in a namespace only to adopt (from the API
+// server: ownership.go), while that index holds a set per tenant namespace,
+// ~280 B per Tenant (2.8 MB at 10,000). A List of Tenants in a namespace from
+// the cache fails instead.
+func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	if _, ok := obj.(*authv1beta1.Tenant); ok {
+		indexers = toolscache.Indexers{}
+	}
+	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
 // exists requires label key.

@@ -86,7 +86,8 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 // server's, all but the managed fields, a Namespace's spec and status, owner
 // references and annotations but gitpeer's, which compactTransform drops (the
 // agent never reads them). A RoleBinding updated from the cache keeps what
-// others set on it; a List by label finds the Namespace.
+// others set on it; a List by label finds the Namespace, one in a namespace
+// its RoleBindings, but fails for Tenants (newInformer).
 func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -198,6 +199,15 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 	var listed corev1.NamespaceList
 	if err := c.List(ctx, &listed, client.MatchingLabels{reconciler.OwnerLabel: "owner-uid"}); err != nil || len(listed.Items) != 1 || listed.Items[0].Name != ns.Name {
 		t.Errorf("namespaces listed by owner label: %v, %v; want %s", listed.Items, err, ns.Name)
+	}
+	// The agent lists RoleBindings in a tenant namespace (syncBinding), and
+	// reads Tenants by name only: their informer indexes no namespace.
+	var bindings rbacv1.RoleBindingList
+	if err := c.List(ctx, &bindings, client.InNamespace(ns.Name)); err != nil || len(bindings.Items) != 1 {
+		t.Errorf("RoleBindings listed in %s: %d, %v; want 1", ns.Name, len(bindings.Items), err)
+	}
+	if err := c.List(ctx, &authv1beta1.TenantList{}, client.InNamespace(ns.Name)); err == nil {
+		t.Error("Tenants listed in a namespace from the cache: want an error, their informer keeps no index of namespaces")
 	}
 }
 

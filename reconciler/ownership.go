@@ -115,7 +115,8 @@ func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, 
 	legacyObjects := labels.NewSelector().Add(mustRequirement(ManagedByLabel, selection.Equals, managedBy), mustRequirement(OwnerLabel, selection.DoesNotExist))
 	var tenants authv1beta1.TenantList
 	var bindings rbacv1.RoleBindingList
-	if err := s.r.List(ctx, &tenants, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: legacyObjects}); err != nil {
+	// From the API server: the agent's cache indexes no Tenant by namespace (agent/cache.go).
+	if err := s.r.apiReader().List(ctx, &tenants, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: legacyObjects}); err != nil {
 		return err
 	}
 	if err := s.r.List(ctx, &bindings, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: legacyObjects}); err != nil {
