@@ -90,7 +90,7 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	fs.DurationVar(&o.minRetryDelay, "min-retry-delay", reconciler.DefaultMinRetryDelay, "The first delay before retrying a round that failed on a transient error (Git server unreachable, API server unavailable); it doubles on each failure.")
 	fs.DurationVar(&o.maxRetryDelay, "max-retry-delay", reconciler.DefaultMaxRetryDelay, "The longest delay before retrying a round that failed on a transient error.")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "Watch PeeringRepositories (and serve webhooks) in this namespace only; default: all namespaces.")
-	fs.StringVar(&o.memoryLimit, "memory-limit", "auto", `The Go runtime's soft memory limit, e.g. "400Mi": the garbage collector works harder as the agent's memory nears it, so peaks stay under it; "0" sets none. "auto": 90% of the container's memory limit (cgroup), unless $GOMEMLIMIT is set.`)
+	fs.StringVar(&o.memoryLimit, "memory-limit", "auto", `The Go runtime's soft memory limit, e.g. "400Mi": the garbage collector works harder as the agent's memory nears it, so peaks stay under it; "0" sets none. "auto": the container's memory limit (cgroup) less room for the binary's pages (its size, at least 10% of the limit, at most half), unless $GOMEMLIMIT is set.`)
 	fs.StringVar(&o.dataDir, "data-dir", filepath.Join(os.TempDir(), "gitpeer"), "The directory holding the persistent clones; mount a volume here in a Deployment.")
 	return cmd
 }
@@ -105,7 +105,7 @@ func (o *agentOptions) run(ctx context.Context) error {
 	}
 	log := logger.NewLogger(o.log)
 	logger.SetLogger(log)
-	limit, from, err := memoryLimit(o.memoryLimit, memlimit.FromCgroup, os.Getenv)
+	limit, from, err := memoryLimit(o.memoryLimit, memlimit.FromCgroup, os.Getenv, executableSize())
 	if err != nil {
 		return err
 	}
