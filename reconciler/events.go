@@ -62,7 +62,8 @@ func truncate(s string, n int) string {
 // peering: at 10,000 peerings per-peering events are noise, cost an API
 // write each, and the recorder keeps each one at least 6 minutes (client-go's
 // series cache: 12 MB after 10,000 identities, BenchmarkRoundEventsMemory).
-// Warnings stay per peering. Each step's detail stays in the commit
+// Warnings stay per peering, but overdue renewals (warn): an outage stalls
+// every renewal due at once. Each step's detail stays in the commit
 // trailers (`gitpeer audit`), its phase in the status and the metrics.
 type routineEvents struct {
 	mu      sync.Mutex
@@ -73,6 +74,7 @@ type routineEvents struct {
 // eventTally counts the steps of one reason and lists the first of them,
 // as many as an event's note holds.
 type eventTally struct {
+	kind   string // the event's type: Normal, or Warning (warn)
 	what   string // what the steps did, e.g. "nonce issued"
 	count  int
 	listed []string
@@ -82,6 +84,16 @@ type eventTally struct {
 // add notes a step of reason, described by item (the consumer, and what
 // identifies the step), which did what.
 func (e *routineEvents) add(reason, what, item string) {
+	e.note(corev1.EventTypeNormal, reason, what, item)
+}
+
+// warn notes a peering of reason that needs attention, recorded as a Warning.
+func (e *routineEvents) warn(reason, what, item string) {
+	e.note(corev1.EventTypeWarning, reason, what, item)
+}
+
+// note notes item under reason, recorded as an event of type kind.
+func (e *routineEvents) note(kind, reason, what, item string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.tallies[reason]
@@ -89,7 +101,7 @@ func (e *routineEvents) add(reason, what, item string) {
 		if e.tallies == nil {
 			e.tallies = map[string]*eventTally{}
 		}
-		t = &eventTally{what: what}
+		t = &eventTally{kind: kind, what: what}
 		e.tallies[reason] = t
 		e.reasons = append(e.reasons, reason)
 	}
@@ -100,26 +112,30 @@ func (e *routineEvents) add(reason, what, item string) {
 	}
 }
 
-// notes returns the note of each reason noted, in order, and forgets them.
-func (e *routineEvents) notes() (reasons, notes []string) {
+// tallied is the event of one reason of a round: its type, reason and note.
+type tallied struct{ kind, reason, note string }
+
+// events returns the event of each reason noted, in order, and forgets them.
+func (e *routineEvents) events() []tallied {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var out []tallied
 	for _, reason := range e.reasons {
 		t := e.tallies[reason]
 		note := fmt.Sprintf("%s for %d consumer(s): %s", t.what, t.count, strings.Join(t.listed, ", "))
 		if more := t.count - len(t.listed); more > 0 {
 			note += fmt.Sprintf(", and %d more", more)
 		}
-		reasons, notes = append(reasons, reason), append(notes, note)
+		out = append(out, tallied{t.kind, reason, note})
 	}
 	e.reasons, e.tallies = nil, nil
-	return reasons, notes
+	return out
 }
 
-// recordRoutine records one Normal event per reason of the round's routine steps.
+// recordRoutine records one event per reason of the round's routine steps
+// and overdue renewals.
 func (s *session) recordRoutine() {
-	reasons, notes := s.routine.notes()
-	for i, reason := range reasons {
-		s.r.event(s.obj, corev1.EventTypeNormal, reason, "%s", notes[i])
+	for _, ev := range s.routine.events() {
+		s.r.event(s.obj, ev.kind, ev.reason, "%s", ev.note)
 	}
 }

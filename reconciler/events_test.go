@@ -2,7 +2,9 @@ package reconciler
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"math/big"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // eventSink stands for the API server behind client-go's event broadcaster:
@@ -80,7 +83,7 @@ func recordingSession(t testing.TB, sink *eventSink) *session {
 
 // TestRoutineEventsOnePerReason: a round's routine provider steps make one
 // Normal event per reason, which counts them and names as many as the note
-// holds; Warnings stay per peering.
+// holds, and its overdue renewals one Warning; other Warnings stay per peering.
 func TestRoutineEventsOnePerReason(t *testing.T) {
 	sink := &eventSink{}
 	s := recordingSession(t, sink)
@@ -91,15 +94,21 @@ func TestRoutineEventsOnePerReason(t *testing.T) {
 	s.routine.add(ReasonIssued, "identity committed", "c1 (serial 1a, expires 2027-01-01T00:00:00Z)")
 	s.routine.add(ReasonIssued, "identity committed", "c2 (serial 2b, expires 2027-01-01T00:00:00Z)")
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, "c3", "consumer c3: bad")
+	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", "c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
+	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", "c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
 	s.recordRoutine()
 	s.recordRoutine() // nothing more
 	got := map[string]*eventsv1.Event{}
-	for _, e := range sink.wait(t, 3) {
+	for _, e := range sink.wait(t, 4) {
 		got[e.Reason] = e
 	}
 	time.Sleep(100 * time.Millisecond)
-	if len(sink.wait(t, 3)) != 3 {
-		t.Errorf("%d events, want 3", len(sink.created))
+	if len(sink.wait(t, 4)) != 4 {
+		t.Errorf("%d events, want 4", len(sink.created))
+	}
+	if e := got[provider.RenewalOverdue]; e == nil || e.Type != corev1.EventTypeWarning ||
+		e.Note != "certificate renewal overdue for 2 consumer(s): c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z), c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)" {
+		t.Errorf("RenewalOverdue: %+v", e)
 	}
 	nonces := got[ReasonNonceIssued]
 	if nonces == nil || nonces.Type != corev1.EventTypeNormal || len(nonces.Note) > eventNoteLimit ||
@@ -158,5 +167,36 @@ func BenchmarkRoundEventsMemory(b *testing.B) {
 			}
 			b.ReportMetric(float64(retained), "retained-B")
 		})
+	}
+}
+
+// TestOverdueRenewalsOneWarning: the renewals an outage stalls past their
+// point in one round raise one RenewalOverdue Warning for the round, which
+// counts them (not one per consumer: 10,000 at once would flood the events),
+// while each peering's outcome and the condition name their own.
+func TestOverdueRenewalsOneWarning(t *testing.T) {
+	sink := &eventSink{}
+	s := recordingSession(t, sink)
+	due := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	cert := &x509.Certificate{SerialNumber: big.NewInt(0x4d), NotAfter: due.AddDate(0, 2, 0)}
+	const n = 1000
+	for i := range n {
+		o := s.renewalStalled(fmt.Sprintf("c%04d", i), cert, provider.Renewal{At: due, Due: true, Overdue: true}, outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing"})
+		if o.reason != provider.RenewalOverdue {
+			t.Fatalf("outcome %+v; want reason %s", o, provider.RenewalOverdue)
+		}
+	}
+	s.recordRoutine()
+	got := sink.wait(t, 1)
+	time.Sleep(100 * time.Millisecond)
+	if len(sink.wait(t, 1)) != 1 {
+		t.Fatalf("%d events, want 1", len(sink.created))
+	}
+	if e := got[0]; e.Type != corev1.EventTypeWarning || e.Reason != provider.RenewalOverdue ||
+		!strings.HasPrefix(e.Note, "certificate renewal overdue for 1000 consumer(s): c0000 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z), c0001 ") {
+		t.Errorf("event %s %s %q", e.Type, e.Reason, e.Note)
+	}
+	if len(s.overdue) != n {
+		t.Errorf("%d consumers overdue for the condition, want %d", len(s.overdue), n)
 	}
 }

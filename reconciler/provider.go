@@ -403,7 +403,9 @@ func (s *session) renew(ctx context.Context, tenant *authv1beta1.Tenant, cert *x
 
 // renewalStalled reports a renewal that did not complete this round (o says
 // why); once the certificate is overdue (provider.RenewalOf) it raises the
-// renewal-overdue metric, an event and the CertificatesRenewed condition.
+// renewal-overdue metric, the round's RenewalOverdue Warning (one for every
+// consumer overdue: an outage makes them all overdue at once) and the
+// CertificatesRenewed condition.
 func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
 	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true, overdue: renewal.Overdue})
 	if !renewal.Overdue {
@@ -417,7 +419,8 @@ func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewa
 	}
 	s.overdue[consumer] = msg
 	s.mu.Unlock()
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, provider.RenewalOverdue, consumer, "%s", msg)
+	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", fmt.Sprintf("%s (serial %s, due %s, expires %s)",
+		consumer, cert.SerialNumber.Text(16), renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339)))
 	o.reason = provider.RenewalOverdue
 	if o.err != nil {
 		o.err = fmt.Errorf("%s: %w", msg, o.err)
