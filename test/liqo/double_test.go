@@ -117,12 +117,29 @@ var _ = Describe("Nonce creator", func() {
 	})
 
 	It("leaves a nonce Secret outside the tenant namespace empty", func(ctx SpecContext) {
+		_, err := liqo.CreateNonce(ctx, provider.client, "nonce-elsewhere") // the tenant namespace, and its own nonce
+		Expect(err).NotTo(HaveOccurred())
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.NonceSecretName, Namespace: "default",
 			Labels: map[string]string{authv1beta1.NonceSecretLabel: "true", authv1beta1.RemoteClusterIDLabel: "nonce-elsewhere"}}}
 		Expect(provider.client.Create(ctx, secret)).To(Succeed())
 		Eventually(events(ctx, provider.client, secret, "WrongNamespace"), eventually, poll).ShouldNot(BeEmpty())
 		Expect(provider.client.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 		Expect(secret.Data).NotTo(HaveKey(authv1beta1.NonceSecretField))
+	})
+
+	It("retries a nonce Secret until its tenant namespace is found", func(ctx SpecContext) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespacePrefix + "nonce-later"}}
+		Expect(provider.client.Create(ctx, ns)).To(Succeed())
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.NonceSecretName, Namespace: ns.Name,
+			Labels: map[string]string{authv1beta1.NonceSecretLabel: "true", authv1beta1.RemoteClusterIDLabel: "nonce-later"}}}
+		Expect(provider.client.Create(ctx, secret)).To(Succeed())
+		Eventually(events(ctx, provider.client, secret, "TenantNamespaceNotFound"), eventually, poll).ShouldNot(BeEmpty())
+		ns.Labels = map[string]string{authv1beta1.RemoteClusterIDLabel: "nonce-later", authv1beta1.TenantNamespaceLabel: authv1beta1.TrueValue}
+		Expect(provider.client.Update(ctx, ns)).To(Succeed())
+		Eventually(func() []byte {
+			Expect(provider.client.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+			return secret.Data[authv1beta1.NonceSecretField]
+		}, eventually, poll).ShouldNot(BeEmpty())
 	})
 })
 

@@ -21,7 +21,8 @@ import (
 // NonceCreator is A/noncecreator-controller: it fills data.nonce (64 random
 // bytes, standard base64) of a Secret labelled liqo.io/nonce, only when the key
 // is absent and the Secret is in the tenant namespace of the cluster ID in its
-// labels. Liqo never rotates a nonce. (LIQO-CONTRACT.md "Nonce Secret".)
+// labels, retrying while there is no such namespace. Liqo never rotates a
+// nonce. (LIQO-CONTRACT.md "Nonce Secret".)
 type NonceCreator struct {
 	Client   client.Client
 	Recorder record.EventRecorder
@@ -41,11 +42,18 @@ func (r *NonceCreator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		r.Recorder.Event(&secret, corev1.EventTypeWarning, "MissingClusterID", "ClusterID not found in secret")
 		return ctrl.Result{}, nil
 	}
+	// No tenant namespace (yet: the cache may lag its creation) is an error
+	// retried with backoff, as Liqo's tenantNamespace.Manager.GetNamespace
+	// returns NotFound (noncecreator_controller.go, namespaceManager.go).
 	ns, err := tenantNamespace(ctx, r.Client, clusterID)
+	if err == nil && ns == nil {
+		err = apierrors.NewNotFound(corev1.Resource("namespaces"), clusterID)
+	}
 	if err != nil {
+		r.Recorder.Event(&secret, corev1.EventTypeWarning, "TenantNamespaceNotFound", "Unable to get tenant namespace")
 		return ctrl.Result{}, err
 	}
-	if ns == nil || secret.Namespace != ns.Name {
+	if secret.Namespace != ns.Name {
 		r.Recorder.Event(&secret, corev1.EventTypeWarning, "WrongNamespace", "Secret not in tenant namespace")
 		return ctrl.Result{}, nil
 	}
