@@ -411,16 +411,15 @@ func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewa
 	if !renewal.Overdue {
 		return o
 	}
-	msg := fmt.Sprintf("renewal of certificate %s of %s overdue: due at %s, expires at %s",
-		cert.SerialNumber.Text(16), consumer, renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339))
+	serial, due, expires := cert.SerialNumber.Text(16), renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339)
+	msg := fmt.Sprintf("renewal of certificate %s of %s overdue: due at %s, expires at %s", serial, consumer, due, expires)
 	s.mu.Lock()
 	if s.overdue == nil {
 		s.overdue = map[string]string{}
 	}
 	s.overdue[consumer] = msg
 	s.mu.Unlock()
-	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", fmt.Sprintf("%s (serial %s, due %s, expires %s)",
-		consumer, cert.SerialNumber.Text(16), renewal.At.UTC().Format(time.RFC3339), cert.NotAfter.UTC().Format(time.RFC3339)))
+	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", fmt.Sprintf("%s (serial %s, due %s, expires %s)", consumer, serial, due, expires))
 	o.reason = provider.RenewalOverdue
 	if o.err != nil {
 		o.err = fmt.Errorf("%s: %w", msg, o.err)
