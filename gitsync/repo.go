@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -165,6 +167,41 @@ func OpenLocal(dir string, cfg Config) (*Repo, error) {
 		return nil, fmt.Errorf("gitsync: open %s: %w", dir, err)
 	}
 	return &Repo{cfg: cfg, repo: repo, storage: st, trees: newTreeCache(st, cfg.Limits)}, nil
+}
+
+// Uncommitted lists the files under root (slash-separated, relative to dir) that differ between
+// the working tree or index of the repository holding dir and its HEAD, sorted: what a reader of
+// commits (OpenLocal) does not see. It lists nothing for a bare repository.
+func Uncommitted(dir, root string) ([]string, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("gitsync: open %s: %w", dir, err)
+	}
+	wt, err := repo.Worktree()
+	if errors.Is(err, git.ErrIsBareRepository) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if root, err = pathInWorktree(repo, dir, root); err != nil {
+		return nil, err
+	}
+	status, err := wt.Status()
+	if err != nil {
+		return nil, fmt.Errorf("gitsync: status of %s: %w", dir, err)
+	}
+	var changed []string
+	for file, st := range status {
+		if st.Worktree == git.Unmodified && st.Staging == git.Unmodified {
+			continue
+		}
+		if root == "." || file == root || strings.HasPrefix(file, root+"/") {
+			changed = append(changed, file)
+		}
+	}
+	slices.Sort(changed)
+	return changed, nil
 }
 
 // pathInWorktree returns root (slash-separated, relative to dir) relative to

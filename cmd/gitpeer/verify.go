@@ -10,14 +10,18 @@ import (
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/verify"
 )
 
-// errInvalid makes the command exit non-zero once its report is printed.
-var errInvalid = errors.New("invalid files found")
+// errInvalid and errNothingChecked make the command exit non-zero once its report is printed.
+var (
+	errInvalid        = errors.New("invalid files found")
+	errNothingChecked = errors.New("nothing checked")
+)
 
 func newVerifyCmd() *cobra.Command {
 	var (
-		opts    verify.Options
-		output  string
-		verbose bool
+		opts       verify.Options
+		output     string
+		verbose    bool
+		allowEmpty bool
 	)
 	cmd := &cobra.Command{
 		Use:   "verify REPOSITORY",
@@ -31,7 +35,9 @@ against their CA and the Tenant's key. A line per peering directory (its path en
 the provider's verdict: it issues, revokes, fails closed (a kustomization that yields no valid
 Tenant) or skips. Rules that need the provider's cluster state (the nonce in its Secret, the
 pinned key, revoked serials) are reported as checked by the provider. It needs no cluster and
-no network, and exits 0 only when every file is valid.`,
+no network, and exits 0 only when every file is valid and at least one was checked (a --path
+that matches nothing fails, unless --allow-empty, for a repository that has no peers yet). It
+warns, on standard error, of uncommitted changes under the path: they are not what it checked.`,
 		Example: `  gitpeer verify .
   gitpeer verify --revision origin/main --path peers -o json .`,
 		Args: cobra.ExactArgs(1),
@@ -46,8 +52,18 @@ no network, and exits 0 only when every file is valid.`,
 			if err := verify.Print(cmd.OutOrStdout(), results, output, verbose); err != nil {
 				return err
 			}
+			// A CI job that checks nothing must not pass: a wrong --path would let every pull
+			// request through. Edits not committed are named so no one takes them as checked.
+			if changed, err := verify.Uncommitted(args[0], opts); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: cannot tell whether the working tree has uncommitted changes: %v\n", err)
+			} else if len(changed) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d uncommitted change(s) not checked (verify reads the commit, not the working tree), e.g. %s\n", len(changed), changed[0])
+			}
 			if n := verify.Invalid(results); n > 0 {
 				return fmt.Errorf("%w: %d", errInvalid, n)
+			}
+			if checked, _, _ := verify.Count(results); checked == 0 && !allowEmpty {
+				return fmt.Errorf("%w: no gitpeer file under path %q of %s: check --path (the PeeringRepository's spec.path), or pass --allow-empty for a repository with no peers yet", errNothingChecked, opts.Path, revisionName(opts.Revision))
 			}
 			return nil
 		},
@@ -56,5 +72,14 @@ no network, and exits 0 only when every file is valid.`,
 	cmd.Flags().StringVar(&opts.Revision, "revision", "", "commit to check: a branch, tag or hash (default HEAD)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: table)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the files gitpeer ignores")
+	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "exit 0 when no gitpeer file is found (a repository with no peers yet)")
 	return cmd
+}
+
+// revisionName names the revision verify checked, HEAD when none was given.
+func revisionName(rev string) string {
+	if rev == "" {
+		return "HEAD"
+	}
+	return rev
 }

@@ -48,7 +48,7 @@ func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
 // A Tenant's and an Identity's result say which rules only the provider or
 // the consumer can check.
 func (d *directory) check(now time.Time) []Result {
-	out := []Result{d.checkTerms()}
+	out := []Result{Terms(&d.pe)}
 	for _, k := range protocol.Kinds {
 		if !d.ok[k] {
 			continue
@@ -82,22 +82,24 @@ func (d *directory) check(now time.Time) []Result {
 	return append(out, d.verdict(out))
 }
 
-// checkTerms checks that the provider published valid terms: a pull request
+// Terms checks that the provider of pe published valid terms: a pull request
 // quotes them as what a merge grants, so without them a reviewer cannot tell.
 // Missing terms fail only a directory with a tenant.yaml; invalid ones always.
-func (d *directory) checkTerms() Result {
-	r := Result{Path: protocol.TermsPath(d.pe.Provider), Valid: d.pe.Terms != nil}
-	switch t := d.pe.Terms; {
-	case t == nil && (d.pe.TermsErr == nil || errors.Is(d.pe.TermsErr, protocol.ErrNoTerms)):
-		r.Reason = fmt.Sprintf("terms missing: %s has not published %s; what a merge grants is unknown", d.pe.Provider, r.Path)
-		if d.pe.Tenant == nil && d.pe.Invalid[protocol.Tenant] == nil {
+// pe may hold only the provider and its terms, for a provider with no
+// peering directory yet.
+func Terms(pe *protocol.Documents) Result {
+	r := Result{Path: protocol.TermsPath(pe.Provider), Valid: pe.Terms != nil}
+	switch t := pe.Terms; {
+	case t == nil && (pe.TermsErr == nil || errors.Is(pe.TermsErr, protocol.ErrNoTerms)):
+		r.Reason = fmt.Sprintf("terms missing: %s has not published %s; what a merge grants is unknown", pe.Provider, r.Path)
+		if pe.Tenant == nil && pe.Invalid[protocol.Tenant] == nil {
 			r.Valid, r.Reason = true, r.Reason+" (no tenant.yaml yet: nothing is granted)"
 		}
-	case d.pe.TermsErr != nil:
-		r.Reason = "terms invalid: " + d.pe.TermsErr.Error()
+	case pe.TermsErr != nil:
+		r.Reason = "terms invalid: " + pe.TermsErr.Error()
 	default:
 		r.Reason = fmt.Sprintf("terms of %s: ClusterRole %s bound in %s, certificates for %s, renewed %s",
-			d.pe.Provider, t.Spec.ClusterRoleName, t.Spec.TenantNamespacePrefix+"<consumerID>", t.Spec.CertificateTTL.Duration, t.Spec.Renewal)
+			pe.Provider, t.Spec.ClusterRoleName, t.Spec.TenantNamespacePrefix+"<consumerID>", t.Spec.CertificateTTL.Duration, t.Spec.Renewal)
 	}
 	return r
 }

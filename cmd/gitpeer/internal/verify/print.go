@@ -35,19 +35,7 @@ func Print(w io.Writer, results []Result, format string, verbose bool) error {
 			return err
 		}
 	}
-	checked, invalid, ignored := 0, 0, 0
-	for _, r := range results {
-		switch {
-		case r.Directory:
-		case r.Ignored:
-			ignored++
-		case !r.Valid:
-			invalid++
-			checked++
-		default:
-			checked++
-		}
-	}
+	checked, invalid, ignored := Count(results)
 	_, err := fmt.Fprintf(w, "%d files checked, %d invalid, %d ignored\n", checked, invalid, ignored)
 	return err
 }

@@ -89,6 +89,31 @@ func Invalid(results []Result) int {
 	return n
 }
 
+// Count returns how many files the results checked (documents and kustomizations, valid or not),
+// how many of those are invalid, and how many files were ignored; peering directories' verdicts
+// are not files and are not counted.
+func Count(results []Result) (checked, invalid, ignored int) {
+	for _, r := range results {
+		switch {
+		case r.Directory:
+		case r.Ignored:
+			ignored++
+		case !r.Valid:
+			invalid++
+			checked++
+		default:
+			checked++
+		}
+	}
+	return checked, invalid, ignored
+}
+
+// Uncommitted lists the files under opts.Path that differ between repo's working tree (or index)
+// and its HEAD: edits Check does not see, since it reads a commit.
+func Uncommitted(repo string, opts Options) ([]string, error) {
+	return gitsync.Uncommitted(repo, opts.Path)
+}
+
 // judge turns what protocol.Load read into results: its rejections, the
 // cross-file checks of every peering directory, and a result for every other
 // entry of the listing.
@@ -118,6 +143,12 @@ func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []R
 				terms[r.Path] = isTerms
 				results = append(results, r)
 			}
+		}
+	}
+	for _, f := range listing.Files { // the terms of a provider with no peering directory yet
+		if provider, ok := protocol.ParseTermsPath(f.Path); ok && !terms[f.Path] && !rejected[f.Path] {
+			t, err := loaded.Terms(provider)
+			results = append(results, verdict.Terms(&protocol.Documents{Provider: provider, Terms: t, TermsErr: err}))
 		}
 	}
 	return results
