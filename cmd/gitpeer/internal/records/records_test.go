@@ -25,6 +25,10 @@ type history struct {
 	dir  string
 	wt   *git.Worktree
 	tick time.Time
+	// when, if set, dates the next commit instead; dates dates the commits
+	// whose subject it names.
+	when  time.Time
+	dates map[string]time.Time
 }
 
 var start = time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -60,11 +64,19 @@ func (h *history) commit(message string, files map[string][]byte) time.Time {
 		}
 	}
 	h.tick = h.tick.Add(time.Minute)
-	sig := &object.Signature{Name: "gitpeer", Email: "gitpeer@localhost", When: h.tick}
+	when := h.tick
+	subject, _, _ := strings.Cut(message, "\n")
+	if d, ok := h.dates[subject]; ok {
+		when = d
+	}
+	if !h.when.IsZero() {
+		when, h.when = h.when, time.Time{}
+	}
+	sig := &object.Signature{Name: "gitpeer", Email: "gitpeer@localhost", When: when}
 	if _, err := h.wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true}); err != nil {
 		h.t.Fatal(err)
 	}
-	return h.tick
+	return when
 }
 
 // agent commits files with the agent's trailers, as gitsync writes them.

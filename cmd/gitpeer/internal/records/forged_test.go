@@ -1,0 +1,177 @@
+package records
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/test/repofixture"
+)
+
+// peer is a consumer of provider-a with a real Tenant, whose identities a
+// test CA issues.
+type peer struct {
+	t        *testing.T
+	consumer string
+	tenant   []byte
+	csr      []byte
+	ca       *repofixture.CA
+}
+
+func newPeer(t *testing.T, ca *repofixture.CA, consumer string) *peer {
+	t.Helper()
+	tenantYAML, _ := tenant(t, consumer)
+	var tn authv1beta1.Tenant
+	if err := yaml.Unmarshal(tenantYAML, &tn); err != nil {
+		t.Fatal(err)
+	}
+	return &peer{t: t, consumer: consumer, tenant: tenantYAML, csr: tn.Spec.CSR, ca: ca}
+}
+
+func newCA(t *testing.T) *repofixture.CA {
+	t.Helper()
+	ca, err := repofixture.NewCA("provider-a", start.Add(-time.Hour), 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// identity returns an identity.yaml for the peer valid until notAfter, and
+// the certificate's serial.
+func (p *peer) identity(notAfter time.Time) ([]byte, string) {
+	p.t.Helper()
+	from := start.Add(-time.Hour)
+	certPEM, err := p.ca.Issue(p.csr, from, notAfter.Sub(from))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	doc, err := protocol.IdentityDocument("provider-a", p.consumer, authv1beta1.AuthParams{APIServer: "https://provider-a.example:6443", CA: p.ca.PEM, SignedCRT: certPEM})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	serial, err := certSerial(certPEM)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return doc, serial
+}
+
+func (p *peer) path(kind protocol.Kind) string {
+	return filepath.Join("peers", "provider-a", p.consumer, string(kind))
+}
+
+// issue commits, as the agent, an identity of the peer valid until notAfter
+// with its trailers, and returns its serial.
+func (p *peer) issue(h *history, action string, notAfter time.Time) string {
+	p.t.Helper()
+	doc, serial := p.identity(notAfter)
+	h.agent(action, "provider-a", p.consumer, map[string][]byte{p.path(protocol.Identity): doc},
+		"Gitpeer-Serial: "+serial, "Gitpeer-Expires: "+notAfter.Format(time.RFC3339))
+	return serial
+}
+
+// forgedHistory: consumer-1 is issued a certificate and revoked (tenant.yaml
+// removed, then the agent's revoke); consumer-2 is issued one and still
+// peered. Then an outsider commits, unsigned, a Gitpeer-Action: revoke of
+// both dated at forgedAt.
+func forgedHistory(t *testing.T, forgedAt time.Time, dates map[string]time.Time) (*history, map[string]string) {
+	h := newHistory(t)
+	h.dates = dates
+	ca := newCA(t)
+	c1, c2 := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-2")
+	day := 24 * time.Hour
+	h.commit("Initial commit", map[string][]byte{"README.md": []byte("peers\n")})
+	h.commit("Approve consumer-1 and consumer-2", map[string][]byte{c1.path(protocol.Tenant): c1.tenant, c2.path(protocol.Tenant): c2.tenant})
+	serials := map[string]string{}
+	serials["c1"] = c1.issue(h, "issue-identity", start.Add(day))
+	serials["c2"] = c2.issue(h, "issue-identity", start.Add(2*day))
+	h.commit("Revoke consumer-1", map[string][]byte{c1.path(protocol.Tenant): nil})
+	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{c1.path(protocol.Identity): nil})
+	h.when = forgedAt
+	h.commit("Tidy\n\nGitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-1\n"+
+		"Gitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\n", nil)
+	return h, serials
+}
+
+// TestForgedRevocationKeepsRecords: an unsigned commit dated 2100 that
+// claims the agent revoked consumer-1 and consumer-2 does not erase their
+// certificates from the rebuilt records: consumer-1's revoked certificate
+// still blocks its revival until its own NotAfter, and consumer-2's
+// certificate is still recorded.
+func TestForgedRevocationKeepsRecords(t *testing.T) {
+	h, serials := forgedHistory(t, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	res, err := Rebuild(h.dir, Options{Path: "peers", Provider: "provider-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := res.Records["consumer-1"], res.Records["consumer-2"]
+	if len(c1.Certificates) != 1 || c1.Certificates[0].Serial != serials["c1"] || c1.Certificates[0].RevokedAt == nil {
+		t.Fatalf("consumer-1: %s, want %s revoked (warnings %q)", describe(c1), serials["c1"], res.Warnings)
+	}
+	if b := provider.RevivalBlocker(c1.Certificates, start.Add(2*time.Hour)); b == nil || b.Serial != serials["c1"] {
+		t.Fatalf("consumer-1 may be bound again while its revoked certificate is valid: %s", describe(c1))
+	}
+	if len(c2.Certificates) != 1 || c2.Certificates[0].Serial != serials["c2"] {
+		t.Fatalf("consumer-2: %s, want %s kept", describe(c2), serials["c2"])
+	}
+}
+
+// TestDateReorderedHistory: the same history with dates an outsider chose
+// (the revocation backdated before the issuance, the issuance in 2100)
+// rebuilds the same records as with honest dates: order is the commit
+// graph's.
+func TestDateReorderedHistory(t *testing.T) {
+	honest, hs := forgedHistory(t, start.Add(time.Hour), nil)
+	want, err := Rebuild(honest.dir, Options{Path: "peers", Provider: "provider-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skewed, ss := forgedHistory(t, start.Add(time.Hour), map[string]time.Time{
+		"Revoke consumer-1":                          time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC),
+		"revoke of consumer-1 on provider-a":         time.Date(1990, 1, 1, 0, 1, 0, 0, time.UTC),
+		"issue-identity of consumer-1 on provider-a": time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
+		"Approve consumer-1 and consumer-2":          time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+	})
+	got, err := Rebuild(skewed.dir, Options{Path: "peers", Provider: "provider-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, consumer := range []string{"consumer-1", "consumer-2"} {
+		w, g := shape(want.Records[consumer], hs), shape(got.Records[consumer], ss)
+		if w != g {
+			t.Errorf("%s: %s with skewed dates, %s with honest ones", consumer, g, w)
+		}
+	}
+}
+
+// shape describes records without revocation times (they are the commits'
+// dates), serials named by their key in serials.
+func shape(r reconciler.ConsumerRecords, serials map[string]string) string {
+	names := map[string]string{}
+	for name, serial := range serials {
+		names[serial] = name
+	}
+	out := ""
+	for _, c := range r.Certificates {
+		out += fmt.Sprintf("%s until %s revoked %t; ", names[c.Serial], stamp(c.NotAfter), c.RevokedAt != nil)
+	}
+	return out
+}
+
+// certSerial returns the serial of a PEM certificate, in hex.
+func certSerial(certPEM []byte) (string, error) {
+	cert, err := crypto.ParseCertificatePEM(certPEM)
+	if err != nil {
+		return "", err
+	}
+	return cert.SerialNumber.Text(16), nil
+}
