@@ -22,18 +22,19 @@ type peer struct {
 	t        *testing.T
 	consumer string
 	tenant   []byte
+	pin      string
 	csr      []byte
 	ca       *repofixture.CA
 }
 
 func newPeer(t *testing.T, ca *repofixture.CA, consumer string) *peer {
 	t.Helper()
-	tenantYAML, _ := tenant(t, consumer)
+	tenantYAML, pin := tenant(t, consumer)
 	var tn authv1beta1.Tenant
 	if err := yaml.Unmarshal(tenantYAML, &tn); err != nil {
 		t.Fatal(err)
 	}
-	return &peer{t: t, consumer: consumer, tenant: tenantYAML, csr: tn.Spec.CSR, ca: ca}
+	return &peer{t: t, consumer: consumer, tenant: tenantYAML, pin: pin, csr: tn.Spec.CSR, ca: ca}
 }
 
 func newCA(t *testing.T) *repofixture.CA {
