@@ -3,8 +3,14 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 // TestForgedTrailers: an unsigned commit, backdated to 1990 and authored as
@@ -35,4 +41,52 @@ func TestForgedTrailers(t *testing.T) {
 	if last["source"] != SourceClaim {
 		t.Fatalf("the forged revocation is shown as %v, want %q: %v", last["source"], SourceClaim, last)
 	}
+}
+
+// TestAgentKeys: with the agent's key, the trailers of a commit it signed
+// are the agent's (SourceAgent); the same trailers on unsigned commits, or
+// on a commit signed with another key, stay claims; tree changes are
+// SourceBranch.
+func TestAgentKeys(t *testing.T) {
+	h := buildHistory(t, ".")
+	agent, other := agentKey(t), agentKey(t)
+	repo, err := git.PlainOpen(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []*repofixture.AgentKey{agent, other} {
+		sig := &object.Signature{Name: "gitpeer", Email: "gitpeer@localhost", When: time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)}
+		if _, err := wt.Commit("Renew identity of consumer-1 on provider-a (serial ef56)\n\nGitpeer-Action: renew-identity\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-1\nGitpeer-Serial: ef56\nGitpeer-Expires: 2030-02-02T00:00:00Z\n",
+			&git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true, Signer: key.Signer}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, err := Read(h.dir, Options{Consumer: "consumer-1", AgentKeys: agent.Trusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range events {
+		got = append(got, e.Event+" "+e.Source)
+	}
+	want := []string{
+		"requested claim", "nonce-issued claim", "tenant-proposed claim", "approved branch", "identity-issued claim",
+		"identity-renewed claim", "revoked branch", "revoked claim", "identity-renewed agent", "identity-renewed claim",
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("sources:\n%s\nwant:\n%s", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+}
+
+func agentKey(t *testing.T) *repofixture.AgentKey {
+	t.Helper()
+	key, err := repofixture.NewAgentKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
 }

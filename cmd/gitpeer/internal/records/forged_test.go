@@ -3,6 +3,7 @@ package records
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,9 +85,9 @@ func (p *peer) issue(h *history, action string, notAfter time.Time) string {
 // removed, then the agent's revoke); consumer-2 is issued one and still
 // peered. Then an outsider commits, unsigned, a Gitpeer-Action: revoke of
 // both dated at forgedAt.
-func forgedHistory(t *testing.T, forgedAt time.Time, dates map[string]time.Time) (*history, map[string]string) {
+func forgedHistory(t *testing.T, forgedAt time.Time, dates map[string]time.Time, key *repofixture.AgentKey) (*history, map[string]string) {
 	h := newHistory(t)
-	h.dates = dates
+	h.dates, h.key = dates, key
 	ca := newCA(t)
 	c1, c2 := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-2")
 	day := 24 * time.Hour
@@ -99,30 +100,55 @@ func forgedHistory(t *testing.T, forgedAt time.Time, dates map[string]time.Time)
 	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{c1.path(protocol.Identity): nil})
 	h.when = forgedAt
 	h.commit("Tidy\n\nGitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-1\n"+
-		"Gitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\n", nil)
+		"Gitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\n"+
+		"Gitpeer-Action: renew-identity\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\nGitpeer-Serial: ee\nGitpeer-Expires: 2030-01-02T04:00:00Z\n", nil)
+	serials["pin2"] = c2.pin
 	return h, serials
 }
 
 // TestForgedRevocationKeepsRecords: an unsigned commit dated 2100 that
-// claims the agent revoked consumer-1 and consumer-2 does not erase their
-// certificates from the rebuilt records: consumer-1's revoked certificate
-// still blocks its revival until its own NotAfter, and consumer-2's
-// certificate is still recorded.
+// claims the agent revoked consumer-1 and consumer-2 and renewed consumer-2's
+// certificate does not erase their certificates from the rebuilt records:
+// consumer-1's revoked certificate still blocks its revival until its own
+// NotAfter, consumer-2's certificate is still recorded (marked revoked: a
+// claimed revocation can only add one), and the claimed renewal is not
+// believed. Without the agent's key as with it; with it, each forged claim
+// is reported.
 func TestForgedRevocationKeepsRecords(t *testing.T) {
-	h, serials := forgedHistory(t, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), nil)
-	res, err := Rebuild(h.dir, Options{Path: "peers", Provider: "provider-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1, c2 := res.Records["consumer-1"], res.Records["consumer-2"]
-	if len(c1.Certificates) != 1 || c1.Certificates[0].Serial != serials["c1"] || c1.Certificates[0].RevokedAt == nil {
-		t.Fatalf("consumer-1: %s, want %s revoked (warnings %q)", describe(c1), serials["c1"], res.Warnings)
-	}
-	if b := provider.RevivalBlocker(c1.Certificates, start.Add(2*time.Hour)); b == nil || b.Serial != serials["c1"] {
-		t.Fatalf("consumer-1 may be bound again while its revoked certificate is valid: %s", describe(c1))
-	}
-	if len(c2.Certificates) != 1 || c2.Certificates[0].Serial != serials["c2"] {
-		t.Fatalf("consumer-2: %s, want %s kept", describe(c2), serials["c2"])
+	for _, signed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("signed=%t", signed), func(t *testing.T) {
+			var key *repofixture.AgentKey
+			opts := Options{Path: "peers", Provider: "provider-a"}
+			if signed {
+				key = agentKey(t)
+				opts.AgentKeys = key.Trusted
+			}
+			h, serials := forgedHistory(t, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), nil, key)
+			res, err := Rebuild(h.dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c1, c2 := res.Records["consumer-1"], res.Records["consumer-2"]
+			if len(c1.Certificates) != 1 || c1.Certificates[0].Serial != serials["c1"] || c1.Certificates[0].RevokedAt == nil {
+				t.Fatalf("consumer-1: %s, want %s revoked (warnings %q)", describe(c1), serials["c1"], res.Warnings)
+			}
+			if b := provider.RevivalBlocker(c1.Certificates, start.Add(2*time.Hour)); b == nil || b.Serial != serials["c1"] {
+				t.Fatalf("consumer-1 may be bound again while its revoked certificate is valid: %s", describe(c1))
+			}
+			if len(c2.Certificates) != 1 || c2.Certificates[0].Serial != serials["c2"] || !c2.Certificates[0].NotAfter.Equal(start.Add(48*time.Hour)) {
+				t.Fatalf("consumer-2: %s, want %s kept until its NotAfter and the claimed renewal ignored", describe(c2), serials["c2"])
+			}
+			if c2.PinnedKey != serials["pin2"] {
+				t.Errorf("consumer-2 pinned %q, want its Tenant's key %q", c2.PinnedKey, serials["pin2"])
+			}
+			warnings := strings.Join(res.Warnings, "\n")
+			if !signed && (len(res.Warnings) != 1 || res.Warnings[0] != NoAgentKeyWarning) {
+				t.Errorf("warnings without the agent key: %q", res.Warnings)
+			}
+			if signed && (strings.Count(warnings, "not signed with the agent key") != 3 || strings.Contains(warnings, NoAgentKeyWarning)) {
+				t.Errorf("warnings with the agent key, want the 3 forged claims: %q", res.Warnings)
+			}
+		})
 	}
 }
 
@@ -131,7 +157,7 @@ func TestForgedRevocationKeepsRecords(t *testing.T) {
 // rebuilds the same records as with honest dates: order is the commit
 // graph's.
 func TestDateReorderedHistory(t *testing.T) {
-	honest, hs := forgedHistory(t, start.Add(time.Hour), nil)
+	honest, hs := forgedHistory(t, start.Add(time.Hour), nil, nil)
 	want, err := Rebuild(honest.dir, Options{Path: "peers", Provider: "provider-a"})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +167,7 @@ func TestDateReorderedHistory(t *testing.T) {
 		"revoke of consumer-1 on provider-a":         time.Date(1990, 1, 1, 0, 1, 0, 0, time.UTC),
 		"issue-identity of consumer-1 on provider-a": time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
 		"Approve consumer-1 and consumer-2":          time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
-	})
+	}, nil)
 	got, err := Rebuild(skewed.dir, Options{Path: "peers", Provider: "provider-a"})
 	if err != nil {
 		t.Fatal(err)
