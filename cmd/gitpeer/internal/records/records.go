@@ -275,7 +275,7 @@ func (b *builder) identities(commits []plumbing.Hash) error {
 			read[ch.To.Name+"@"+ch.To.TreeEntry.Hash.String()] = true
 			p := protocol.Path{Provider: b.opts.Provider, Consumer: consumerID, Kind: protocol.Identity}
 			if err := b.identity(c, p, ch.To.TreeEntry.Hash); err != nil {
-				b.warn("commit %s: %s: %v; skipped", h, p, err)
+				b.warn("commit %s: %v; skipped", h, err)
 			}
 		}
 	}
@@ -286,19 +286,19 @@ func (b *builder) identities(commits []plumbing.Hash) error {
 func (b *builder) identity(c *object.Commit, p protocol.Path, blob plumbing.Hash) error {
 	data, err := readBlob(b.repo, blob)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", p, err)
 	}
 	pe := &protocol.Documents{Provider: p.Provider, Consumer: p.Consumer}
 	if err := pe.Decode(p, data); err != nil {
-		return err
+		return err // names p
 	}
 	cert, err := crypto.ParseCertificatePEM(pe.Identity.Spec.AuthParams.SignedCRT)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: certificate: %w", p, err)
 	}
 	pin, err := reconciler.KeyPin(cert.PublicKey)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: certificate key: %w", p, err)
 	}
 	con := b.consumer(p.Consumer)
 	con.add(cert.SerialNumber.Text(16), cert.NotAfter, b.at[c.Hash])
