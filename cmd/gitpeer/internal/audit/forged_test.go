@@ -49,7 +49,14 @@ func TestForgedTrailers(t *testing.T) {
 // SourceBranch.
 func TestAgentKeys(t *testing.T) {
 	h := buildHistory(t, ".")
-	agent, other := agentKey(t), agentKey(t)
+	var keys [2]*repofixture.AgentKey
+	for i := range keys {
+		var err error
+		if keys[i], err = repofixture.NewAgentKey(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent, other := keys[0], keys[1]
 	repo, err := git.PlainOpen(h.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -80,13 +87,4 @@ func TestAgentKeys(t *testing.T) {
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("sources:\n%s\nwant:\n%s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
-}
-
-func agentKey(t *testing.T) *repofixture.AgentKey {
-	t.Helper()
-	key, err := repofixture.NewAgentKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
 }
