@@ -88,3 +88,38 @@ func TestAgentKeys(t *testing.T) {
 		t.Fatalf("sources:\n%s\nwant:\n%s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
 }
+
+// TestGraphOrder: every commit comes after its parents, merges included, and
+// the order does not change when the commits' dates do (buildHistory's
+// dates increase; the forged commit's go back to 1990).
+func TestGraphOrder(t *testing.T) {
+	h := buildHistory(t, ".")
+	h.tick = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
+	h.git("x", "merge", "-q", "--no-ff", "-m", "Merge the unmerged review branch", "gitpeer/provider-a/consumer-2")
+	repo, head, err := Open(h.dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, err := GraphOrder(repo, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]int{}
+	for i, c := range order {
+		at[c.String()] = i
+	}
+	if len(order) != 13 || order[len(order)-1] != head {
+		t.Fatalf("%d commits, head last: %v", len(order), order[len(order)-1] == head)
+	}
+	for _, c := range order {
+		commit, err := repo.CommitObject(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range commit.ParentHashes {
+			if at[p.String()] >= at[c.String()] {
+				t.Errorf("parent %s at %d, after its child %s at %d", p, at[p.String()], c, at[c.String()])
+			}
+		}
+	}
+}

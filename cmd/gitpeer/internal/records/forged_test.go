@@ -202,3 +202,27 @@ func certSerial(certPEM []byte) (string, error) {
 	}
 	return cert.SerialNumber.Text(16), nil
 }
+
+// TestUnverifiedPin: without the agent's key, the pin is the key of the
+// Tenant beside the consumer's last identity.yaml whose certificate is for
+// that key: a later commit that swapped tenant.yaml for another key beside
+// a certificate of the first is skipped, and said.
+func TestUnverifiedPin(t *testing.T) {
+	h := newHistory(t)
+	ca := newCA(t)
+	owner, other := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-1")
+	h.commit("Approve consumer-1", map[string][]byte{owner.path(protocol.Tenant): owner.tenant})
+	owner.issue(h, "issue-identity", start.Add(time.Hour))
+	doc, _ := owner.identity(start.Add(2 * time.Hour))
+	h.commit("Swap the Tenant", map[string][]byte{other.path(protocol.Tenant): other.tenant, owner.path(protocol.Identity): doc})
+	res, err := Rebuild(h.dir, Options{Path: "peers", Provider: "provider-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Records["consumer-1"]; got.PinnedKey != owner.pin || len(got.Certificates) != 2 {
+		t.Fatalf("records %s, want pin %s and both certificates", describe(got), owner.pin[:8])
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "key pin of consumer-1: skipped") || !strings.Contains(w, "not the key of the certificate") {
+		t.Fatalf("warnings: %q", res.Warnings)
+	}
+}

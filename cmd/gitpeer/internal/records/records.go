@@ -373,10 +373,15 @@ func (b *builder) result(dir string) (*Result, error) {
 	return res, res.pin(dir, b.opts, pins)
 }
 
+// maxPinCandidates bounds the commits read for one consumer's pin: each
+// reads a whole tree, and a consumer renewed for years has many.
+const maxPinCandidates = 8
+
 // pinCandidates returns the commits whose Tenant may give the consumer's key
 // pin, best first: its last issue-identity commit signed with the agent's
-// key; without agent keys, its identity.yaml files, last first, each with the
-// key its certificate certifies, which the Tenant's key must be.
+// key; without agent keys, its last identity.yaml files (maxPinCandidates),
+// last first, each with the key its certificate certifies, which the
+// Tenant's key must be.
 func (b *builder) pinCandidates(c *consumer) []identityFile {
 	if b.opts.AgentKeys != nil {
 		if c.signedIssue.IsZero() {
@@ -384,7 +389,7 @@ func (b *builder) pinCandidates(c *consumer) []identityFile {
 		}
 		return []identityFile{{commit: c.signedIssue}}
 	}
-	out := slices.Clone(c.identities)
+	out := slices.Clone(c.identities[max(0, len(c.identities)-maxPinCandidates):])
 	slices.Reverse(out)
 	return out
 }
