@@ -104,7 +104,7 @@ func (r *Repo) VerifyCommitSignaturesWith(from, to plumbing.Hash, keys *TrustedK
 	}
 	var bad []Unverified
 	check := func(c *object.Commit) {
-		if reason := keys.check(c); reason != "" {
+		if reason := keys.Check(c); reason != "" {
 			bad = append(bad, Unverified{Commit: c.Hash, Author: fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email), Reason: reason})
 		}
 	}
@@ -223,8 +223,9 @@ func (r *Repo) rootHash(c *object.Commit) (plumbing.Hash, error) {
 	return t.Hash, nil
 }
 
-// check returns why c's signature is not acceptable, or "" if it is.
-func (k *TrustedKeys) check(c *object.Commit) string {
+// Check returns why c's signature is not acceptable (missing, invalid, or
+// not by one of the keys), or "" if it is.
+func (k *TrustedKeys) Check(c *object.Commit) string {
 	sig := c.PGPSignature
 	if sig == "" {
 		return "unsigned"

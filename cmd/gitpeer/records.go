@@ -15,20 +15,27 @@ func newRecordsCmd() *cobra.Command {
 	var (
 		opts                           records.Options
 		name, namespace, owner, output string
+		agentKeys                      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "records PATH --provider CLUSTER_ID --name PEERINGREPOSITORY --namespace NS",
 		Short: "Rebuild a provider's records of issued and revoked certificates from the history of a full checkout",
 		Long: `records prints the Secrets gitpeer-records-<PeeringRepository>-<shard> (a List) as the provider's
 agent writes them, rebuilt from the history of the branch (default main) of the full checkout at PATH
-(the agent's own clone is shallow): for each consumer, every certificate of the agent's issue-identity
-and renew-identity commits (serial, expiry) not yet expired, revoked at the time of each later
-revocation (tenant.yaml removed from the branch, or the agent's revoke commit), and the key pin of the
-Tenant at its last issue-identity commit. Apply it with kubectl after losing the provider's cluster
-state, before the agent runs again; without these Secrets the agent forgets revocations and key pins.
-Revocations the agent made without a commit (deletionPolicy Revoke) are not in Git. Commits it cannot
-read are reported on stderr and skipped.`,
-		Example: `  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system \
+(the agent's own clone is shallow), read in the order of the commit graph, never of commit dates. For
+each consumer: every certificate found in an identity.yaml ever committed (serial and expiry read from
+the certificate) and, with --agent-key, in the Gitpeer-Serial/Gitpeer-Expires trailers of the agent's
+signed identity commits; revoked if tenant.yaml left the branch or a revoke commit came at or after
+it; and the key pin of the Tenant at its last signed issue-identity commit (without --agent-key: the
+Tenant beside its last identity.yaml that certifies that Tenant's key, unverified). Nothing a commit
+says removes a certificate: each leaves the records only when its own expiry has passed.
+
+Give --agent-key (the public key of the provider's spec.commit.signingKey): without it no commit is
+proven to be the agent's, no trailer is believed, and the pins are unverified. Apply the output with
+kubectl after losing the provider's cluster state, before the agent runs again; without these Secrets
+the agent forgets revocations and key pins. Revocations the agent made without a commit
+(deletionPolicy Revoke) are not in Git. What it cannot read or verify is reported on stderr.`,
+		Example: `  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system --agent-key agent.pub \
     --owner-uid "$(kubectl -n gitpeer-system get peeringrepository peering -o jsonpath='{.metadata.uid}')" | kubectl apply -f -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,6 +43,10 @@ read are reported on stderr and skipped.`,
 				output = printer.YAML
 			}
 			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
+				return err
+			}
+			var err error
+			if opts.AgentKeys, err = loadAgentKeys(agentKeys); err != nil {
 				return err
 			}
 			res, err := records.Rebuild(args[0], opts)
@@ -62,6 +73,7 @@ read are reported on stderr and skipped.`,
 	cmd.Flags().StringVar(&opts.Branch, "branch", "main", "the authoritative branch")
 	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the repository (PeeringRepository spec.path)")
 	cmd.Flags().StringVarP(&output, "output", "o", printer.YAML, "output format: yaml or json")
+	cmd.Flags().StringArrayVar(&agentKeys, "agent-key", nil, agentKeyUsage)
 	for _, f := range []string{"provider", "name", "namespace"} {
 		_ = cmd.MarkFlagRequired(f)
 	}

@@ -7,6 +7,7 @@ package repofixture
 
 import (
 	gocrypto "crypto"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -17,7 +18,11 @@ import (
 	"path/filepath"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
+	"golang.org/x/crypto/ssh"
+
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/gitsync"
 )
 
 // CA is a certificate authority standing in for a provider cluster's CA.
@@ -95,4 +100,40 @@ func Write(root, rel string, data []byte) error {
 		return err
 	}
 	return os.WriteFile(p, data, 0o644)
+}
+
+// AgentKey is a commit signing key of an agent (spec.commit.signingKey).
+type AgentKey struct {
+	// Signer signs commits as gitsync does.
+	Signer git.Signer
+	// Trusted holds its public key, as `gitpeer records --agent-key` reads it.
+	Trusted *gitsync.TrustedKeys
+	// AuthorizedKey is its public key in authorized_keys format.
+	AuthorizedKey []byte
+}
+
+// NewAgentKey generates an Ed25519 SSH commit signing key.
+func NewAgentKey() (*AgentKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		return nil, err
+	}
+	signer, err := gitsync.NewSSHSigner(pem.EncodeToMemory(block), nil)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := ssh.NewPublicKey(priv.Public())
+	if err != nil {
+		return nil, err
+	}
+	authorized := ssh.MarshalAuthorizedKey(pub)
+	trusted, err := gitsync.ParseTrustedKeys(map[string][]byte{"agent.sshpub": authorized})
+	if err != nil {
+		return nil, err
+	}
+	return &AgentKey{Signer: signer, Trusted: trusted, AuthorizedKey: authorized}, nil
 }

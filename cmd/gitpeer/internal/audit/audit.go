@@ -1,16 +1,18 @@
 // Package audit reads the history of a peering repository into a timeline of
 // handshake events, as `gitpeer audit` prints it. Agent commits are read from
-// their Gitpeer-* trailers (reconciler/protocol); approvals, revocations and requests made by people
-// are read from what each commit of the branch's first-parent chain (merge
-// commits included) changed in the peering directories.
+// their Gitpeer-* trailers (reconciler/protocol), believed only on commits
+// signed with the agent's key (Options.AgentKeys) and otherwise shown as
+// claims; approvals, revocations and requests made by people are read from
+// what each commit of the branch's first-parent chain (merge commits
+// included) changed in the peering directories. Events are in the order of
+// the commit graph (GraphOrder), never of the dates commits carry: anyone
+// who can push chooses those.
 package audit
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
@@ -45,6 +48,21 @@ var agentEvents = map[string]string{
 	protocol.ActionPublishTerms:  TermsPublished,
 }
 
+// The sources of an event: how much of it is proven.
+const (
+	// SourceAgent: the trailers of a commit with a valid signature of one of
+	// the agent's keys (Options.AgentKeys): the agent made this step.
+	SourceAgent = "agent"
+	// SourceClaim: the trailers of a commit without such a signature. Anyone
+	// who can push may write them, author name and date included: what the
+	// commit claims, not a fact.
+	SourceClaim = "claim"
+	// SourceBranch: what a commit of the branch's first-parent chain changed
+	// in the peering directories (the tree is a fact; its author and date
+	// are what the commit says).
+	SourceBranch = "branch"
+)
+
 // Person is a commit author or committer.
 type Person struct {
 	Name  string `json:"name"`
@@ -53,6 +71,8 @@ type Person struct {
 
 // Event is one step of a peering's history.
 type Event struct {
+	// Time is the commit's committer date, as the commit states it: only
+	// the agent's signed commits (SourceAgent) vouch for it.
 	Time     time.Time `json:"time"`
 	Event    string    `json:"event"`
 	Provider string    `json:"provider"`
@@ -63,9 +83,11 @@ type Event struct {
 	Committer Person `json:"committer"`
 	Commit    string `json:"commit"`
 	Merge     bool   `json:"merge,omitempty"`
-	Serial    string `json:"serial,omitempty"`
-	Expires   string `json:"expires,omitempty"`
-	Details   string `json:"details,omitempty"`
+	// Source says how the event was read: SourceAgent, SourceClaim or SourceBranch.
+	Source  string `json:"source"`
+	Serial  string `json:"serial,omitempty"`
+	Expires string `json:"expires,omitempty"`
+	Details string `json:"details,omitempty"`
 }
 
 // Options of Read.
@@ -75,42 +97,73 @@ type Options struct {
 	Branch string
 	// Path is the peering root inside the repository (spec.path).
 	Path string
-	// Provider, Consumer and Since filter the events; zero values keep all.
+	// Provider and Consumer filter the events; empty keeps all.
 	Provider, Consumer string
-	Since              time.Time
+	// Since, if set, keeps the events from the first one (in graph order)
+	// dated at or after it: a backdated commit after it is still shown.
+	Since time.Time
+	// AgentKeys are the public keys of the agent's commit signing key
+	// (spec.commit.signingKey): trailers are believed (SourceAgent) only on
+	// commits with a valid signature of one of them. Nil believes none.
+	AgentKeys *gitsync.TrustedKeys
 }
 
 // Read opens the Git repository at (or above) dir and returns the events of
-// the branch's history, oldest first.
+// the branch's history in graph order (GraphOrder): parents before children.
 func Read(dir string, opts Options) ([]Event, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, head, err := Open(dir, opts.Branch)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
+		return nil, err
 	}
-	head, err := resolve(repo, opts.Branch)
+	commits, err := GraphOrder(repo, head)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := firstParents(repo, head)
 	if err != nil {
 		return nil, err
 	}
 	r := &reader{opts: opts, root: path.Clean(strings.Trim(opts.Path, "/"))}
-	if err := r.walkAll(repo, head); err != nil {
-		return nil, err
-	}
-	if err := r.walkFirstParents(repo, head); err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(r.events, func(a, b indexed) int {
-		if c := a.Time.Compare(b.Time); c != 0 {
-			return c
+	for _, h := range commits {
+		c, err := repo.CommitObject(h)
+		if err != nil {
+			return nil, err
 		}
-		return b.order - a.order // the walk visits children first: within a second, ancestors come first
-	})
-	out := make([]Event, 0, len(r.events))
+		r.trailers(c)
+		if chain[h] {
+			if err := r.diff(c); err != nil {
+				return nil, fmt.Errorf("commit %s: %w", c.Hash, err)
+			}
+		}
+	}
+	out := []Event{}
 	for _, e := range r.events {
-		if r.keep(e.Event) {
-			out = append(out, e.Event)
+		if r.keep(e) {
+			out = append(out, e)
 		}
+	}
+	if !opts.Since.IsZero() {
+		first := len(out)
+		for i, e := range out {
+			if !e.Time.Before(opts.Since) {
+				first = i
+				break
+			}
+		}
+		out = out[first:]
 	}
 	return out, nil
+}
+
+// Open opens the Git repository at (or above) dir and resolves branch
+// (default main; see Options.Branch).
+func Open(dir, branch string) (*git.Repository, plumbing.Hash, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("open %s: %w", dir, err)
+	}
+	head, err := resolve(repo, branch)
+	return repo, head, err
 }
 
 func resolve(repo *git.Repository, branch string) (plumbing.Hash, error) {
@@ -129,48 +182,33 @@ func resolve(repo *git.Repository, branch string) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, fmt.Errorf("branch %q not found (neither %s nor %s)", branch, names[0], names[len(names)-1])
 }
 
-// indexed is an event with the topological position of its commit, which
-// orders events of the same second.
-type indexed struct {
-	Event
-	order int
-}
-
 type reader struct {
 	opts   Options
 	root   string
-	events []indexed
-	// order is each commit's position in a walk from the head that visits a
-	// commit before its parents (and a merge's merged branch before its base).
-	order map[plumbing.Hash]int
+	events []Event
 }
 
-// walkAll records an event for every step an agent commit reachable from head
-// records in its trailers (protocol.Records), following merges into review
-// branches (where propose-tenant commits live).
-func (r *reader) walkAll(repo *git.Repository, head plumbing.Hash) error {
-	iter, err := repo.Log(&git.LogOptions{From: head, Order: git.LogOrderDFSPost})
-	if err != nil {
-		return err
+// trailers records an event for every step c records in its trailers
+// (protocol.Records): SourceAgent if c is signed with the agent's key,
+// SourceClaim otherwise.
+func (r *reader) trailers(c *object.Commit) {
+	records := protocol.Records(c.Message)
+	if len(records) == 0 {
+		return
 	}
-	r.order = map[plumbing.Hash]int{}
-	err = iter.ForEach(func(c *object.Commit) error {
-		r.order[c.Hash] = len(r.order)
-		for _, rec := range protocol.Records(c.Message) {
-			name, ok := agentEvents[rec.Action]
-			if !ok {
-				name = rec.Action
-			}
-			e := r.event(c, name, rec.Provider, rec.Consumer, cmp.Or(rec.Summary, subject(c)))
-			e.Serial, e.Expires = rec.Serial, rec.Expires
-			r.add(c, e)
+	source := SourceClaim
+	if r.opts.AgentKeys != nil && r.opts.AgentKeys.Check(c) == "" {
+		source = SourceAgent
+	}
+	for _, rec := range records {
+		name, ok := agentEvents[rec.Action]
+		if !ok {
+			name = rec.Action
 		}
-		return nil
-	})
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return nil // a shallow clone: history stops here
+		e := r.event(c, name, rec.Provider, rec.Consumer, cmp.Or(rec.Summary, subject(c)))
+		e.Serial, e.Expires, e.Source = rec.Serial, rec.Expires, source
+		r.events = append(r.events, e)
 	}
-	return err
 }
 
 func (r *reader) event(c *object.Commit, name, provider, consumer, details string) Event {
@@ -182,14 +220,9 @@ func (r *reader) event(c *object.Commit, name, provider, consumer, details strin
 	}
 }
 
-func (r *reader) add(c *object.Commit, e Event) {
-	r.events = append(r.events, indexed{Event: e, order: r.order[c.Hash]})
-}
-
 func (r *reader) keep(e Event) bool {
 	return (r.opts.Provider == "" || e.Provider == r.opts.Provider) &&
-		(r.opts.Consumer == "" || e.Consumer == r.opts.Consumer) &&
-		(r.opts.Since.IsZero() || !e.Time.Before(r.opts.Since))
+		(r.opts.Consumer == "" || e.Consumer == r.opts.Consumer)
 }
 
 func subject(c *object.Commit) string {

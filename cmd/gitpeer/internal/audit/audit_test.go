@@ -176,7 +176,7 @@ func TestPrint(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
-	if !strings.HasPrefix(lines[0], "TIME ") || !strings.Contains(lines[0], " BY ") || len(lines) != 9 {
+	if !strings.HasPrefix(lines[0], "TIME ") || !strings.Contains(lines[0], " BY ") || !strings.Contains(lines[0], " SOURCE ") || len(lines) != 9 {
 		t.Fatalf("table:\n%s", table.String())
 	}
 	if !strings.Contains(table.String(), "approved") || !strings.Contains(lines[4], "Rita Reviewer") || !strings.Contains(lines[5], "serial ab12, expires 2030-01-03T03:00:00Z") {

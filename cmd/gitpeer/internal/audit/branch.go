@@ -1,51 +1,27 @@
 package audit
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"strings"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// walkFirstParents diffs every commit of the branch's first-parent chain
-// against its first parent: that is what the commit brought to the branch
-// (for a merge, the whole pull request). tenant.yaml appearing is the
-// approval, tenant.yaml changing is a change of its condition, tenant.yaml
-// disappearing is a revocation, and request.yaml added by a person (not by an
-// agent, whose commit already has a trailer) is a request.
-func (r *reader) walkFirstParents(repo *git.Repository, head plumbing.Hash) error {
-	for h := head; ; {
-		c, err := repo.CommitObject(h)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return nil // shallow clone
-		}
-		if err != nil {
-			return err
-		}
-		var parent *object.Commit
-		if c.NumParents() > 0 {
-			if parent, err = c.Parent(0); err != nil && !errors.Is(err, plumbing.ErrObjectNotFound) {
-				return err
-			}
-		}
-		if err := r.diff(c, parent); err != nil {
-			return fmt.Errorf("commit %s: %w", c.Hash, err)
-		}
-		if parent == nil {
-			return nil
-		}
-		h = parent.Hash
+// diff diffs c, a commit of the branch's first-parent chain, against its
+// first parent: that is what the commit brought to the branch (for a merge,
+// the whole pull request). tenant.yaml appearing is the approval, tenant.yaml
+// changing is a change of its condition, tenant.yaml disappearing is a
+// revocation, and request.yaml added by a person (not by an agent, whose
+// commit already has a trailer) is a request.
+func (r *reader) diff(c *object.Commit) error {
+	parent, err := FirstParent(c)
+	if err != nil {
+		return err
 	}
-}
-
-func (r *reader) diff(c, parent *object.Commit) error {
 	tree, err := c.Tree()
 	if err != nil {
 		return err
@@ -75,7 +51,8 @@ func (r *reader) diff(c, parent *object.Commit) error {
 			continue
 		}
 		if e, ok := r.changeEvent(c, p, action, byAgent); ok {
-			r.add(c, e)
+			e.Source = SourceBranch
+			r.events = append(r.events, e)
 		}
 	}
 	return nil

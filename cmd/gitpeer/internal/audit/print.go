@@ -8,8 +8,8 @@ import (
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
 )
 
-// Print writes the events as a TIME EVENT PROVIDER CONSUMER BY COMMIT DETAILS
-// table, or as a JSON or YAML list.
+// Print writes the events as a TIME EVENT PROVIDER CONSUMER BY SOURCE COMMIT
+// DETAILS table, or as a JSON or YAML list.
 func Print(w io.Writer, events []Event, format string) error {
 	if format != printer.Table {
 		if events == nil {
@@ -23,7 +23,7 @@ func Print(w io.Writer, events []Event, format string) error {
 		if e.Serial != "" {
 			details = fmt.Sprintf("serial %s, expires %s", e.Serial, e.Expires)
 		}
-		rows = append(rows, []string{e.Time.Format(time.RFC3339), e.Event, e.Provider, e.Consumer, e.By.Name, e.Commit[:min(8, len(e.Commit))], details})
+		rows = append(rows, []string{e.Time.Format(time.RFC3339), e.Event, e.Provider, e.Consumer, e.By.Name, e.Source, e.Commit[:min(8, len(e.Commit))], details})
 	}
-	return printer.WriteTable(w, []string{"TIME", "EVENT", "PROVIDER", "CONSUMER", "BY", "COMMIT", "DETAILS"}, rows)
+	return printer.WriteTable(w, []string{"TIME", "EVENT", "PROVIDER", "CONSUMER", "BY", "SOURCE", "COMMIT", "DETAILS"}, rows)
 }

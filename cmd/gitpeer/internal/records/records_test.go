@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
@@ -25,6 +26,13 @@ type history struct {
 	dir  string
 	wt   *git.Worktree
 	tick time.Time
+	// when, if set, dates the next commit instead; dates dates the commits
+	// whose subject it names.
+	when  time.Time
+	dates map[string]time.Time
+	// key, if set, signs the agent's commits.
+	key  *repofixture.AgentKey
+	sign bool
 }
 
 var start = time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -60,29 +68,36 @@ func (h *history) commit(message string, files map[string][]byte) time.Time {
 		}
 	}
 	h.tick = h.tick.Add(time.Minute)
-	sig := &object.Signature{Name: "gitpeer", Email: "gitpeer@localhost", When: h.tick}
-	if _, err := h.wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true}); err != nil {
+	when := h.tick
+	subject, _, _ := strings.Cut(message, "\n")
+	if d, ok := h.dates[subject]; ok {
+		when = d
+	}
+	if !h.when.IsZero() {
+		when, h.when = h.when, time.Time{}
+	}
+	sig := &object.Signature{Name: "gitpeer", Email: "gitpeer@localhost", When: when}
+	opts := &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true}
+	if h.sign && h.key != nil {
+		opts.Signer = h.key.Signer
+	}
+	h.sign = false
+	if _, err := h.wt.Commit(message, opts); err != nil {
 		h.t.Fatal(err)
 	}
-	return h.tick
+	return when
 }
 
-// agent commits files with the agent's trailers, as gitsync writes them.
+// agent commits files with the agent's trailers, as gitsync writes them,
+// signed with h.key if set.
 func (h *history) agent(action, provider, consumer string, files map[string][]byte, extra ...string) time.Time {
 	h.t.Helper()
+	h.sign = true
 	msg := fmt.Sprintf("%s of %s on %s\n\nGitpeer-Action: %s\nGitpeer-Provider: %s\nGitpeer-Consumer: %s\n", action, consumer, provider, action, provider, consumer)
 	for _, e := range extra {
 		msg += e + "\n"
 	}
 	return h.commit(msg, files)
-}
-
-// identity commits an identity of provider for consumer with serial and
-// expiry trailers.
-func (h *history) identity(action, provider, consumer, serial string, expires time.Time) time.Time {
-	h.t.Helper()
-	return h.agent(action, provider, consumer, map[string][]byte{filepath.Join("peers", provider, consumer, "identity.yaml"): []byte(serial)},
-		"Gitpeer-Serial: "+serial, "Gitpeer-Expires: "+expires.Format(time.RFC3339))
 }
 
 func tenant(t *testing.T, consumer string) ([]byte, string) {
@@ -100,38 +115,40 @@ func tenant(t *testing.T, consumer string) ([]byte, string) {
 
 // TestRebuild: the records rebuilt from a history of issuance, renewal,
 // revocation (by a person removing tenant.yaml, then the agent) and
-// re-issuance under a new key are what the provider kept, and the Secret
-// printed is read by the agent's own reader, which refuses revival while a
-// revoked certificate is unexpired.
+// re-issuance under a new key, the agent's commits signed, are what the
+// provider kept, and the Secret printed is read by the agent's own reader,
+// which refuses revival while a revoked certificate is unexpired.
 func TestRebuild(t *testing.T) {
 	h := newHistory(t)
-	tenant1 := filepath.Join("peers", "provider-a", "consumer-1", "tenant.yaml")
-	first, _ := tenant(t, "consumer-1")
-	second, secondPin := tenant(t, "consumer-1")
+	h.key = agentKey(t)
+	ca := newCA(t)
+	first, second, other := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-2")
 	day := 24 * time.Hour
 
 	h.commit("Initial commit", map[string][]byte{"README.md": []byte("peers\n")})
-	h.commit("Approve consumer-1", map[string][]byte{tenant1: first})
-	h.identity("issue-identity", "provider-a", "consumer-1", "e0", start.Add(5*time.Minute)) // expired by the revocation
-	h.identity("renew-identity", "provider-a", "consumer-1", "a1", start.Add(day))
-	h.identity("renew-identity", "provider-a", "consumer-1", "b2", start.Add(2*day))
-	h.identity("issue-identity", "provider-b", "consumer-1", "ff", start.Add(3*day)) // another provider
-	revokedAt := h.commit("Revoke consumer-1", map[string][]byte{tenant1: nil})
-	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{filepath.Join("peers", "provider-a", "consumer-1", "identity.yaml"): nil})
-	h.commit("Approve consumer-1 again, new key", map[string][]byte{tenant1: second})
-	h.identity("issue-identity", "provider-a", "consumer-1", "c3", start.Add(day+time.Hour))
-	h.identity("issue-identity", "provider-a", "consumer-2", "d4", start.Add(day)) // no tenant.yaml: no pin
+	h.commit("Approve consumer-1", map[string][]byte{first.path(protocol.Tenant): first.tenant})
+	e0 := first.issue(h, "issue-identity", start.Add(5*time.Minute)) // expired by the revocation: kept, it expires by itself
+	a1 := first.issue(h, "renew-identity", start.Add(day))
+	b2 := first.issue(h, "renew-identity", start.Add(2*day))
+	h.agent("issue-identity", "provider-b", "consumer-1", map[string][]byte{filepath.Join("peers", "provider-b", "consumer-1", "identity.yaml"): []byte("x")},
+		"Gitpeer-Serial: ff", "Gitpeer-Expires: "+start.Add(3*day).Format(time.RFC3339)) // another provider
+	revokedAt := h.commit("Revoke consumer-1", map[string][]byte{first.path(protocol.Tenant): nil})
+	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{first.path(protocol.Identity): nil})
+	h.commit("Approve consumer-1 again, new key", map[string][]byte{second.path(protocol.Tenant): second.tenant})
+	c3 := second.issue(h, "issue-identity", start.Add(day+time.Hour))
+	d4 := other.issue(h, "issue-identity", start.Add(day)) // no tenant.yaml: no pin
 	h.agent("renew-identity", "provider-a", "consumer-2", nil, "Gitpeer-Serial: d5", "Gitpeer-Expires: tomorrow")
 	h.agent("renew-identity", "provider-a", "consumer-2", nil, "Gitpeer-Serial: not-hex", "Gitpeer-Expires: 2030-01-04T00:00:00Z")
 
-	res, err := Rebuild(filepath.Join(h.dir, "peers"), Options{Path: "peers", Provider: "provider-a"})
+	res, err := Rebuild(filepath.Join(h.dir, "peers"), Options{Path: "peers", Provider: "provider-a", AgentKeys: h.key.Trusted})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c1, c2 := res.Records["consumer-1"], res.Records["consumer-2"]
 	got := describe(c1) + " | " + describe(c2)
-	want := fmt.Sprintf("pin %s: a1 until %s revoked %s, b2 until %s revoked %s, c3 until %s | pin : d4 until %s",
-		secondPin[:8], stamp(start.Add(day)), stamp(revokedAt), stamp(start.Add(2*day)), stamp(revokedAt), stamp(start.Add(day+time.Hour)), stamp(start.Add(day)))
+	want := fmt.Sprintf("pin %s: %s until %s revoked %s, %s until %s revoked %s, %s until %s revoked %s, %s until %s | pin : %s until %s",
+		second.pin[:8], e0, stamp(start.Add(5*time.Minute)), stamp(revokedAt), a1, stamp(start.Add(day)), stamp(revokedAt), b2, stamp(start.Add(2*day)), stamp(revokedAt),
+		c3, stamp(start.Add(day+time.Hour)), d4, stamp(start.Add(day)))
 	if got != want || len(res.Records) != 2 {
 		t.Fatalf("records:\n%s\nwant:\n%s\n(%d consumers)", got, want, len(res.Records))
 	}
@@ -170,8 +187,8 @@ func TestRebuild(t *testing.T) {
 		now  time.Time
 		want string
 	}{
-		{revokedAt.Add(time.Hour), "b2"},     // both revoked certificates are unexpired: the longest-valid one blocks
-		{start.Add(day + time.Minute), "b2"}, // a1 expired
+		{revokedAt.Add(time.Hour), b2},       // both revoked certificates are unexpired: the longest-valid one blocks
+		{start.Add(day + time.Minute), b2},   // a1 expired
 		{start.Add(2*day + time.Second), ""}, // both expired: consumer-1 may be bound again
 	} {
 		blocker := provider.RevivalBlocker(read.Certificates, tc.now)
@@ -196,33 +213,44 @@ func TestRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read, err := reconciler.DecodeRecords(later[0], "consumer-1"); err != nil || strings.Contains(describe(read), " a1 until") || !strings.Contains(describe(read), " b2 until") {
-		t.Fatalf("rebuilt later: %s (%v), want a1 dropped", describe(read), err)
+	if read, err := reconciler.DecodeRecords(later[0], "consumer-1"); err != nil || strings.Contains(describe(read), a1+" until") || strings.Contains(describe(read), e0+" until") || !strings.Contains(describe(read), b2+" until") {
+		t.Fatalf("rebuilt later: %s (%v), want %s and %s dropped", describe(read), err, e0, a1)
 	}
 }
 
 // TestRebuildRevokeCommitOnly: with a peering root that is not the repository's,
-// the tenant.yaml removals are not seen, but the agent's revoke commit is.
+// neither the identity.yaml files nor the tenant.yaml removals are seen, but
+// the agent's signed identity and revoke commits are.
 func TestRebuildRevokeCommitOnly(t *testing.T) {
 	h := newHistory(t)
-	t1, pin := tenant(t, "consumer-1")
-	h.commit("Approve consumer-1", map[string][]byte{filepath.Join("peers", "provider-a", "consumer-1", "tenant.yaml"): t1})
-	h.identity("issue-identity", "provider-a", "consumer-1", "a1", start.Add(time.Hour))
+	h.key = agentKey(t)
+	p := newPeer(t, newCA(t), "consumer-1")
+	h.commit("Approve consumer-1", map[string][]byte{p.path(protocol.Tenant): p.tenant})
+	a1 := p.issue(h, "issue-identity", start.Add(time.Hour))
 	revokedAt := h.agent("revoke", "provider-a", "consumer-1", nil)
-	res, err := Rebuild(h.dir, Options{Path: "other", Provider: "provider-a"})
+	res, err := Rebuild(h.dir, Options{Path: "other", Provider: "provider-a", AgentKeys: h.key.Trusted})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("pin : a1 until %s revoked %s", stamp(start.Add(time.Hour)), stamp(revokedAt))
+	want := fmt.Sprintf("pin : %s until %s revoked %s", a1, stamp(start.Add(time.Hour)), stamp(revokedAt))
 	if got := describe(res.Records["consumer-1"]); got != want || len(res.Warnings) != 1 {
 		t.Fatalf("records %s, want %s; warnings %q", got, want, res.Warnings)
 	}
-	if res, err = Rebuild(h.dir, Options{Path: "peers", Provider: "provider-a"}); err != nil || res.Records["consumer-1"].PinnedKey != pin {
+	if res, err = Rebuild(h.dir, Options{Path: "peers", Provider: "provider-a", AgentKeys: h.key.Trusted}); err != nil || res.Records["consumer-1"].PinnedKey != p.pin {
 		t.Fatalf("with the right root: %v, %+v", err, res)
 	}
 	if _, err := Rebuild(h.dir, Options{}); err == nil {
 		t.Fatal("no provider: no error")
 	}
+}
+
+func agentKey(t *testing.T) *repofixture.AgentKey {
+	t.Helper()
+	key, err := repofixture.NewAgentKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
 }
 
 // roundTrip prints secrets as `gitpeer records` does (a List) and reads them
