@@ -65,7 +65,9 @@ type Event struct {
 	Merge     bool   `json:"merge,omitempty"`
 	Serial    string `json:"serial,omitempty"`
 	Expires   string `json:"expires,omitempty"`
-	Details   string `json:"details,omitempty"`
+	// Override names the admin's overrides an identity was issued under (Gitpeer-Override).
+	Override string `json:"override,omitempty"`
+	Details  string `json:"details,omitempty"`
 }
 
 // Options of Read.
@@ -162,7 +164,7 @@ func (r *reader) walkAll(repo *git.Repository, head plumbing.Hash) error {
 				name = rec.Action
 			}
 			e := r.event(c, name, rec.Provider, rec.Consumer, cmp.Or(rec.Summary, subject(c)))
-			e.Serial, e.Expires = rec.Serial, rec.Expires
+			e.Serial, e.Expires, e.Override = rec.Serial, rec.Expires, rec.Override
 			r.add(c, e)
 		}
 		return nil
