@@ -261,14 +261,14 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return fail(err)
 	}
-	annotations := s.obj.GetAnnotations()
+	annotations, applied := s.obj.GetAnnotations(), provider.Applied(pe, current)
 	verdict, closure := provider.Verify(pe, provider.TenantCheck{
 		Nonce:          nonce,
 		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
 		Rekey:          annotations[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
 		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
 		Revival:        annotations[gitpeerv1alpha1.RevivalAnnotationPrefix+pe.Consumer],
-		Applied:        provider.Applied(pe, current),
+		Applied:        applied,
 		AllowProxyURL:  s.obj.Spec.Provider.AllowProxyURL,
 	}, current)
 	unused := s.reportUnusedOverrides(pe.Consumer, verdict.Unused)
@@ -291,7 +291,7 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, ManagedByLabel, managedBy)
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, OwnerLabel, string(s.obj.UID))
-		recordOverrides(tenant, verdict.Used, provider.Applied(pe, current))
+		recordOverrides(tenant, verdict.Used, applied)
 		tenant.Spec = pe.Tenant.Spec
 		return nil
 	}); err != nil {

@@ -278,8 +278,8 @@ var _ = Describe("Ownership", Ordered, func() {
 		k := newClusterKey()
 		nonce := waitNonceAt(dir, "")
 		commit("Tenant c1 with another key", map[string][]byte{dir + "tenant.yaml": tenantDoc(signedTenant(k, "c1", nonce)), dir + "request.yaml": requestFor(owProviderID, "c1", k)})
+		Eventually(func() []string { return roleBindings(ctx, provider, ns) }).WithTimeout(time.Minute).Should(BeEmpty(), "the replaced peering is drained")
 		expectReported(ctx, provider, dir+"tenant.yaml", "rejected, nothing issued", "is not the key pinned for c1", "failing closed")
-		Eventually(func() []string { return roleBindings(ctx, provider, ns) }).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func(g Gomega) {
 			obj := peeringRepository(ctx, g, provider)
 			g.Expect(obj.Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID("c1")),
