@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
@@ -363,8 +362,8 @@ func (s *session) recordRevoked(ctx context.Context, consumer string) error {
 }
 
 // refuseRevival says why consumer must not be bound again, or "" if it may
-// (provider.RevivalRefusal).
+// (provider.RevivalRefusal); the revival annotation may accept it once
+// (provider.CheckTenant).
 func (s *session) refuseRevival(records ConsumerRecords, consumer string) string {
-	accepted := s.obj.GetAnnotations()[gitpeerv1alpha1.RevivalAnnotationPrefix+consumer] == gitpeerv1alpha1.AcceptRevivalValue
-	return provider.RevivalRefusal(records.Certificates, consumer, accepted, s.r.Now())
+	return provider.RevivalRefusal(records.Certificates, consumer, s.r.Now())
 }

@@ -48,17 +48,20 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 	}}))
 }
 
-// issueLiqo verifies and applies the merged Tenant (applyTenant) for Liqo's
-// tenant controller to issue, and publishes the certificate once it has.
-func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string) outcome {
-	tenant, _, stop := s.applyTenant(ctx, pe, ns)
+// issueLiqo verifies and applies the merged Tenant in place of current
+// (applyTenant, which fails closed on a refused one) for Liqo's tenant
+// controller to issue, and publishes the certificate once it has.
+func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	tenant, _, note, stop := s.applyTenant(ctx, pe, ns, current)
 	if stop != nil {
 		return *stop
 	}
 	if tenant.Status.AuthParams == nil {
-		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "Tenant verified and applied; waiting for Liqo's tenant controller to issue its certificate"}
+		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: joinNote("Tenant verified and applied; waiting for Liqo's tenant controller to issue its certificate", note)}
 	}
-	return s.publishLiqoIdentity(ctx, pe, tenant)
+	o := s.publishLiqoIdentity(ctx, pe, tenant)
+	o.message = joinNote(o.message, note)
+	return o
 }
 
 // publishLiqoIdentity keeps an issued peering of Liqo mode true to the
@@ -95,7 +98,7 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 			return outcome{err: err}
 		}
 		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
-		s.stageIdentity(ctx, pe, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
+		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
 	}
 	return issuedOutcome(tenant, cert)
 }

@@ -160,7 +160,7 @@ func (s *session) provide(ctx context.Context, p providing) outcome {
 	pe, ns := p.pe, p.ns
 	switch p.step {
 	case provider.FailClosed:
-		return s.failClosed(ctx, pe, p.tenant, p.tenant != nil)
+		return s.failClosed(ctx, pe.Consumer, p.tenant, provider.FailClose(pe.BuildFailed, p.tenant))
 	case provider.SkipInvalid:
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
 	case provider.Revoke:
@@ -174,9 +174,9 @@ func (s *session) provide(ctx context.Context, p providing) outcome {
 		return s.maintain(ctx, pe, p.tenant, false)
 	}
 	if s.liqoMode() {
-		return s.issueLiqo(ctx, pe, ns)
+		return s.issueLiqo(ctx, pe, ns, p.tenant)
 	}
-	return s.issue(ctx, pe, ns)
+	return s.issue(ctx, pe, ns, p.tenant)
 }
 
 // offerNonce makes sure a requested peering, admitted (planProvide), has a
@@ -214,10 +214,11 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 }
 
 // issue verifies a merged Tenant against the provider's own nonce and, if it
-// holds, applies it, binds RBAC, signs its CSR and commits identity.yaml with
-// a fresh nonce.
-func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) outcome {
-	tenant, key, stop := s.applyTenant(ctx, pe, ns)
+// holds, applies it in place of current (the Tenant applied before, nil if
+// none), binds RBAC, signs its CSR and commits identity.yaml with a fresh
+// nonce; if it does not hold, it fails closed (applyTenant).
+func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	tenant, key, note, stop := s.applyTenant(ctx, pe, ns, current)
 	if stop != nil {
 		return *stop
 	}
@@ -227,50 +228,62 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string) 
 	got, stop := s.sign(ctx, provider.Signing{Consumer: pe.Consumer, Request: pe.Tenant.Spec.CSR, Key: key, Signature: pe.Tenant.Spec.Signature},
 		outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed"})
 	if stop != nil {
+		stop.message = joinNote(stop.message, note)
 		return *stop
 	}
 	if err := s.storeIssued(ctx, tenant, ns, got.pem); err != nil {
 		return outcome{err: err}
 	}
 	o := s.maintain(ctx, pe, tenant, true)
-	o.message = joinNote(o.message, got.note)
+	o.message = joinNote(joinNote(o.message, got.note), note)
 	return o
 }
 
 // applyTenant verifies the Tenant merged in pe with the trust rules
-// (provider.CheckTenant), pins its
-// key and applies it, labelled as this PeeringRepository's. It returns the
-// applied Tenant and its key; stop is set when it was refused or failed.
-func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns string) (*authv1beta1.Tenant, gocrypto.PublicKey, *outcome) {
+// (provider.Verify), pins its key and applies it, labelled as this
+// PeeringRepository's, in place of current (nil if none). It returns the
+// applied Tenant, its key and a note for the peering's message (the
+// overrides it used up, those it left unused); stop is set when it was
+// refused (the peering then fails closed: failClosed) or failed.
+func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (*authv1beta1.Tenant, gocrypto.PublicKey, string, *outcome) {
+	fail := func(err error) (*authv1beta1.Tenant, gocrypto.PublicKey, string, *outcome) {
+		return nil, nil, "", &outcome{err: err}
+	}
 	nonce, err := s.nonce(ctx, pe.Consumer, ns, true)
 	if err != nil {
-		return nil, nil, &outcome{err: err}
+		return fail(err)
 	}
 	records, err := s.records(ctx, pe.Consumer)
 	if err != nil {
-		return nil, nil, &outcome{err: err}
+		return fail(err)
 	}
 	nsObj := &corev1.Namespace{}
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return nil, nil, &outcome{err: err}
+		return fail(err)
 	}
-	verdict := provider.CheckTenant(pe, provider.TenantCheck{
+	annotations, applied := s.obj.GetAnnotations(), provider.Applied(pe, current)
+	verdict, closure := provider.Verify(pe, provider.TenantCheck{
 		Nonce:          nonce,
 		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
-		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
+		Rekey:          annotations[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
 		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
+		Revival:        annotations[gitpeerv1alpha1.RevivalAnnotationPrefix+pe.Consumer],
+		Applied:        applied,
 		AllowProxyURL:  s.obj.Spec.Provider.AllowProxyURL,
-	})
-	if verdict.Rejected != "" {
-		o := s.rejectTenant(pe, verdict.Rejected)
-		return nil, nil, &o
+	}, current)
+	unused := s.reportUnusedOverrides(pe.Consumer, verdict.Unused)
+	if closure != nil {
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), "%s", closure.Message)
+		o := s.failClosed(ctx, pe.Consumer, current, *closure)
+		o.message = joinNote(o.message, unused)
+		return nil, nil, "", &o
 	}
 	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
-		return nil, nil, &outcome{err: err}
+		return fail(err)
 	}
 	if s.liqoMode() {
 		if err := s.dropStaleLiqoCache(ctx, pe, ns); err != nil {
-			return nil, nil, &outcome{err: err}
+			return fail(err)
 		}
 	}
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
@@ -278,12 +291,17 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, ManagedByLabel, managedBy)
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, OwnerLabel, string(s.obj.UID))
+		recordOverrides(tenant, verdict.Used, applied)
 		tenant.Spec = pe.Tenant.Spec
 		return nil
 	}); err != nil {
-		return nil, nil, &outcome{err: err}
+		return fail(err)
 	}
-	return tenant, verdict.Key, nil
+	used, err := s.consumeOverrides(ctx, pe.Consumer, verdict.Used)
+	if err != nil {
+		return fail(err)
+	}
+	return tenant, verdict.Key, joinNote(used, unused), nil
 }
 
 // maintain keeps an issued peering true to the branch: the nonce is rotated
@@ -334,7 +352,7 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 		}
 		changes = append(changes, nonce)
 	}
-	s.stageIdentity(ctx, pe, action, reason, cert, changes...)
+	s.stageIdentity(ctx, pe, tenant, action, reason, cert, changes...)
 	o := issuedOutcome(tenant, cert)
 	o.message = joinNote(o.message, note)
 	return o
@@ -350,16 +368,18 @@ func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.T
 	return s.r.Patch(ctx, tenant, patch)
 }
 
-// stageIdentity stages the commit of identity.yaml for cert (action issue or
-// renew, event reason once pushed) with changes. The step is held until the
-// round's commit, for hundreds of peerings in an issuance: it keeps the
-// strings it reports, not the peering's documents nor the parsed certificate.
-func (s *session) stageIdentity(ctx context.Context, pe *protocol.Documents, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
+// stageIdentity stages the commit of identity.yaml for cert, issued to
+// tenant (action issue or renew, event reason once pushed), with changes; it
+// names the overrides tenant was applied under (overrideTrailers). The step
+// is held until the round's commit, for hundreds of peerings in an issuance:
+// it keeps the strings it reports, not the peering's documents nor the parsed
+// certificate.
+func (s *session) stageIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
 	consumer, serial, expires := pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)
 	s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
 		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], consumer, pe.Provider, serial),
 		Action:  action, Provider: pe.Provider, Consumer: consumer,
-		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: serial}, {Key: protocol.TrailerExpires, Value: expires}},
+		Extra: append([]protocol.Trailer{{Key: protocol.TrailerSerial, Value: serial}, {Key: protocol.TrailerExpires, Value: expires}}, overrideTrailers(pe, tenant, cert)...),
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
 			what := "identity committed"
@@ -494,13 +514,6 @@ func (s *session) issuedConsumers() ([]string, error) {
 		out = append(out, o.GetName())
 	}
 	return out, nil
-}
-
-func (s *session) rejectTenant(pe *protocol.Documents, reason string) outcome {
-	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String()
-	msg := fmt.Sprintf("%s rejected, nothing issued: %s", path, reason)
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
-	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 }
 
 // ensureTenantNamespace makes sure liqo-tenant-<peer> exists with Liqo's

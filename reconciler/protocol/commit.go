@@ -20,6 +20,10 @@ const (
 	// TrailerSummary, in a commit of several steps (one per round), is the
 	// one-line summary of the step whose trailers it is among.
 	TrailerSummary = "Gitpeer-Summary"
+	// TrailerOverride, on the commit of a Tenant's first identity, names the
+	// admin's overrides (revival, rekey annotations: "key=value, ...") the
+	// Tenant was applied under, each used once.
+	TrailerOverride = "Gitpeer-Override"
 )
 
 // The actions the agent records in the Gitpeer-Action trailer.
@@ -119,6 +123,8 @@ type Record struct {
 	Summary string
 	// Serial and Expires are set on identity commits.
 	Serial, Expires string
+	// Override names the overrides an identity was issued under, if any.
+	Override string
 }
 
 // Trailers returns the Gitpeer-* trailers of r's set fields, Gitpeer-Action
@@ -126,7 +132,7 @@ type Record struct {
 // carries the trailers of each in turn.
 func (r Record) Trailers() []Trailer {
 	var ts []Trailer
-	for _, t := range []Trailer{{TrailerAction, r.Action}, {TrailerProvider, r.Provider}, {TrailerConsumer, r.Consumer}, {TrailerSummary, r.Summary}, {TrailerSerial, r.Serial}, {TrailerExpires, r.Expires}} {
+	for _, t := range []Trailer{{TrailerAction, r.Action}, {TrailerProvider, r.Provider}, {TrailerConsumer, r.Consumer}, {TrailerSummary, r.Summary}, {TrailerSerial, r.Serial}, {TrailerExpires, r.Expires}, {TrailerOverride, r.Override}} {
 		if t.Value != "" {
 			ts = append(ts, t)
 		}
@@ -160,6 +166,8 @@ func Records(message string) []Record {
 			r.Serial = t.Value
 		case TrailerExpires:
 			r.Expires = t.Value
+		case TrailerOverride:
+			r.Override = t.Value
 		}
 	}
 	return slices.DeleteFunc(out, func(r Record) bool { return r.Action == "" })

@@ -52,8 +52,10 @@ func TestRecords(t *testing.T) {
 		{Action: protocol.ActionIssueNonce, Provider: "prov", Consumer: "a"},
 		{Action: protocol.ActionRenewIdentity, Provider: "prov", Consumer: "b", Serial: "2b", Expires: "2030-01-02T03:04:05Z"},
 		{Action: protocol.ActionRevoke, Provider: "prov", Consumer: "c"},
+		{Action: protocol.ActionIssueIdentity, Provider: "prov", Consumer: "d", Serial: "2d", Expires: "2030-01-02T03:04:05Z",
+			Override: "revival.gitpeer.io/d=accept-unexpired-revoked-certificates, rekey.gitpeer.io/d=abcd"},
 	}
-	round, err := protocol.Message{Subject: "Round", Extra: slices.Concat(several[0].Trailers(), several[1].Trailers(), several[2].Trailers())}.String()
+	round, err := protocol.Message{Subject: "Round", Extra: slices.Concat(several[0].Trailers(), several[1].Trailers(), several[2].Trailers(), several[3].Trailers())}.String()
 	if err != nil {
 		t.Fatal(err)
 	}

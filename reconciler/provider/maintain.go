@@ -11,6 +11,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // NonceUsed reports whether the consumer's current nonce was used: the
@@ -32,6 +33,18 @@ func Standing(condition authv1beta1.TenantCondition, cert *x509.Certificate) (gi
 		return gitpeerv1alpha1.PhaseDrained, "tenant drained: RBAC removed"
 	}
 	return gitpeerv1alpha1.PhaseIssued, fmt.Sprintf("certificate %s valid until %s", cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339))
+}
+
+// FirstIdentity reports whether cert is the first certificate committed for
+// its key: identity.yaml on the branch (published, nil if none) certifies
+// another key (a rekey) or there is none (a first issuance, a revival). A
+// renewal's is not.
+func FirstIdentity(published *authv1beta1.Identity, cert *x509.Certificate, consumer string) bool {
+	if published == nil {
+		return true
+	}
+	_, err := protocol.CheckIssued(published.Spec.AuthParams.SignedCRT, cert.PublicKey, consumer)
+	return err != nil
 }
 
 // Bindings is what the provider does with the RoleBindings it owns in a
@@ -71,11 +84,13 @@ func PlanBindings(owned []string, consumer, role string, condition authv1beta1.T
 // Deletes reports whether name is one of the RoleBindings b deletes.
 func (b Bindings) Deletes(name string) bool { return slices.Contains(b.Delete, name) }
 
-// Closure is what the provider does for a kustomized directory whose
-// tenant.yaml yields no valid Tenant (Decide: FailClosed). The admin's
-// patches cannot be known, so an issued Tenant is drained; nothing is issued
-// or renewed; the Tenant, its key pin and identity.yaml stay, as for any
-// drained Tenant, and a fixed build restores access.
+// Closure is what the provider does for a directory whose tenant.yaml yields
+// no Tenant it may act on: a kustomized directory that does not build
+// (Decide: FailClosed), or a merged Tenant the trust rules refuse (Verify).
+// The admin's intent cannot be known, so the Tenant in the cluster (the one
+// replaced, or one applied and not issued yet) is drained; nothing is issued
+// or renewed; nothing is revoked: the Tenant, its key pin and identity.yaml
+// stay, as for any drained Tenant, and a valid tenant.yaml restores access.
 type Closure struct {
 	// Drain: set the Tenant's condition to Drained (it is not yet).
 	Drain bool
@@ -88,7 +103,16 @@ type Closure struct {
 // FailClose returns the closure of a directory whose build failed with
 // buildFailed, given the Tenant in the cluster (nil if none).
 func FailClose(buildFailed error, tenant *authv1beta1.Tenant) Closure {
-	msg := fmt.Sprintf("%v; failing closed: nothing issued or renewed until the build is fixed", buildFailed)
+	return closing(fmt.Sprintf("%v; failing closed: nothing issued or renewed until the build is fixed", buildFailed), tenant)
+}
+
+// Refuse returns the closure of a directory whose tenant.yaml, at path, the
+// trust rules refused (why), given the Tenant in the cluster (nil if none).
+func Refuse(path, why string, tenant *authv1beta1.Tenant) Closure {
+	return closing(fmt.Sprintf("%s rejected, nothing issued: %s; failing closed: nothing issued or renewed until a valid tenant.yaml is merged", path, why), tenant)
+}
+
+func closing(msg string, tenant *authv1beta1.Tenant) Closure {
 	if tenant == nil {
 		return Closure{Message: msg}
 	}

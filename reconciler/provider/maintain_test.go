@@ -169,3 +169,33 @@ func TestPending(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstIdentity: the commit of the first certificate of a key (no
+// identity.yaml, or one for another key: a revival, a rekey) names the
+// overrides its Tenant was applied under; a renewal's does not.
+func TestFirstIdentity(t *testing.T) {
+	key, _ := crypto.GenerateKey(crypto.Ed25519)
+	other, _ := crypto.GenerateKey(crypto.Ed25519)
+	cert, err := crypto.ParseCertificatePEM(liqoCert(t, key, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := func(k gocrypto.Signer) *authv1beta1.Identity {
+		return &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{SignedCRT: liqoCert(t, k, nil)}}}
+	}
+	for name, tc := range map[string]struct {
+		published *authv1beta1.Identity
+		want      bool
+	}{
+		"no identity.yaml (first issuance, revival)": {nil, true},
+		"identity.yaml for another key (rekey)":      {identity(other), true},
+		"identity.yaml for the same key (renewal)":   {identity(key), false},
+		"identity.yaml unreadable":                   {&authv1beta1.Identity{}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := FirstIdentity(tc.published, cert, "consumer-1"); got != tc.want {
+				t.Errorf("FirstIdentity = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -65,10 +65,18 @@ func Decide(pe *protocol.Documents, o Observed) Step {
 		return Revoke
 	case pe.Tenant == nil:
 		return OfferNonce
-	case issued && bytes.Equal(o.Tenant.Spec.Signature, pe.Tenant.Spec.Signature) && bytes.Equal(o.Tenant.Spec.CSR, pe.Tenant.Spec.CSR):
+	case issued && Applied(pe, o.Tenant):
 		return Maintain
 	}
 	return Issue
+}
+
+// Applied reports whether tenant, the Tenant this PeeringRepository applied
+// for the consumer (nil if none), is the one merged in pe: same signature and
+// CSR. The provider verified it when it applied it.
+func Applied(pe *protocol.Documents, tenant *authv1beta1.Tenant) bool {
+	return tenant != nil && pe.Tenant != nil &&
+		bytes.Equal(tenant.Spec.Signature, pe.Tenant.Spec.Signature) && bytes.Equal(tenant.Spec.CSR, pe.Tenant.Spec.CSR)
 }
 
 // Admission is the answer to a request.
@@ -137,12 +145,28 @@ type TenantCheck struct {
 	// key an admin accepts in place of the pinned one.
 	Rekey string
 	// RevivalBlocked, if not empty, says why the consumer must not be bound
-	// again (an unexpired revoked certificate no admin accepted).
+	// again (an unexpired revoked certificate: RevivalRefusal).
 	RevivalBlocked string
+	// Revival is the value of the consumer's revival annotation, "" if none:
+	// gitpeerv1alpha1.AcceptRevivalValue lifts RevivalBlocked.
+	Revival string
+	// Applied: the merged Tenant is the one the provider applied already
+	// (Applied), so it passed the revival check, or used its override, then;
+	// the override, used once, may be gone since.
+	Applied bool
 	// AllowProxyURL: the provider lets a Tenant name a proxyURL
 	// (spec.provider.allowProxyURL).
 	AllowProxyURL bool
 }
+
+// Override is an admin's annotation on the provider's PeeringRepository that
+// lifts one trust rule for one consumer (revival or rekey). It is used once:
+// the provider removes it once the Tenant it let through is applied.
+type Override struct {
+	Key, Value string
+}
+
+func (o Override) String() string { return o.Key + "=" + o.Value }
 
 // TenantVerdict is the result of CheckTenant.
 type TenantVerdict struct {
@@ -153,14 +177,25 @@ type TenantVerdict struct {
 	Rejected string
 	// Replaces is the pin the key replaces by the rekey annotation, if any.
 	Replaces string
+	// Used are the overrides the accepted Tenant relies on: the rekey
+	// annotation naming its key, the revival annotation when a revoked
+	// certificate blocks the consumer. None when it is rejected.
+	Used []Override
+	// Unused says, for each override annotation of the consumer that has no
+	// effect (a revival when nothing blocks the consumer or with another value
+	// than AcceptRevivalValue, a rekey naming another key), why: it is left in
+	// place and reported.
+	Unused []string
 }
 
 // CheckTenant applies the trust rules to the Tenant merged in pe: signed
 // over the provider's own current nonce, for the consumer's subject, with
 // authzPolicy KeysExchange (protocol.CheckTenant), with the key of
 // request.yaml, a proxyURL only if the provider allows one, not blocked by a
-// revoked certificate, and the key pinned at first issuance (changed only by
-// the rekey annotation).
+// revoked certificate (unless the revival annotation accepts it, or the
+// Tenant was applied already), and the key pinned at first issuance (changed
+// only by the rekey annotation). It says which overrides the Tenant uses and
+// which have no effect.
 func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
 	if c.Nonce == "" {
 		return TenantVerdict{Rejected: "no nonce was issued to this consumer (request.yaml missing or revoked)"}
@@ -175,23 +210,53 @@ func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
 	if err != nil {
 		return TenantVerdict{Rejected: err.Error()}
 	}
-	if c.RevivalBlocked != "" {
-		return TenantVerdict{Rejected: c.RevivalBlocked}
-	}
 	pin, err := crypto.KeyPin(key)
 	if err != nil {
 		return TenantVerdict{Rejected: err.Error()}
 	}
 	v := TenantVerdict{Key: key, Pin: pin}
-	if c.PinnedKey != "" && c.PinnedKey != pin {
-		if c.Rekey != pin {
-			v.Rejected = fmt.Sprintf("public key %s is not the key pinned for %s (%s); to change it, an admin sets annotation %s=%s on the PeeringRepository",
-				pin[:16], pe.Consumer, short(c.PinnedKey), gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer, pin)
-			return v
-		}
+	revival, rekey := gitpeerv1alpha1.RevivalAnnotationPrefix+pe.Consumer, gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer
+	accepted := c.Revival == gitpeerv1alpha1.AcceptRevivalValue
+	switch {
+	case c.RevivalBlocked != "" && accepted:
+		v.Used = append(v.Used, Override{revival, c.Revival})
+	case c.Revival != "" && !accepted:
+		v.Unused = append(v.Unused, fmt.Sprintf("annotation %s left in place, unused: its value is %q, only %q has an effect", revival, c.Revival, gitpeerv1alpha1.AcceptRevivalValue))
+	case c.Revival != "":
+		v.Unused = append(v.Unused, fmt.Sprintf("annotation %s left in place, unused: no unexpired revoked certificate of %s blocks its binding", revival, pe.Consumer))
+	}
+	switch {
+	case c.Rekey == pin:
+		v.Used = append(v.Used, Override{rekey, pin})
+	case c.Rekey != "":
+		v.Unused = append(v.Unused, fmt.Sprintf("annotation %s left in place, unused: it names key %s, not the key of tenant.yaml (%s)", rekey, short(c.Rekey), pin[:16]))
+	}
+	switch {
+	case c.RevivalBlocked != "" && !accepted && !c.Applied:
+		return TenantVerdict{Rejected: c.RevivalBlocked, Unused: v.Unused}
+	case c.PinnedKey != "" && c.PinnedKey != pin && c.Rekey != pin:
+		return TenantVerdict{Unused: v.Unused, Rejected: fmt.Sprintf("public key %s is not the key pinned for %s (%s); to change it, an admin sets annotation %s=%s on the PeeringRepository",
+			pin[:16], pe.Consumer, short(c.PinnedKey), rekey, pin)}
+	case c.PinnedKey != "" && c.PinnedKey != pin:
 		v.Replaces = c.PinnedKey
 	}
 	return v
+}
+
+// Verify decides what the provider does with the Tenant merged in pe when
+// Decide says Issue, given current, the Tenant the provider applied for the
+// consumer (nil if none): the trust rules' verdict (CheckTenant) and, when
+// they refuse it, the closure (Refuse). A refused Tenant fails closed as a
+// directory that does not build does: whatever it replaces is drained, nothing
+// is issued or renewed, nothing is revoked, and a valid tenant.yaml merged
+// later (or the override the refusal names) restores the peering.
+func Verify(pe *protocol.Documents, c TenantCheck, current *authv1beta1.Tenant) (TenantVerdict, *Closure) {
+	v := CheckTenant(pe, c)
+	if v.Rejected == "" {
+		return v, nil
+	}
+	closure := Refuse(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), v.Rejected, current)
+	return v, &closure
 }
 
 // proxySchemes are the proxy URL schemes client-go dials.

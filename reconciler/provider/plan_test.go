@@ -3,11 +3,13 @@ package provider
 import (
 	"crypto/x509"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
@@ -137,6 +139,9 @@ func TestCheckTenant(t *testing.T) {
 		"key is not request.yaml's key":                {&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: pe.Tenant, Request: otherKey.Request}, TenantCheck{Nonce: nonce}, "request", ""},
 		"no request.yaml":                              {&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: pe.Tenant}, TenantCheck{Nonce: nonce}, "no valid request.yaml", ""},
 		"revoked certificate unexpired":                {pe, TenantCheck{Nonce: nonce, RevivalBlocked: "revoked certificate 1f is valid until"}, "revoked certificate 1f", ""},
+		"revival with another value":                   {pe, TenantCheck{Nonce: nonce, RevivalBlocked: "revoked certificate 1f is valid until", Revival: "yes"}, "revoked certificate 1f", ""},
+		"revival accepted by the admin":                {pe, TenantCheck{Nonce: nonce, RevivalBlocked: "revoked certificate 1f is valid until", Revival: gitpeerv1alpha1.AcceptRevivalValue}, "", ""},
+		"revived Tenant applied, override used up":     {pe, TenantCheck{Nonce: nonce, RevivalBlocked: "revoked certificate 1f is valid until", Applied: true}, "", ""},
 		"another key pinned":                           {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, "is not the key pinned for consumer-1", ""},
 		"rekey to another key only":                    {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: otherPin}, "is not the key pinned", ""},
 		"rekeyed by the admin":                         {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: pin}, "", otherPin},
@@ -162,6 +167,118 @@ func TestCheckTenant(t *testing.T) {
 				t.Fatalf("pin %s, want %s", v.Pin, pin)
 			case v.Replaces != tc.replaces:
 				t.Fatalf("Replaces = %q, want %q", v.Replaces, tc.replaces)
+			case tc.rejected != "" && v.Used != nil:
+				t.Fatalf("a rejected Tenant uses overrides %v", v.Used)
+			}
+		})
+	}
+}
+
+// TestCheckTenantOverrides: an override the accepted Tenant relies on is
+// used (then removed by the provider: used once); one that has no effect is
+// left in place and reported, never used.
+func TestCheckTenantOverrides(t *testing.T) {
+	nonce := crypto.GenerateNonce()
+	pe, pin := peering(t, nonce)
+	otherPin := strings.Repeat("ab", 32)
+	blocked := "revoked certificate 1f is valid until 2030-01-01T00:00:00Z"
+	revival := Override{gitpeerv1alpha1.RevivalAnnotationPrefix + "consumer-1", gitpeerv1alpha1.AcceptRevivalValue}
+	rekey := Override{gitpeerv1alpha1.RekeyAnnotationPrefix + "consumer-1", pin}
+	for name, tc := range map[string]struct {
+		check  TenantCheck
+		used   []Override
+		unused []string // substrings, in order
+	}{
+		"none":                                {TenantCheck{Nonce: nonce}, nil, nil},
+		"revival of a blocked consumer: used": {TenantCheck{Nonce: nonce, RevivalBlocked: blocked, Revival: revival.Value}, []Override{revival}, nil},
+		"revival left after a failed removal, Tenant applied: used": {
+			TenantCheck{Nonce: nonce, RevivalBlocked: blocked, Revival: revival.Value, Applied: true}, []Override{revival}, nil},
+		"revival of a consumer nothing blocks: unused": {TenantCheck{Nonce: nonce, Revival: revival.Value}, nil,
+			[]string{"annotation revival.gitpeer.io/consumer-1 left in place, unused: no unexpired revoked certificate of consumer-1 blocks its binding"}},
+		"revival with another value: unused":        {TenantCheck{Nonce: nonce, Revival: "true"}, nil, []string{`its value is "true", only "accept-unexpired-revoked-certificates" has an effect`}},
+		"rekey to the new key: used":                {TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: pin}, []Override{rekey}, nil},
+		"rekey naming the pinned key already: used": {TenantCheck{Nonce: nonce, PinnedKey: pin, Rekey: pin}, []Override{rekey}, nil},
+		"rekey naming another key: unused":          {TenantCheck{Nonce: nonce, PinnedKey: pin, Rekey: otherPin}, nil, []string{"annotation rekey.gitpeer.io/consumer-1 left in place, unused: it names key abababababababab, not the key of tenant.yaml (" + pin[:16] + ")"}},
+		"rekey naming another key, key refused: unused, nothing used": {
+			TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: strings.Repeat("cd", 32), RevivalBlocked: blocked, Revival: revival.Value}, nil, []string{"it names key cdcdcdcdcdcdcdcd"}},
+		"both used": {TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: pin, RevivalBlocked: blocked, Revival: revival.Value}, []Override{revival, rekey}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := CheckTenant(pe, tc.check)
+			if !slices.Equal(v.Used, tc.used) {
+				t.Errorf("Used = %v, want %v", v.Used, tc.used)
+			}
+			if len(v.Unused) != len(tc.unused) {
+				t.Fatalf("Unused = %q, want %q", v.Unused, tc.unused)
+			}
+			for i := range tc.unused {
+				if !strings.Contains(v.Unused[i], tc.unused[i]) {
+					t.Errorf("Unused[%d] = %q, want it to contain %q", i, v.Unused[i], tc.unused[i])
+				}
+			}
+		})
+	}
+}
+
+// TestVerifyRefusedReplacement: a merged Tenant the trust rules refuse fails
+// closed whatever it replaces, as a directory that does not build does: the
+// Tenant in the cluster is drained and unbound, nothing is issued (no key to
+// sign for), nothing is revoked; with no Tenant in the cluster there is
+// nothing to drain. An accepted Tenant has no closure.
+func TestVerifyRefusedReplacement(t *testing.T) {
+	oldNonce, nonce := crypto.GenerateNonce(), crypto.GenerateNonce()
+	pe, pin := peering(t, nonce)
+	otherPin := strings.Repeat("ab", 32)
+	tenant := func(c authv1beta1.TenantCondition) *authv1beta1.Tenant {
+		return &authv1beta1.Tenant{Spec: authv1beta1.TenantSpec{TenantCondition: c, Signature: []byte("old"), CSR: []byte("old")},
+			Status: authv1beta1.TenantStatus{AuthParams: &authv1beta1.AuthParams{SignedCRT: []byte("crt")}}}
+	}
+	bound := tenant(authv1beta1.TenantConditionActive)
+	overUsedNonce, _ := peering(t, oldNonce) // re-signed over the nonce the bound Tenant used, rotated since
+	blocked := "revoked certificate 1f is valid until 2030-01-01T00:00:00Z"
+	for name, tc := range map[string]struct {
+		pe      *protocol.Documents
+		check   TenantCheck
+		current *authv1beta1.Tenant
+		// drain, unbind: the closure; closed false: accepted, no closure.
+		closed, drain, unbind bool
+		why                   string
+	}{
+		"key changed without the rekey annotation, bound: drain": {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, bound, true, true, true, "is not the key pinned for consumer-1"},
+		"rekey annotation for another key, bound: drain": {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: strings.Repeat("cd", 32)}, bound, true, true, true,
+			"is not the key pinned for consumer-1"},
+		"re-signed over a used nonce, bound: drain":           {overUsedNonce, TenantCheck{Nonce: nonce}, bound, true, true, true, "tenant signature"},
+		"key is not request.yaml's, bound: drain":             {&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: pe.Tenant, Request: overUsedNonce.Request}, TenantCheck{Nonce: nonce}, bound, true, true, true, "request"},
+		"revoked certificate unexpired, a Tenant left: drain": {pe, TenantCheck{Nonce: nonce, RevivalBlocked: blocked}, bound, true, true, true, "revoked certificate 1f"},
+		"refused, bound and cordoned: drain":                  {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, tenant(authv1beta1.TenantConditionCordoned), true, true, true, "is not the key pinned"},
+		"refused, drained already: unbind only":               {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, tenant(authv1beta1.TenantConditionDrained), true, false, true, "is not the key pinned"},
+		"refused, applied and not issued yet: drain":          {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, &authv1beta1.Tenant{}, true, true, true, "is not the key pinned"},
+		"refused, no Tenant: nothing to drain":                {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin}, nil, true, false, false, "is not the key pinned"},
+		"no nonce, bound: drain":                              {pe, TenantCheck{}, bound, true, true, true, "no nonce was issued"},
+		"rekeyed by the admin: issue":                         {pe, TenantCheck{Nonce: nonce, PinnedKey: otherPin, Rekey: pin}, bound, false, false, false, ""},
+		"same key, new Tenant: issue":                         {pe, TenantCheck{Nonce: nonce, PinnedKey: pin}, bound, false, false, false, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v, c := Verify(tc.pe, tc.check, tc.current)
+			if (c != nil) != tc.closed {
+				t.Fatalf("closure %+v (verdict %+v), want closed %t", c, v, tc.closed)
+			}
+			if !tc.closed {
+				if v.Key == nil || v.Rejected != "" {
+					t.Fatalf("accepted Tenant: verdict %+v", v)
+				}
+				return
+			}
+			if v.Key != nil || v.Used != nil {
+				t.Errorf("a refused Tenant yields a key to sign for (%v) or uses overrides (%v)", v.Key, v.Used)
+			}
+			if c.Drain != tc.drain || c.Unbind != tc.unbind {
+				t.Errorf("drain %t, unbind %t; want %t, %t", c.Drain, c.Unbind, tc.drain, tc.unbind)
+			}
+			if !strings.HasPrefix(c.Message, "provider-a/consumer-1/tenant.yaml rejected, nothing issued: ") || !strings.Contains(c.Message, tc.why) ||
+				!strings.Contains(c.Message, "failing closed: nothing issued or renewed until a valid tenant.yaml is merged") ||
+				strings.HasSuffix(c.Message, "; tenant drained: RBAC removed") != tc.unbind {
+				t.Errorf("message %q", c.Message)
 			}
 		})
 	}

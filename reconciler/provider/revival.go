@@ -32,13 +32,13 @@ func RevivalBlocker(records []IssuedRecord, now time.Time) *IssuedRecord {
 // RevivalRefusal says why consumer, whose certificates are records, must not
 // be bound again at now, or "" if it may: RBAC binds by user name, so a new
 // binding would give every unexpired revoked certificate of it access again.
-// An admin accepts that risk with the consumer's revival annotation
-// (accepted: its value is gitpeerv1alpha1.AcceptRevivalValue).
-func RevivalRefusal(records []IssuedRecord, consumer string, accepted bool, now time.Time) string {
+// An admin accepts that risk for one binding with the consumer's revival
+// annotation (CheckTenant), which is then used up.
+func RevivalRefusal(records []IssuedRecord, consumer string, now time.Time) string {
 	blocker := RevivalBlocker(records, now)
-	if blocker == nil || accepted {
+	if blocker == nil {
 		return ""
 	}
-	return fmt.Sprintf("revoked certificate %s is valid until %s; re-peering is refused until then (override: annotation %s=%s on the PeeringRepository, which gives every unexpired revoked certificate of %s access again)",
+	return fmt.Sprintf("revoked certificate %s is valid until %s; re-peering is refused until then (override, used once: annotation %s=%s on the PeeringRepository, which gives every unexpired revoked certificate of %s access again)",
 		blocker.Serial, blocker.NotAfter.UTC().Format(time.RFC3339), gitpeerv1alpha1.RevivalAnnotationPrefix+consumer, gitpeerv1alpha1.AcceptRevivalValue, consumer)
 }

@@ -33,25 +33,23 @@ func TestRevivalBlocker(t *testing.T) {
 }
 
 // TestRevivalRefusal: a consumer with an unexpired revoked certificate is
-// refused, naming the certificate and the override, unless an admin accepted
-// the risk; an expired one blocks nothing.
+// refused, naming the certificate and the override (accepted by CheckTenant);
+// an expired one blocks nothing.
 func TestRevivalRefusal(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	revoked := now.Add(-time.Hour)
 	unexpired := []IssuedRecord{{Serial: "2a", NotAfter: now.Add(time.Hour), RevokedAt: &revoked}}
 	expired := []IssuedRecord{{Serial: "2a", NotAfter: now.Add(-time.Second), RevokedAt: &revoked}}
 	for name, tc := range map[string]struct {
-		records  []IssuedRecord
-		accepted bool
-		want     string
+		records []IssuedRecord
+		want    string
 	}{
-		"nothing revoked":                    {nil, false, ""},
-		"revoked, expired":                   {expired, false, ""},
-		"revoked, unexpired: refused":        {unexpired, false, "revoked certificate 2a is valid until 2026-01-01T13:00:00Z; re-peering is refused until then (override: annotation revival.gitpeer.io/consumer-1=accept-unexpired-revoked-certificates"},
-		"revoked, unexpired, admin accepted": {unexpired, true, ""},
+		"nothing revoked":             {nil, ""},
+		"revoked, expired":            {expired, ""},
+		"revoked, unexpired: refused": {unexpired, "revoked certificate 2a is valid until 2026-01-01T13:00:00Z; re-peering is refused until then (override, used once: annotation revival.gitpeer.io/consumer-1=accept-unexpired-revoked-certificates"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := RevivalRefusal(tc.records, "consumer-1", tc.accepted, now)
+			got := RevivalRefusal(tc.records, "consumer-1", now)
 			if (got == "") != (tc.want == "") || !strings.HasPrefix(got, tc.want) {
 				t.Errorf("RevivalRefusal = %q, want %q", got, tc.want)
 			}

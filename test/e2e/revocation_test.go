@@ -104,14 +104,44 @@ var _ = Describe("Revocation", Ordered, func() {
 		Expect(peeringRepository(ctx, Default, consumer).Annotations).NotTo(HaveKey(gitpeerv1alpha1.RequestAgainAnnotation), "the request-again annotation is used once")
 	})
 
+	var revived string // the serial of the certificate issued under the revival override
+
 	It("binds it again when an admin accepts the unexpired revoked certificates", func(ctx SpecContext) {
 		annotateRepository(ctx, provider, gitpeerv1alpha1.RevivalAnnotationPrefix+rvConsumerID, gitpeerv1alpha1.AcceptRevivalValue)
 		Eventually(func(g Gomega) {
 			cert, err := kubeconfigCert(consumer, rvProviderID)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cert.SerialNumber.Text(16)).NotTo(Equal(serial))
+			revived = cert.SerialNumber.Text(16)
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Expect(time.Now()).To(BeTemporally("<", notAfter), "re-bound while the revoked certificate was still valid")
+	})
+
+	It("uses the revival override once: removed, recorded, and a second revocation is final again", func(ctx SpecContext) {
+		override := gitpeerv1alpha1.RevivalAnnotationPrefix + rvConsumerID + "=" + gitpeerv1alpha1.AcceptRevivalValue
+		Eventually(func(g Gomega) {
+			g.Expect(peeringRepository(ctx, g, provider).Annotations).NotTo(HaveKey(gitpeerv1alpha1.RevivalAnnotationPrefix + rvConsumerID))
+		}).WithTimeout(time.Minute).Should(Succeed(), "the revival override is used once")
+		tenant := &authv1beta1.Tenant{}
+		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: rvConsumerID}, tenant)).To(Succeed())
+		Expect(tenant.Annotations).To(HaveKeyWithValue(reconciler.OverridesAnnotation, override))
+		Expect(gitCLI(repo.Dir, "log", "--format=%B", "main", "--", dir+"identity.yaml")).To(ContainSubstring("Gitpeer-Override: "+override),
+			"the commit of the revived identity names the override")
+
+		w := clone()
+		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
+		gitCLI(w, "commit", "-q", "-m", "Revoke "+rvConsumerID+" again")
+		pushMain(w)
+		Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+		annotateRepository(ctx, consumer, gitpeerv1alpha1.RequestAgainAnnotation, rvProviderID)
+		Eventually(func() string { return show("main", dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		// Refused again, naming the revived certificate, revoked now: no annotation accepts it any more.
+		expectReported(ctx, provider, dir+"tenant.yaml", "revoked certificate "+revived, gitpeerv1alpha1.RevivalAnnotationPrefix+rvConsumerID)
+		Consistently(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: rvConsumerID}, &authv1beta1.Tenant{}))).To(BeTrue())
+			g.Expect(roleBindings(ctx, provider, tenantNS)).To(BeEmpty())
+			g.Expect(show("main", dir+"identity.yaml")).To(BeEmpty())
+		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 })
 
@@ -236,6 +266,45 @@ var _ = Describe("Ownership", Ordered, func() {
 		}
 	})
 
+	It("fails closed while a tenant.yaml with another key replaces c1's bound one, and recovers when a valid one is merged", func(ctx SpecContext) {
+		dir, ns := firstDir("c1"), authv1beta1.TenantNamespaceName("c1")
+		bound := map[string][]byte{dir + "tenant.yaml": []byte(show("main", dir+"tenant.yaml")), dir + "request.yaml": []byte(show("main", dir+"request.yaml"))}
+		identity, csrs := show("main", dir+"identity.yaml"), csrCount(ctx, provider, "c1")
+		Expect(roleBindings(ctx, provider, ns)).NotTo(BeEmpty())
+		applied := &authv1beta1.Tenant{}
+		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, applied)).To(Succeed())
+
+		// Signed over the current nonce, with request.yaml to match: only the pin stands in the way.
+		k := newClusterKey()
+		nonce := waitNonceAt(dir, "")
+		commit("Tenant c1 with another key", map[string][]byte{dir + "tenant.yaml": tenantDoc(signedTenant(k, "c1", nonce)), dir + "request.yaml": requestFor(owProviderID, "c1", k)})
+		Eventually(func() []string { return roleBindings(ctx, provider, ns) }).WithTimeout(time.Minute).Should(BeEmpty(), "the replaced peering is drained")
+		expectReported(ctx, provider, dir+"tenant.yaml", "rejected, nothing issued", "is not the key pinned for c1", "failing closed")
+		Eventually(func(g Gomega) {
+			obj := peeringRepository(ctx, g, provider)
+			g.Expect(obj.Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID("c1")),
+				HaveField("Phase", gitpeerv1alpha1.PhaseFailed), HaveField("Message", ContainSubstring("tenant drained: RBAC removed")))))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Consistently(func(g Gomega) {
+			t := &authv1beta1.Tenant{}
+			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, t)).To(Succeed())
+			g.Expect(t.Spec.TenantCondition).To(Equal(authv1beta1.TenantConditionDrained))
+			g.Expect(t.Spec.Signature).To(Equal(applied.Spec.Signature), "the refused Tenant is not applied")
+			g.Expect(roleBindings(ctx, provider, ns)).To(BeEmpty())
+			// Nothing renewed or issued, nothing revoked or deleted.
+			g.Expect(csrCount(ctx, provider, "c1")).To(Equal(csrs))
+			g.Expect(show("main", dir+"identity.yaml")).To(Equal(identity))
+			g.Expect(show("main", dir+"nonce.yaml")).NotTo(BeEmpty())
+			g.Expect(issuedRecords(ctx, provider, "c1")).NotTo(ContainSubstring(`"revokedAt"`))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+
+		commit("Restore c1's bound tenant.yaml", bound)
+		Eventually(func() []string { return roleBindings(ctx, provider, ns) }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		t := &authv1beta1.Tenant{}
+		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, t)).To(Succeed())
+		Expect(t.Spec.TenantCondition).NotTo(Equal(authv1beta1.TenantConditionDrained))
+	})
+
 	It("keeps c1's key pinned across revocation and accepts a new key only with the rekey annotation", func(ctx SpecContext) {
 		w := clone()
 		gitCLI(w, "rm", "-q", firstDir("c1")+"tenant.yaml")
@@ -255,6 +324,13 @@ var _ = Describe("Ownership", Ordered, func() {
 
 		annotateRepository(ctx, provider, gitpeerv1alpha1.RekeyAnnotationPrefix+"c1", pin)
 		Eventually(func() string { return show("main", firstDir("c1")+"identity.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+
+		// Both overrides are used once: removed, and named by the commit of the new identity.
+		obj := peeringRepository(ctx, Default, provider)
+		Expect(obj.Annotations).NotTo(HaveKey(gitpeerv1alpha1.RekeyAnnotationPrefix + "c1"))
+		Expect(obj.Annotations).NotTo(HaveKey(gitpeerv1alpha1.RevivalAnnotationPrefix + "c1"))
+		Expect(gitCLI(repo.Dir, "log", "-1", "--format=%B", "main", "--", firstDir("c1")+"identity.yaml")).To(ContainSubstring(
+			"Gitpeer-Override: " + gitpeerv1alpha1.RevivalAnnotationPrefix + "c1=" + gitpeerv1alpha1.AcceptRevivalValue + ", " + gitpeerv1alpha1.RekeyAnnotationPrefix + "c1=" + pin))
 	})
 
 	It("revokes the peerings of a deleted PeeringRepository with deletionPolicy Revoke, and only those", func(ctx SpecContext) {

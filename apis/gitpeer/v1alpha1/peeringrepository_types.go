@@ -55,12 +55,18 @@ const (
 	// PeeringRepository that lets the consumer be bound again while a revoked certificate of it is
 	// unexpired; its value must be AcceptRevivalValue. RISK: RBAC binds by user name (the certificate
 	// CN), so every unexpired revoked certificate of that consumer regains access with the new binding.
+	// It is used once: the agent removes it once the Tenant it let through is applied (event
+	// OverrideConsumed), so a later revocation is final again. One for a consumer that nothing
+	// blocks, or with another value, is left in place and reported (event OverrideUnused).
 	RevivalAnnotationPrefix = "revival.gitpeer.io/"
 	// AcceptRevivalValue is the only value of a RevivalAnnotationPrefix annotation that has an effect.
 	AcceptRevivalValue = "accept-unexpired-revoked-certificates"
 	// RekeyAnnotationPrefix, followed by a consumer ID, is the key of the annotation on a provider's
 	// PeeringRepository whose value, the SHA-256 (hex) of a PKIX public key, lets that consumer
-	// replace its pinned key with this one. Without it a Tenant with another key is rejected.
+	// replace its pinned key with this one. Without it a Tenant with another key is rejected (and
+	// fails closed: a Tenant it would replace is drained). It is used once: the agent removes it
+	// once the Tenant with that key is applied (event OverrideConsumed). One naming another key than
+	// the merged Tenant's is left in place and reported (event OverrideUnused).
 	RekeyAnnotationPrefix = "rekey.gitpeer.io/"
 	// SwitchModeAnnotationPrefix, followed by a peer's cluster ID, is the key of the annotation on a
 	// PeeringRepository that accepts that the peering with that peer, made in one mode (standalone or

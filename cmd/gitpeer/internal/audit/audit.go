@@ -87,7 +87,9 @@ type Event struct {
 	Source  string `json:"source"`
 	Serial  string `json:"serial,omitempty"`
 	Expires string `json:"expires,omitempty"`
-	Details string `json:"details,omitempty"`
+	// Override names the admin's overrides an identity was issued under (Gitpeer-Override).
+	Override string `json:"override,omitempty"`
+	Details  string `json:"details,omitempty"`
 }
 
 // Options of Read.
@@ -206,7 +208,7 @@ func (r *reader) trailers(c *object.Commit) {
 			name = rec.Action
 		}
 		e := r.event(c, name, rec.Provider, rec.Consumer, cmp.Or(rec.Summary, subject(c)))
-		e.Serial, e.Expires, e.Source = rec.Serial, rec.Expires, source
+		e.Serial, e.Expires, e.Override, e.Source = rec.Serial, rec.Expires, rec.Override, source
 		r.events = append(r.events, e)
 	}
 }

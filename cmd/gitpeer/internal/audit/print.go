@@ -23,6 +23,9 @@ func Print(w io.Writer, events []Event, format string) error {
 		if e.Serial != "" {
 			details = fmt.Sprintf("serial %s, expires %s", e.Serial, e.Expires)
 		}
+		if e.Override != "" {
+			details += ", under override " + e.Override
+		}
 		rows = append(rows, []string{e.Time.Format(time.RFC3339), e.Event, e.Provider, e.Consumer, e.By.Name, e.Source, e.Commit[:min(8, len(e.Commit))], details})
 	}
 	return printer.WriteTable(w, []string{"TIME", "EVENT", "PROVIDER", "CONSUMER", "BY", "SOURCE", "COMMIT", "DETAILS"}, rows)
