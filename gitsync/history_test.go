@@ -28,18 +28,10 @@ type mergeHistory struct {
 
 func newMergeHistory(t *testing.T) *mergeHistory {
 	f := newFixture(t, "merges")
-	key := testKey(t)
-	signer, err := gitsync.NewSSHSigner(key, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := f.openSSH(func(c *gitsync.Config) { c.Signer = signer; c.Path = "peers" })
-	h := &mergeHistory{t: t}
+	agent, trusted := signingAgent(t, f)
+	h := &mergeHistory{t: t, trusted: trusted}
 	h.active = mustWrite(t, agent, "active", gitsync.Put("p/c/tenant.yaml", []byte("active"))).Commit.String()
 	h.drained = mustWrite(t, agent, "drained", gitsync.Put("p/c/tenant.yaml", []byte("drained"))).Commit.String()
-	if h.trusted, err = gitsync.ParseTrustedKeys(map[string][]byte{"agent.sshpub": authorizedKey(t, key)}); err != nil {
-		t.Fatal(err)
-	}
 	h.work = f.cliClone()
 	h.side = h.commit(h.tree(h.active, map[string]string{"README.md": "side"}), h.active)
 	return h
