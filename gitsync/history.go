@@ -20,9 +20,20 @@ type MergeRevertError struct {
 	Merge, Older, Newer plumbing.Hash
 	// Path is relative to the configured root.
 	Path string
+	// Parents is set, and the other fields but Merge are not, when the merge
+	// has more than MaxMergeParents parents: it is refused unchecked.
+	Parents int
 }
 
+// MaxMergeParents is the most parents a merge CheckMerges compares may have:
+// their pairs are compared, and forges merge two.
+const MaxMergeParents = 16
+
 func (e *MergeRevertError) Error() string {
+	if e.Parents > 0 {
+		return fmt.Sprintf("%v: merge %s has %d parents, more than the %d that are checked, so it is refused unchecked",
+			ErrMergeReverts, e.Merge, e.Parents, MaxMergeParents)
+	}
 	where := e.Path
 	if where == "" {
 		where = "the root"
@@ -41,8 +52,9 @@ func (e *MergeRevertError) Unwrap() error { return ErrMergeReverts }
 // descends from it, changed it. A merge of two parents neither of which
 // descends from the other is not judged here: in spec.verify's Relevant mode
 // it is checked for a trusted signature as any commit that changes a
-// directory relative to one of its parents. Directories the reader refuses
-// are not compared, nor is history beyond a shallow boundary.
+// directory relative to one of its parents. A merge of more than
+// MaxMergeParents parents is refused unchecked. Directories the reader
+// refuses are not compared, nor is history beyond a shallow boundary.
 func (r *Repo) CheckMerges(from, to plumbing.Hash, dirs []string) error {
 	dirs, err := checkDirs("check merges", dirs)
 	if err != nil {
@@ -102,6 +114,9 @@ func (r *Repo) mergesBetween(from, to plumbing.Hash) (bool, error) {
 // what a parent holds where another parent that descends from it differs.
 func (r *Repo) checkMerge(g *graph, m plumbing.Hash, dirs []string) error {
 	parents := g.nodes[m].parents
+	if len(parents) > MaxMergeParents {
+		return &MergeRevertError{Merge: m, Parents: len(parents)}
+	}
 	for _, older := range parents {
 		for _, newer := range parents {
 			if older == newer || !g.isAncestor(older, newer) {
@@ -155,7 +170,7 @@ func (r *Repo) reverted(p string, merge, older, newer object.TreeEntry) (string,
 			continue
 		}
 		if e.Mode != filemode.Dir {
-			return "", false, nil // a file of the merge's own: a change, not a revert
+			return "", false, nil // a file on one side: the merge's own content, not compared file by file
 		}
 		t, err := r.trees.get(e.Hash, p, levelOf(p))
 		if refused(err) {
@@ -192,7 +207,7 @@ func entryOf(e *object.TreeEntry) object.TreeEntry {
 // it looks for instead of walking the whole history.
 type graph struct {
 	nodes map[plumbing.Hash]*graphNode
-	order []plumbing.Hash // every commit loaded, each once, children before parents
+	order []plumbing.Hash // every commit loaded, each once, in the order first reached
 }
 
 type graphNode struct {

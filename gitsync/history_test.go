@@ -180,6 +180,16 @@ func TestMergesThatRevert(t *testing.T) {
 			}
 		})
 	}
+	// A merge of more parents than are compared is refused unchecked.
+	parents := []string{drained}
+	for i := range gitsync.MaxMergeParents {
+		parents = append(parents, h.commit(h.tree(drained, map[string]string{"README.md": strings.Repeat("x", i+1)}), drained))
+	}
+	octopus := plumbing.NewHash(h.commit(h.treeOf(drained), parents...))
+	var mr *gitsync.MergeRevertError
+	if err := h.repo().CheckMerges(plumbing.NewHash(drained), octopus, dirs); !errors.As(err, &mr) || mr.Merge != octopus || mr.Parents != gitsync.MaxMergeParents+1 {
+		t.Errorf("a merge of %d parents: %v", len(parents), err)
+	}
 	// Once the agent acted on a merge (an acknowledgement), it is behind it.
 	acked := h.commit(h.treeOf(active), active, drained)
 	if err := h.repo().CheckMerges(plumbing.NewHash(acked), plumbing.NewHash(h.commit(h.treeOf(acked), acked)), dirs); err != nil {
