@@ -47,8 +47,8 @@ func (e *MergeRevertError) Unwrap() error { return ErrMergeReverts }
 
 // CheckMerges returns a *MergeRevertError for the first merge commit,
 // reachable from to and not from from (zero: the whole history), that
-// brings back under one of dirs (relative to the configured root; none means
-// the root) what one of its parents holds although another parent, which
+// brings back under one of dirs (directories or files, relative to the
+// configured root; none means the root) what one of its parents holds although another parent, which
 // descends from it, changed it. A merge of two parents neither of which
 // descends from the other is not judged here: in spec.verify's Relevant mode
 // it is checked for a trusted signature as any commit that changes a

@@ -195,6 +195,11 @@ func TestMergesThatRevert(t *testing.T) {
 	if err := h.repo().CheckMerges(plumbing.NewHash(acked), plumbing.NewHash(h.commit(h.treeOf(acked), acked)), dirs); err != nil {
 		t.Errorf("a merge before the last processed commit: %v", err)
 	}
+	// A file is watched as a folder is (a consumer's view of its provider's terms.yaml).
+	var mr2 *gitsync.MergeRevertError
+	if err := h.repo().CheckMerges(plumbing.NewHash(drained), plumbing.NewHash(acked), []string{"p/c/tenant.yaml"}); !errors.As(err, &mr2) || mr2.Path != "p/c/tenant.yaml" {
+		t.Errorf("a watched file: %v", err)
+	}
 	// Outside the folders the agent reads, a revert is not its business.
 	if err := h.repo().CheckMerges(plumbing.NewHash(drained), plumbing.NewHash(acked), []string{"p/d"}); err != nil {
 		t.Errorf("another folder: %v", err)

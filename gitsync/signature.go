@@ -67,8 +67,8 @@ type SignatureOptions struct {
 	// All checks every commit reachable from to and not from from, whatever
 	// it changes.
 	All bool
-	// Dirs are directories relative to the configured root ("" is the root
-	// itself): a commit is checked when it changes something under one of
+	// Dirs are directories (or files) relative to the configured root (""
+	// is the root itself): a commit is checked when it changes something under one of
 	// them relative to any of its parents (a merge that takes a directory
 	// from one parent changes it relative to the others). None means the
 	// root. Ignored when HeadOnly or All is set.

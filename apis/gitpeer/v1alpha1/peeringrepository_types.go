@@ -395,7 +395,8 @@ const (
 	VerifyHEAD VerificationMode = "HEAD"
 	// VerifyRelevant verifies every new commit (since the last processed one) that changes a file
 	// the agent acts upon, relative to any of its parents: under <path>/<clusterID>/ for the provider
-	// role, and under <path>/<providerID>/<clusterID>/ for each wanted provider for the consumer role.
+	// role, and under <path>/<providerID>/<clusterID>/ and in <path>/<providerID>/terms.yaml for each
+	// wanted provider for the consumer role.
 	VerifyRelevant VerificationMode = "Relevant"
 	// VerifyAll verifies every new commit (since the last processed one) of the branch.
 	VerifyAll VerificationMode = "All"
