@@ -195,6 +195,14 @@ func TestMergesThatRevert(t *testing.T) {
 	if err := h.repo().CheckMerges(plumbing.NewHash(acked), plumbing.NewHash(h.commit(h.treeOf(acked), acked)), dirs); err != nil {
 		t.Errorf("a merge before the last processed commit: %v", err)
 	}
+	// A file made executable (never read then) keeps its blob: a change all the same.
+	git(t, h.work, "checkout", "-q", "--detach", drained)
+	git(t, h.work, "update-index", "--chmod=+x", "peers/p/c/tenant.yaml")
+	executable := h.commit(git(t, h.work, "write-tree"), drained)
+	git(t, h.work, "reset", "-q", "--hard")
+	if bad, err := h.repo().VerifyCommitSignaturesWith(plumbing.NewHash(drained), plumbing.NewHash(executable), h.trusted, gitsync.SignatureOptions{Dirs: []string{"p/c/tenant.yaml"}}); err != nil || len(bad) != 1 {
+		t.Errorf("a mode change: %v, %v; want it unsigned", bad, err)
+	}
 	// A file is watched as a folder is (a consumer's view of its provider's terms.yaml).
 	var mr2 *gitsync.MergeRevertError
 	if err := h.repo().CheckMerges(plumbing.NewHash(drained), plumbing.NewHash(acked), []string{"p/c/tenant.yaml"}); !errors.As(err, &mr2) || mr2.Path != "p/c/tenant.yaml" {

@@ -68,10 +68,10 @@ type SignatureOptions struct {
 	// it changes.
 	All bool
 	// Dirs are directories (or files) relative to the configured root (""
-	// is the root itself): a commit is checked when it changes something under one of
-	// them relative to any of its parents (a merge that takes a directory
-	// from one parent changes it relative to the others). None means the
-	// root. Ignored when HeadOnly or All is set.
+	// is the root itself): a commit is checked when it changes something
+	// under one of them relative to any of its parents (a merge that takes a
+	// directory from one parent changes it relative to the others). None
+	// means the root. Ignored when HeadOnly or All is set.
 	Dirs []string
 }
 
@@ -180,7 +180,7 @@ func (r *Repo) touches(c *object.Commit, dirs []string) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if mine.Hash != theirs.Hash {
+			if !sameEntry(mine, theirs) {
 				return true, nil
 			}
 		}
@@ -190,8 +190,8 @@ func (r *Repo) touches(c *object.Commit, dirs []string) (bool, error) {
 
 // entryAt returns the entry commit holds at dir under the configured root
 // (for the root itself, a directory entry of its tree), the zero entry if
-// absent. A blob and a tree never share a hash, so a directory replaced by a
-// file (or a symlink) reads as a change.
+// absent. Comparing entries (sameEntry) compares their kinds too, so a file
+// that became a symlink, or a directory replaced by a file, is a change.
 func (r *Repo) entryAt(commit plumbing.Hash, dir string) (object.TreeEntry, error) {
 	t, err := r.rootTree(commit)
 	if err != nil || t == nil {
