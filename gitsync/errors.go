@@ -31,6 +31,10 @@ var (
 	// ErrHistoryRewritten means the new head does not descend from the last
 	// processed commit (force push or rewritten history).
 	ErrHistoryRewritten = errors.New("branch history rewritten")
+	// ErrMergeReverts means a merge commit since the last processed commit
+	// brings back what one of its parents holds where another parent, which
+	// descends from it, had changed it (see MergeRevertError).
+	ErrMergeReverts = errors.New("merge reverts a descendant's change")
 	// ErrFileTooLarge means a blob is larger than the configured cap.
 	ErrFileTooLarge = errors.New("file exceeds size limit")
 	// ErrNotRegularFile means the path is a symlink, submodule, executable or directory.

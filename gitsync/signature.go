@@ -9,6 +9,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/hiddeco/sshsig"
@@ -66,10 +67,11 @@ type SignatureOptions struct {
 	// All checks every commit reachable from to and not from from, whatever
 	// it changes.
 	All bool
-	// Dirs are directories relative to the configured root ("" is the root
-	// itself): a commit is checked when it changes something under one of
-	// them relative to its first parent. None means the root. Ignored when
-	// HeadOnly or All is set.
+	// Dirs are directories (or files) relative to the configured root (""
+	// is the root itself): a commit is checked when it changes something
+	// under one of them relative to any of its parents (a merge that takes a
+	// directory from one parent changes it relative to the others). None
+	// means the root. Ignored when HeadOnly or All is set.
 	Dirs []string
 }
 
@@ -84,17 +86,9 @@ func (r *Repo) VerifyCommitSignatures(from, to plumbing.Hash, keys *TrustedKeys)
 // not from from (zero: the whole history) that opts selects, and returns
 // those not signed by a trusted key, newest first.
 func (r *Repo) VerifyCommitSignaturesWith(from, to plumbing.Hash, keys *TrustedKeys, opts SignatureOptions) ([]Unverified, error) {
-	dirs := opts.Dirs
-	if len(dirs) == 0 {
-		dirs = []string{""}
-	}
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		if _, err := cleanRel(d); err != nil {
-			return nil, fmt.Errorf("gitsync: verify commit signatures: %w", err)
-		}
+	dirs, err := checkDirs("verify commit signatures", opts.Dirs)
+	if err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -141,86 +135,91 @@ func (r *Repo) VerifyCommitSignaturesWith(from, to plumbing.Hash, keys *TrustedK
 	return bad, err
 }
 
-// touches reports whether c changes something under one of dirs (relative to
-// the configured root) relative to its first parent or, for a root commit,
-// has anything there.
-func (r *Repo) touches(c *object.Commit, dirs []string) (bool, error) {
-	var parent *object.Commit
-	if c.NumParents() > 0 {
-		var err error
-		parent, err = c.Parent(0)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return true, nil // beyond a shallow boundary: verify rather than skip
-		}
-		if err != nil {
-			return false, err
-		}
+// checkDirs returns dirs, or the root alone if there are none, after checking
+// each is a clean path relative to the configured root; op names the caller in errors.
+func checkDirs(op string, dirs []string) ([]string, error) {
+	if len(dirs) == 0 {
+		return []string{""}, nil
 	}
 	for _, d := range dirs {
-		mine, err := r.entryAt(c, d)
+		if d == "" {
+			continue
+		}
+		if _, err := cleanRel(d); err != nil {
+			return nil, fmt.Errorf("gitsync: %s: %w", op, err)
+		}
+	}
+	return dirs, nil
+}
+
+// touches reports whether c changes something under one of dirs (relative to
+// the configured root) relative to any of its parents or, for a root commit,
+// has anything there. A merge whose directory is one parent's changes it
+// relative to the others: taking an old parent's side is a change too.
+func (r *Repo) touches(c *object.Commit, dirs []string) (bool, error) {
+	parents := []plumbing.Hash{plumbing.ZeroHash} // a root commit is compared with nothing
+	if c.NumParents() > 0 {
+		parents = c.ParentHashes
+	}
+	for _, d := range dirs {
+		mine, err := r.entryAt(c.Hash, d)
 		if refused(err) {
 			return true, nil // a tree the reader refuses: verify rather than skip
 		}
 		if err != nil {
 			return false, err
 		}
-		var theirs plumbing.Hash
-		if parent != nil {
-			theirs, err = r.entryAt(parent, d)
-			if refused(err) {
-				return true, nil
+		for _, p := range parents {
+			var theirs object.TreeEntry
+			if !p.IsZero() {
+				theirs, err = r.entryAt(p, d)
+			}
+			if refused(err) || errors.Is(err, plumbing.ErrObjectNotFound) {
+				return true, nil // refused, or beyond a shallow boundary: verify rather than skip
 			}
 			if err != nil {
 				return false, err
 			}
-		}
-		if mine != theirs {
-			return true, nil
+			if !sameEntry(mine, theirs) {
+				return true, nil
+			}
 		}
 	}
 	return false, nil
 }
 
-// entryAt identifies what c holds at dir under the configured root: the hash
-// of the tree or blob there, zero if absent. A blob and a tree never share a
-// hash, so a directory replaced by a file (or a symlink) reads as a change.
-func (r *Repo) entryAt(c *object.Commit, dir string) (plumbing.Hash, error) {
-	if dir == "" {
-		return r.rootHash(c)
-	}
-	t, err := r.rootTree(c.Hash)
+// entryAt returns the entry commit holds at dir under the configured root
+// (for the root itself, a directory entry of its tree), the zero entry if
+// absent. Comparing entries (sameEntry) compares their kinds too, so a file
+// that became a symlink, or a directory replaced by a file, is a change.
+func (r *Repo) entryAt(commit plumbing.Hash, dir string) (object.TreeEntry, error) {
+	t, err := r.rootTree(commit)
 	if err != nil || t == nil {
-		return plumbing.ZeroHash, err
+		return object.TreeEntry{}, err
+	}
+	if dir == "" {
+		return object.TreeEntry{Mode: filemode.Dir, Hash: t.Hash}, nil
 	}
 	parts := strings.Split(dir, "/")
 	for i, part := range parts {
 		e := findEntry(t, part)
 		if e == nil {
-			return plumbing.ZeroHash, nil
+			return object.TreeEntry{}, nil
 		}
 		if i == len(parts)-1 {
-			return e.Hash, nil
+			return *e, nil
 		}
 		if t, err = r.subtree(e, strings.Join(parts[:i+1], "/")); err != nil || t == nil {
-			return plumbing.ZeroHash, err
+			return object.TreeEntry{}, err
 		}
 	}
-	return plumbing.ZeroHash, nil
+	return object.TreeEntry{}, nil
 }
 
 // refused reports whether err is a tree that loadTree refused: duplicate or
 // unsorted entries, or over a cap.
 func refused(err error) bool {
 	return errors.Is(err, ErrMalformedTree) || errors.Is(err, ErrLimitExceeded)
-}
-
-// rootHash is the tree hash of the configured root in c (zero if absent).
-func (r *Repo) rootHash(c *object.Commit) (plumbing.Hash, error) {
-	t, err := r.rootTree(c.Hash)
-	if err != nil || t == nil {
-		return plumbing.ZeroHash, err
-	}
-	return t.Hash, nil
 }
 
 // Check returns why c's signature is not acceptable (missing, invalid, or

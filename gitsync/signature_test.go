@@ -10,22 +10,29 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 )
 
-// TestVerifyCommitSignaturesWith checks which commits each selection verifies: an
-// agent signs its commits under peers/p/c, someone else pushes unsigned
-// commits under peers/p/other, outside the root, and under peers/p/c.
-func TestVerifyCommitSignaturesWith(t *testing.T) {
-	f := newFixture(t, "verify-scope")
+// signingAgent opens an agent clone of f, rooted at peers, that signs its
+// commits with a fresh SSH key, and returns it with that key as trusted keys.
+func signingAgent(t *testing.T, f *fixture) (*gitsync.Repo, *gitsync.TrustedKeys) {
+	t.Helper()
 	key := testKey(t)
 	signer, err := gitsync.NewSSHSigner(key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := f.openSSH(func(c *gitsync.Config) { c.Signer = signer; c.Path = "peers" })
-	signed := mustWrite(t, agent, "signed", gitsync.Put("p/c/request.yaml", []byte("1"))).Commit
 	trusted, err := gitsync.ParseTrustedKeys(map[string][]byte{"agent.sshpub": authorizedKey(t, key)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f.openSSH(func(c *gitsync.Config) { c.Signer = signer; c.Path = "peers" }), trusted
+}
+
+// TestVerifyCommitSignaturesWith checks which commits each selection verifies: an
+// agent signs its commits under peers/p/c, someone else pushes unsigned
+// commits under peers/p/other, outside the root, and under peers/p/c.
+func TestVerifyCommitSignaturesWith(t *testing.T) {
+	f := newFixture(t, "verify-scope")
+	agent, trusted := signingAgent(t, f)
+	signed := mustWrite(t, agent, "signed", gitsync.Put("p/c/request.yaml", []byte("1"))).Commit
 
 	work := f.cliClone()
 	unsigned := map[string]plumbing.Hash{}

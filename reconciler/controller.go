@@ -40,6 +40,7 @@ const (
 	ReasonProgressing       = meta.ProgressingReason
 	ReasonGitFailed         = gitpeerv1alpha1.GitOperationFailedReason
 	ReasonHistoryRewritten  = gitpeerv1alpha1.HistoryRewrittenReason
+	ReasonMergeReverts      = gitpeerv1alpha1.MergeRevertsReason
 	ReasonInvalidFile       = gitpeerv1alpha1.InvalidDocumentReason
 	ReasonRejected          = gitpeerv1alpha1.RejectedReason
 	ReasonIssued            = gitpeerv1alpha1.IdentityIssuedReason

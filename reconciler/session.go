@@ -118,24 +118,56 @@ func (s *session) sync(ctx context.Context) error {
 		return err
 	}
 	s.head = head
-	last := plumbing.NewHash(obj.Status.LastProcessedCommit)
-	if obj.Status.LastProcessedCommit != "" && head != last {
-		if _, err := s.repo.Changes(last, head); err != nil {
-			if !errors.Is(err, gitsync.ErrHistoryRewritten) {
-				return err
-			}
-			if obj.GetAnnotations()[gitpeerv1alpha1.AcknowledgeRewriteAnnotation] != head.String() {
-				return &Stalling{Reason: ReasonHistoryRewritten, Err: fmt.Errorf("branch %s was rewritten: %s does not descend from %s; review it and set annotation %s=%s",
-					obj.GetBranch(), head, last, gitpeerv1alpha1.AcknowledgeRewriteAnnotation, head)}
-			}
-			s.r.event(obj, corev1.EventTypeNormal, ReasonHistoryRewritten, "rewritten history acknowledged at %s", head)
-			s.rewriteAcknowledged = true
-		}
+	if err := s.guardHistory(); err != nil {
+		return err
 	}
 	if err := s.verifySignatures(ctx); err != nil {
 		return err
 	}
 	return s.load(ctx)
+}
+
+// guardHistory refuses a head that does not descend from the last processed
+// commit, or that a merge since then reaches by bringing back, in a folder
+// the agent reads (relevantDirs), what an older parent held where a newer
+// one had changed it (gitsync.CheckMerges), whatever its signatures and
+// whether or not spec.verify is set: no clean merge has that shape, and it
+// would silently undo a drain or a deleted tenant.yaml. Both stall the agent
+// until an admin sets AcknowledgeRewriteAnnotation to the head.
+func (s *session) guardHistory() error {
+	obj, head := s.obj, s.head
+	last := plumbing.NewHash(obj.Status.LastProcessedCommit)
+	if head == last {
+		return nil
+	}
+	if !last.IsZero() {
+		if _, err := s.repo.Changes(last, head); err != nil {
+			if !errors.Is(err, gitsync.ErrHistoryRewritten) {
+				return err
+			}
+			if err := s.unlessAcknowledged(ReasonHistoryRewritten, fmt.Sprintf("branch %s was rewritten: %s does not descend from %s", obj.GetBranch(), head, last)); err != nil {
+				return err
+			}
+			s.rewriteAcknowledged = true
+		}
+	}
+	err := s.repo.CheckMerges(last, head, relevantDirs(obj))
+	if !errors.Is(err, gitsync.ErrMergeReverts) {
+		return err
+	}
+	return s.unlessAcknowledged(ReasonMergeReverts, fmt.Sprintf("branch %s: %v", obj.GetBranch(), err))
+}
+
+// unlessAcknowledged stalls with reason on what, a history the agent must not
+// act on unreviewed, unless AcknowledgeRewriteAnnotation names the head: then
+// it records the acknowledgement (a Normal event) and lets the round go on.
+func (s *session) unlessAcknowledged(reason, what string) error {
+	ack := gitpeerv1alpha1.AcknowledgeRewriteAnnotation
+	if s.obj.GetAnnotations()[ack] != s.head.String() {
+		return &Stalling{Reason: reason, Err: fmt.Errorf("%s; review it and set annotation %s=%s", what, ack, s.head)}
+	}
+	s.r.event(s.obj, corev1.EventTypeNormal, reason, "%s; acknowledged at %s", what, s.head)
+	return nil
 }
 
 // load decodes the documents of every peering directory the local cluster is

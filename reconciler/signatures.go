@@ -10,6 +10,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 // ConditionSourceVerified reports, when spec.verify is set, whether the
@@ -90,9 +91,11 @@ func (s *session) unverified(ctx context.Context, spec *gitpeerv1alpha1.VerifySp
 	return s.repo.VerifyCommitSignaturesWith(last, s.head, keys, opts)
 }
 
-// relevantDirs are the directories, relative to spec.path, holding the files
-// the agent acts upon: <clusterID> as a provider and <providerID>/<clusterID>
-// for each wanted provider as a consumer (protocol.ParsePath's layout).
+// relevantDirs are the directories (and files), relative to spec.path, holding
+// the files the agent acts upon: <clusterID> as a provider, and as a consumer
+// <providerID>/<clusterID> and the provider's <providerID>/terms.yaml, which
+// the consumer checks its Identity against, for each wanted provider
+// (protocol.ParsePath's layout).
 func relevantDirs(obj *gitpeerv1alpha1.PeeringRepository) []string {
 	me := string(obj.Spec.ClusterID)
 	var dirs []string
@@ -101,7 +104,7 @@ func relevantDirs(obj *gitpeerv1alpha1.PeeringRepository) []string {
 	}
 	if obj.IsConsumer() {
 		for _, p := range obj.Spec.Consumer.Providers {
-			dirs = append(dirs, string(p)+"/"+me)
+			dirs = append(dirs, string(p)+"/"+me, protocol.TermsPath(string(p)))
 		}
 	}
 	return dirs

@@ -96,11 +96,11 @@ func TestRelevantDirs(t *testing.T) {
 		Provider:  &gitpeerv1alpha1.ProviderSpec{Enabled: true},
 		Consumer:  &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"p1", "p2"}},
 	}}
-	if got, want := relevantDirs(obj), []string{"me", "p1/me", "p2/me"}; !slices.Equal(got, want) {
+	if got, want := relevantDirs(obj), []string{"me", "p1/me", "p1/terms.yaml", "p2/me", "p2/terms.yaml"}; !slices.Equal(got, want) {
 		t.Fatalf("provider and consumer: %v, want %v", got, want)
 	}
 	obj.Spec.Provider = nil
-	if got, want := relevantDirs(obj), []string{"p1/me", "p2/me"}; !slices.Equal(got, want) {
+	if got, want := relevantDirs(obj), []string{"p1/me", "p1/terms.yaml", "p2/me", "p2/terms.yaml"}; !slices.Equal(got, want) {
 		t.Fatalf("consumer: %v, want %v", got, want)
 	}
 }

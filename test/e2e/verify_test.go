@@ -142,6 +142,52 @@ var _ = Describe("Commit signature verification", Ordered, func() {
 		Expect(provider.k8s.Get(ctx, tenantKey, &authv1beta1.Tenant{})).To(Succeed())
 	})
 
+	It("refuses a merge that brings back the folder before the approval, even signed by a trusted key", func(ctx SpecContext) {
+		// The reviewer's approval is the merge that brought tenant.yaml in;
+		// its first parent is the folder before it. A merge of that commit
+		// (first parent) with the head (second parent), with its tree,
+		// fast-forwards the branch and would revoke the consumer.
+		approval := strings.TrimSpace(gitOut("--git-dir", vrepo.Dir, "log", "--first-parent", "-1", "--format=%H", "main", "--", vDir+"tenant.yaml"))
+		before := approval + "^1"
+		w := cloneOf(vrepo)
+		var head, revert string
+		pushed := false
+		for i := 0; i < 10 && !pushed; i++ { // again if an agent pushed first
+			gitCLI(w, "fetch", "-q", "origin")
+			head = strings.TrimSpace(gitCLI(w, "rev-parse", "origin/main"))
+			revert = strings.TrimSpace(gitCLI(w, "-c", "gpg.format=ssh", "-c", "user.signingkey="+reviewerKeyFile,
+				"commit-tree", "-S", "-p", before, "-p", head, "-m", "Merge branch 'main'", before+"^{tree}"))
+			cmd := exec.Command("git", "push", "-q", "origin", revert+":refs/heads/main")
+			cmd.Dir = w
+			pushed = cmd.Run() == nil
+		}
+		Expect(pushed).To(BeTrue(), "cannot push the merge to main")
+		Expect(showIn(vrepo, "main", vDir+"tenant.yaml")).To(BeEmpty())
+
+		for _, c := range []*cluster{provider, consumer} {
+			Eventually(func(g Gomega) {
+				obj := peeringRepository(ctx, g, c)
+				g.Expect(conditionOf(obj, meta.StalledCondition)).To(And(
+					HaveField("Status", metav1.ConditionTrue), HaveField("Reason", gitpeerv1alpha1.MergeRevertsReason)))
+				g.Expect(obj.Status.LastProcessedCommit).To(Equal(head), "%s", c.id)
+			}).WithTimeout(time.Minute).Should(Succeed())
+			expectEvent(ctx, c, gitpeerv1alpha1.MergeRevertsReason, revert, gitpeerv1alpha1.AcknowledgeRewriteAnnotation+"="+revert)
+		}
+		Consistently(func(g Gomega) {
+			g.Expect(provider.k8s.Get(ctx, tenantKey, &authv1beta1.Tenant{})).To(Succeed())
+			g.Expect(consumer.k8s.Get(ctx, kubeconfigKey, &corev1.Secret{})).To(Succeed())
+			g.Expect(peeringRepository(ctx, g, provider).Status.LastProcessedCommit).To(Equal(head))
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+
+		// Taking the merge away is enough: the agents never moved past the head before it.
+		gitCLI(w, "push", "-q", "--force", "origin", head+":refs/heads/main")
+		for _, c := range []*cluster{provider, consumer} {
+			Eventually(func(g Gomega) {
+				g.Expect(conditionOf(peeringRepository(ctx, g, c), meta.ReadyCondition)).To(HaveField("Status", metav1.ConditionTrue))
+			}).WithTimeout(time.Minute).Should(Succeed())
+		}
+	})
+
 	It("refuses to act on an unsigned commit, issuing and revoking nothing", func(ctx SpecContext) {
 		identity := showIn(vrepo, "main", vDir+"identity.yaml")
 		// An attacker with write access requests a peering for another

@@ -53,6 +53,11 @@ const (
 	// HistoryRewrittenReason signals that the branch was rewritten (not a fast-forward of the last
 	// processed commit); the agent is stalled until AcknowledgeRewriteAnnotation is set.
 	HistoryRewrittenReason = "HistoryRewritten"
+	// MergeRevertsReason signals that a merge commit since the last processed commit keeps, in a
+	// folder the agent reads, what one parent held where another parent, descending from it, had
+	// changed it (it brings back an older state); the agent is stalled until
+	// AcknowledgeRewriteAnnotation is set to the head, whatever the merge's signature.
+	MergeRevertsReason = "MergeReverts"
 	// CommitVerificationFailedReason signals that a commit the agent must act on is not signed by a
 	// trusted key.
 	CommitVerificationFailedReason = "CommitVerificationFailed"

@@ -48,8 +48,9 @@ const (
 	// gitpeer.io/owner label.
 	CurrentOwnershipVersion = 1
 	// AcknowledgeRewriteAnnotation, set on a PeeringRepository to the full SHA of the current head
-	// of the branch, acknowledges a rewritten (non fast-forward) history and lets the agent resume
-	// from that commit.
+	// of the branch, acknowledges a rewritten (non fast-forward) history, or a merge that brings back
+	// an older state of the agent's folder (MergeRevertsReason), and lets the agent resume from that
+	// commit.
 	AcknowledgeRewriteAnnotation = "gitpeer.io/acknowledge-rewrite"
 	// RevivalAnnotationPrefix, followed by a consumer ID, is the key of the annotation on a provider's
 	// PeeringRepository that lets the consumer be bound again while a revoked certificate of it is
@@ -399,8 +400,9 @@ const (
 	// VerifyHEAD verifies the signature of the head commit of the branch only.
 	VerifyHEAD VerificationMode = "HEAD"
 	// VerifyRelevant verifies every new commit (since the last processed one) that changes a file
-	// the agent acts upon: under <path>/<clusterID>/ for the provider role, and under
-	// <path>/<providerID>/<clusterID>/ for each wanted provider for the consumer role.
+	// the agent acts upon, relative to any of its parents: under <path>/<clusterID>/ for the provider
+	// role, and under <path>/<providerID>/<clusterID>/ and in <path>/<providerID>/terms.yaml for each
+	// wanted provider for the consumer role.
 	VerifyRelevant VerificationMode = "Relevant"
 	// VerifyAll verifies every new commit (since the last processed one) of the branch.
 	VerifyAll VerificationMode = "All"
