@@ -1,7 +1,6 @@
 package reconciler
 
 import (
-	"cmp"
 	"context"
 	gocrypto "crypto"
 	"crypto/x509"
@@ -35,8 +34,12 @@ const (
 	managedBy      = ownership.ManagedBy
 	// OwnerLabel holds the UID of the PeeringRepository that created an object: see ownership.OwnerLabel.
 	OwnerLabel = ownership.OwnerLabel
-	// PinnedKeyAnnotation on a provider-side tenant namespace holds the SHA-256
-	// of the consumer's public key, pinned at first issuance.
+	// PinnedKeyAnnotation on a provider-side tenant namespace held the SHA-256
+	// of the consumer's public key up to gitpeer 0.1.0. The pin now lives
+	// in the records alone (ConsumerRecords.PinnedKey): the annotation is
+	// neither written nor decided on, only copied into the records when an
+	// earlier version's namespace is adopted and the records hold no pin
+	// (AdoptKeyPin).
 	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
 	// PinnedCAAnnotation on a consumer-side tenant namespace: see consumer.PinnedCAAnnotation.
 	PinnedCAAnnotation = consumer.PinnedCAAnnotation
@@ -250,13 +253,12 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 	if err != nil {
 		return nil, nil, &outcome{err: err}
 	}
-	nsObj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return nil, nil, &outcome{err: err}
-	}
 	verdict := provider.CheckTenant(pe, provider.TenantCheck{
-		Nonce:          nonce,
-		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
+		Nonce: nonce,
+		// The records alone: only the agent may write them (admission policy
+		// gitpeer-records), while anyone who may annotate namespaces could
+		// write an annotation.
+		PinnedKey:      records.PinnedKey,
 		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
 		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
 		AllowProxyURL:  s.obj.Spec.Provider.AllowProxyURL,
@@ -265,7 +267,7 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 		o := s.rejectTenant(pe, verdict.Rejected)
 		return nil, nil, &o
 	}
-	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
+	if err := s.pinKey(ctx, pe.Consumer, verdict); err != nil {
 		return nil, nil, &outcome{err: err}
 	}
 	if s.liqoMode() {
