@@ -69,7 +69,7 @@ func testRecordsOneWriter(ctx context.Context, t *testing.T, cfg *rest.Config, a
 	// 30 s, and returns the last error: the API server's admission plugin sees a policy or binding
 	// come and go a moment after it does.
 	adminEdit := func(done func(error) bool) (err error) {
-		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			err = admin.Update(ctx, forged(), client.DryRunAll)
 			return done(err), nil
 		})
@@ -93,8 +93,14 @@ func testRecordsOneWriter(ctx context.Context, t *testing.T, cfg *rest.Config, a
 	}
 	expectDenied(t, "a cluster admin deletes every Secret of the agent's namespace", admin.DeleteAllOf(ctx, &corev1.Secret{},
 		client.InNamespace(systemNamespace), client.MatchingFields{"metadata.name": records.Name}))
+	// Every Secret write of the cluster passes the policy's match condition: others go through,
+	// also those without a name in the request (generated names, deletecollection).
 	expectAllowed(t, "a cluster admin still writes other Secrets there", admin.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-other"}}, client.DryRunAll))
+	expectAllowed(t, "a cluster admin creates a Secret under a generated name", admin.Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "app-"}}))
+	expectAllowed(t, "a cluster admin deletes every Secret of a namespace without records", admin.DeleteAllOf(ctx, &corev1.Secret{},
+		client.InNamespace("default")))
 	got := &corev1.Secret{}
 	if err := admin.Get(ctx, client.ObjectKeyFromObject(records), got); err != nil || string(got.Data["consumer-1"]) != `{"pinnedKey":"ab"}` {
 		t.Fatalf("records after the denied writes: %v, %s", err, got.Data)

@@ -26,10 +26,14 @@ and renew-identity commits (serial, expiry) not yet expired, revoked at the time
 revocation (tenant.yaml removed from the branch, or the agent's revoke commit), and the key pin of the
 Tenant at its last issue-identity commit. Apply it with kubectl after losing the provider's cluster
 state, before the agent runs again; without these Secrets the agent forgets revocations and key pins.
+Only the agent may write them (admission policy gitpeer-records): delete the
+ValidatingAdmissionPolicyBinding gitpeer-records first and apply the install again afterwards.
 Revocations the agent made without a commit (deletionPolicy Revoke) are not in Git. Commits it cannot
 read are reported on stderr and skipped.`,
-		Example: `  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system \
-    --owner-uid "$(kubectl -n gitpeer-system get peeringrepository peering -o jsonpath='{.metadata.uid}')" | kubectl apply -f -`,
+		Example: `  kubectl delete validatingadmissionpolicybinding gitpeer-records
+  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system \
+    --owner-uid "$(kubectl -n gitpeer-system get peeringrepository peering -o jsonpath='{.metadata.uid}')" | kubectl apply -f -
+  kubectl apply -k config/default`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output == printer.Table {
