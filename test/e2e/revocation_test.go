@@ -260,7 +260,7 @@ var _ = Describe("Ownership", Ordered, func() {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName("c1")}}
 		Expect(provider.k8s.Patch(ctx, ns, client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"annotations":{"`+reconciler.PinnedKeyAnnotation+`":"`+pin+`"}}}`)))).To(Succeed())
-		Consistently(func() string { return show("main", firstDir("c1")+"identity.yaml") }).WithTimeout(8 * time.Second).Should(BeEmpty(),
+		Consistently(func() string { return show("main", firstDir("c1")+"identity.yaml") }).WithTimeout(8*time.Second).Should(BeEmpty(),
 			"a pin annotated on the tenant namespace must not let the new key in")
 		Expect(issuedRecords(ctx, provider, "c1")).To(Equal(recorded))
 
