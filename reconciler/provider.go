@@ -253,11 +253,11 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 	if err != nil {
 		return nil, nil, &outcome{err: err}
 	}
+	// The pin comes from the records alone: only the agent may write them
+	// (admission policy gitpeer-records), while anyone who may annotate
+	// namespaces could write an annotation.
 	verdict := provider.CheckTenant(pe, provider.TenantCheck{
-		Nonce: nonce,
-		// The records alone: only the agent may write them (admission policy
-		// gitpeer-records), while anyone who may annotate namespaces could
-		// write an annotation.
+		Nonce:          nonce,
 		PinnedKey:      records.PinnedKey,
 		Rekey:          s.obj.GetAnnotations()[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
 		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
