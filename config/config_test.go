@@ -161,6 +161,10 @@ func TestInstall(t *testing.T) {
 	t.Run("agent permissions", func(t *testing.T) {
 		testAgentAccess(ctx, t, cp.Config, admin)
 	})
+
+	t.Run("records have one writer", func(t *testing.T) {
+		testRecordsOneWriter(ctx, t, cp.Config, admin)
+	})
 }
 
 // testAgentAccess impersonates the agent's ServiceAccount. It first asks the API server
@@ -360,9 +364,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gitpeer-records-peering-3f"}}, client.DryRunAll))
 	// gitpeer 0.1.0's single records Secret, which the agent moves to gitpeer-records-* and deletes.
 	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "gitpeer-issued-peering"}}
-	if err := admin.Create(ctx, legacy); err != nil {
-		t.Fatal(err)
-	}
+	expectAllowed(t, "create gitpeer 0.1.0's records Secret (as gitpeer 0.1.0 did)", agent.Create(ctx, legacy))
 	expectAllowed(t, "delete gitpeer 0.1.0's records Secret", agent.Delete(ctx, legacy))
 	expectDenied(t, "create gitpeer-issued-* outside the agent's namespace", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gitpeer-issued-peering"}}, client.DryRunAll))

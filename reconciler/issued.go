@@ -6,6 +6,7 @@ import (
 	gocrypto "crypto"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -350,6 +351,36 @@ func (s *session) recordKeyPin(ctx context.Context, consumer, pin string) error 
 		r.PinnedKey = pin
 		return changed
 	})
+}
+
+// AdoptKeyPin copies annotation, the key pin an earlier version kept only on
+// a consumer's tenant namespace (PinnedKeyAnnotation), into r when r holds
+// no pin and annotation is a well-formed pin; it reports a change and, for
+// the Adopted event, what it did with the annotation ("" if there was none
+// or it matched). A pin in the records is never replaced: the annotation is
+// writable by whoever may annotate namespaces, the records by the agent alone.
+func AdoptKeyPin(r *ConsumerRecords, annotation string) (note string, changed bool) {
+	switch {
+	case annotation == "" || annotation == r.PinnedKey:
+		return "", false
+	case r.PinnedKey != "":
+		return fmt.Sprintf("; annotation %s=%.16s ignored: the records pin %.16s", PinnedKeyAnnotation, annotation, r.PinnedKey), false
+	}
+	if b, err := hex.DecodeString(annotation); err != nil || len(b) != sha256.Size || hex.EncodeToString(b) != annotation {
+		return fmt.Sprintf("; annotation %s=%.16s ignored: not a SHA-256 in lower-case hex", PinnedKeyAnnotation, annotation), false
+	}
+	r.PinnedKey = annotation
+	return fmt.Sprintf("; key pin %.16s copied from annotation %s into the records, which decide from now on", annotation, PinnedKeyAnnotation), true
+}
+
+// adoptKeyPin applies AdoptKeyPin to the records of consumer.
+func (s *session) adoptKeyPin(ctx context.Context, consumer, annotation string) (note string, err error) {
+	err = s.updateRecords(ctx, consumer, func(r *ConsumerRecords) bool {
+		var changed bool
+		note, changed = AdoptKeyPin(r, annotation)
+		return changed
+	})
+	return note, err
 }
 
 // recordRevoked marks every certificate of consumer revoked.

@@ -64,6 +64,33 @@ func TestMergeRecords(t *testing.T) {
 	}
 }
 
+// TestAdoptKeyPin: adopting an earlier version's namespace copies its pin
+// annotation into records without a pin, and never replaces a recorded pin
+// nor records a malformed one.
+func TestAdoptKeyPin(t *testing.T) {
+	pin, other := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
+	for name, tc := range map[string]struct {
+		recorded, annotation, want, note string
+		changed                          bool
+	}{
+		"no annotation":              {"", "", "", "", false},
+		"no pin recorded":            {"", pin, pin, "copied from annotation", true},
+		"same pin recorded":          {pin, pin, pin, "", false},
+		"another pin recorded":       {pin, other, pin, "ignored: the records pin abababababababab", false},
+		"annotation not a pin":       {"", "abc", "", "not a SHA-256", false},
+		"annotation in upper case":   {"", strings.ToUpper(pin), "", "not a SHA-256", false},
+		"annotation of another hash": {"", pin + "00", "", "not a SHA-256", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := ConsumerRecords{PinnedKey: tc.recorded}
+			note, changed := AdoptKeyPin(&r, tc.annotation)
+			if r.PinnedKey != tc.want || changed != tc.changed || (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
+				t.Errorf("AdoptKeyPin(%q, %q) = pin %q, %q, %t; want pin %q, a note with %q, %t", tc.recorded, tc.annotation, r.PinnedKey, note, changed, tc.want, tc.note, tc.changed)
+			}
+		})
+	}
+}
+
 // legacyRecords is gitpeer 0.1.0's single records Secret of n consumers: each
 // with a pin and a valid certificate, every 10th with a revoked unexpired
 // certificate, every 7th with an expired one.

@@ -147,18 +147,17 @@ func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, 
 	if err := s.deleteOwnCSRs(ctx, legacyObjects.Add(mustRequirement(ConsumerLabel, selection.Equals, peer))); err != nil {
 		return err
 	}
-	// Earlier versions kept the key pin only on the namespace: the records keep it too from now on.
-	if pin := ns.Annotations[PinnedKeyAnnotation]; pin != "" {
-		if err := s.recordKeyPin(ctx, peer, pin); err != nil {
-			return err
-		}
+	// Versions before 0.1.0 kept the key pin only on the namespace.
+	pinNote, err := s.adoptKeyPin(ctx, peer, ns.Annotations[PinnedKeyAnnotation])
+	if err != nil {
+		return err
 	}
 	patch := client.MergeFrom(ns.DeepCopy())
 	ns.SetLabels(withOwner(ns.Labels, s.obj.UID))
 	if err := s.r.Patch(ctx, ns, patch); err != nil {
 		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version, %s", ns.Name, len(objs), how)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version, %s%s", ns.Name, len(objs), how, pinNote)
 	return nil
 }
 
@@ -395,19 +394,11 @@ func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns s
 	return outcome{}, false, true
 }
 
-// pinKey records the verified Tenant's key as the consumer's pin (on its
-// tenant namespace and in the records), reporting a change by the rekey
-// annotation.
-func (s *session) pinKey(ctx context.Context, consumer string, nsObj *corev1.Namespace, v provider.TenantVerdict) error {
+// pinKey records the verified Tenant's key as the consumer's pin in the
+// records, its only source, reporting a change by the rekey annotation.
+func (s *session) pinKey(ctx context.Context, consumer string, v provider.TenantVerdict) error {
 	if v.Replaces != "" {
 		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRekeyed, consumer, "key of %s changed from %s to %s by annotation %s", consumer, v.Replaces[:16], v.Pin[:16], gitpeerv1alpha1.RekeyAnnotationPrefix+consumer)
-	}
-	if nsObj.Annotations[PinnedKeyAnnotation] != v.Pin {
-		patch := client.MergeFrom(nsObj.DeepCopy())
-		metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedKeyAnnotation, v.Pin)
-		if err := s.r.Patch(ctx, nsObj, patch); err != nil {
-			return err
-		}
 	}
 	return s.recordKeyPin(ctx, consumer, v.Pin)
 }

@@ -1,7 +1,6 @@
 package reconciler
 
 import (
-	"cmp"
 	"context"
 	gocrypto "crypto"
 	"crypto/x509"
@@ -35,8 +34,12 @@ const (
 	managedBy      = ownership.ManagedBy
 	// OwnerLabel holds the UID of the PeeringRepository that created an object: see ownership.OwnerLabel.
 	OwnerLabel = ownership.OwnerLabel
-	// PinnedKeyAnnotation on a provider-side tenant namespace holds the SHA-256
-	// of the consumer's public key, pinned at first issuance.
+	// PinnedKeyAnnotation on a provider-side tenant namespace held the SHA-256
+	// of the consumer's public key up to gitpeer 0.1.0. The pin now lives
+	// in the records alone (ConsumerRecords.PinnedKey): the annotation is
+	// neither written nor decided on, only copied into the records when an
+	// earlier version's namespace is adopted and the records hold no pin
+	// (AdoptKeyPin).
 	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
 	// PinnedCAAnnotation on a consumer-side tenant namespace: see consumer.PinnedCAAnnotation.
 	PinnedCAAnnotation = consumer.PinnedCAAnnotation
@@ -257,14 +260,13 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 	if err != nil {
 		return fail(err)
 	}
-	nsObj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
-		return fail(err)
-	}
+	// The pin comes from the records alone: only the agent may write them
+	// (admission policy gitpeer-records), while anyone who may annotate
+	// namespaces could write an annotation.
 	annotations, applied := s.obj.GetAnnotations(), provider.Applied(pe, current)
 	verdict, closure := provider.Verify(pe, provider.TenantCheck{
 		Nonce:          nonce,
-		PinnedKey:      cmp.Or(nsObj.Annotations[PinnedKeyAnnotation], records.PinnedKey),
+		PinnedKey:      records.PinnedKey,
 		Rekey:          annotations[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
 		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
 		Revival:        annotations[gitpeerv1alpha1.RevivalAnnotationPrefix+pe.Consumer],
@@ -278,7 +280,7 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 		o.message = joinNote(o.message, unused)
 		return nil, nil, "", &o
 	}
-	if err := s.pinKey(ctx, pe.Consumer, nsObj, verdict); err != nil {
+	if err := s.pinKey(ctx, pe.Consumer, verdict); err != nil {
 		return fail(err)
 	}
 	if s.liqoMode() {

@@ -33,10 +33,14 @@ says removes a certificate: each leaves the records only when its own expiry has
 Give --agent-key (the public key of the provider's spec.commit.signingKey): without it no commit is
 proven to be the agent's, no trailer is believed, and the pins are unverified. Apply the output with
 kubectl after losing the provider's cluster state, before the agent runs again; without these Secrets
-the agent forgets revocations and key pins. Revocations the agent made without a commit
-(deletionPolicy Revoke) are not in Git. What it cannot read or verify is reported on stderr.`,
-		Example: `  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system --agent-key agent.pub \
-    --owner-uid "$(kubectl -n gitpeer-system get peeringrepository peering -o jsonpath='{.metadata.uid}')" | kubectl apply -f -`,
+the agent forgets revocations and key pins. Only the agent may write them (admission policy
+gitpeer-records): delete the ValidatingAdmissionPolicyBinding gitpeer-records first and apply the
+install again afterwards. Revocations the agent made without a commit (deletionPolicy Revoke) are not
+in Git. What it cannot read or verify is reported on stderr.`,
+		Example: `  kubectl delete validatingadmissionpolicybinding gitpeer-records
+  gitpeer records . --provider provider-a --name peering --namespace gitpeer-system --agent-key agent.pub \
+    --owner-uid "$(kubectl -n gitpeer-system get peeringrepository peering -o jsonpath='{.metadata.uid}')" | kubectl apply -f -
+  kubectl apply -k config/default`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output == printer.Table {

@@ -77,8 +77,8 @@ var _ = Describe("Revocation", Ordered, func() {
 		Expect(roleBindings(ctx, provider, tenantNS)).To(BeEmpty())
 		ns := &corev1.Namespace{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: tenantNS}, ns)).To(Succeed())
-		Expect(ns.Annotations).To(HaveKey(reconciler.PinnedKeyAnnotation))
-		Expect(issuedRecords(ctx, provider, rvConsumerID)).To(ContainSubstring(`"revokedAt"`))
+		Expect(ns.Annotations).NotTo(HaveKey(reconciler.PinnedKeyAnnotation), "the pin lives in the records alone")
+		Expect(issuedRecords(ctx, provider, rvConsumerID)).To(And(ContainSubstring(`"revokedAt"`), ContainSubstring(`"pinnedKey"`)))
 
 		// Direct mode: nothing brings the peering back without a person.
 		Consistently(func() string {
@@ -321,6 +321,17 @@ var _ = Describe("Ownership", Ordered, func() {
 		pin := hex.EncodeToString(sum[:])
 		expectReported(ctx, provider, firstDir("c1")+"tenant.yaml", "is not the key pinned for c1", gitpeerv1alpha1.RekeyAnnotationPrefix+"c1="+pin)
 		Expect(show("main", firstDir("c1")+"identity.yaml")).To(BeEmpty())
+
+		// Someone who may annotate namespaces, not the provider's admin, writes the new key's pin
+		// where gitpeer 0.1.0 kept it: the records alone hold the pin, so nothing changes.
+		recorded := issuedRecords(ctx, provider, "c1")
+		Expect(recorded).NotTo(ContainSubstring(pin))
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName("c1")}}
+		Expect(provider.k8s.Patch(ctx, ns, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+reconciler.PinnedKeyAnnotation+`":"`+pin+`"}}}`)))).To(Succeed())
+		Consistently(func() string { return show("main", firstDir("c1")+"identity.yaml") }).WithTimeout(8*time.Second).Should(BeEmpty(),
+			"a pin annotated on the tenant namespace must not let the new key in")
+		Expect(issuedRecords(ctx, provider, "c1")).To(Equal(recorded))
 
 		annotateRepository(ctx, provider, gitpeerv1alpha1.RekeyAnnotationPrefix+"c1", pin)
 		Eventually(func() string { return show("main", firstDir("c1")+"identity.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())

@@ -198,8 +198,9 @@ var _ = Describe("Upgrade", Ordered, func() {
 			Expect(provider.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 			Expect(obj.GetLabels()).To(HaveKeyWithValue(reconciler.OwnerLabel, uid), "%T %s", obj, obj.GetName())
 		}
-		Eventually(func() []string { return normalEvents(ctx, provider, reconciler.ReasonAdopted) }).WithTimeout(30 * time.Second).
-			Should(ContainElement(And(ContainSubstring(tenantNS), ContainSubstring("one-time migration"))))
+		Eventually(func() []string { return normalEvents(ctx, provider, reconciler.ReasonAdopted) }).WithTimeout(30*time.Second).
+			Should(ContainElement(And(ContainSubstring(tenantNS), ContainSubstring("one-time migration"),
+				ContainSubstring("key pin "+keyPin[:16]+" copied from annotation"))), "the pin found only on the namespace is copied into the records, and reported")
 		Eventually(func() []string { return normalEvents(ctx, provider, reconciler.ReasonMigrated) }).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 		Expect(apierrors.IsNotFound(provider.k8s.Get(ctx, client.ObjectKey{Name: legacyCSR}, &certificatesv1.CertificateSigningRequest{}))).
 			To(BeTrue(), "the CSR the previous agent requested is deleted")

@@ -265,6 +265,9 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: reconciler.RecordsSecretName(a.object.Name, idB)}, records)).To(Succeed())
 			Expect(records.Data).NotTo(BeEmpty())
 			Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
+			// Only the agent writes them (policy gitpeer-records): a cluster admin cannot erase the revocation.
+			delete(records.Data, idB)
+			expectForbidden(a.admin.Update(ctx, records, client.DryRunAll), "a cluster admin erases the records of "+idB)
 			// The certificate still authenticates (it cannot be revoked), which is why the provider
 			// refuses to bind it again by default.
 			user, err := whoami.Kubeconfig(ctx, kubeconfig)
