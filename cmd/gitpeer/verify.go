@@ -31,22 +31,37 @@ against their CA and the Tenant's key. A line per peering directory (its path en
 the provider's verdict: it issues, revokes, fails closed (a kustomization that yields no valid
 Tenant) or skips. Rules that need the provider's cluster state (the nonce in its Secret, the
 pinned key, revoked serials) are reported as checked by the provider. It needs no cluster and
-no network, and exits 0 only when every file is valid.`,
+no network, and exits 0 only when every file is valid.
+
+With --base, the commit is judged as the head of a pull request into --base, as the check a
+reviewer relies on: every path it changes since their merge base (by Git trees, in the whole
+repository) must be the proposing consumer's own request.yaml or tenant.yaml, in one
+<path>/<providerID>/<consumerID> directory; anything else (a kustomization.yaml, nonce.yaml,
+identity.yaml, terms.yaml, another consumer's files, CI workflows, CODEOWNERS) fails. It prints
+the commit it judged first: post a status on that commit, never on a branch name.`,
 		Example: `  gitpeer verify .
+  gitpeer verify --base origin/main --revision "$PR_HEAD_SHA" .
   gitpeer verify --revision origin/main --path peers -o json .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := printer.CheckFormat(output, printer.JSON); err != nil {
 				return err
 			}
-			results, err := verify.Check(args[0], opts)
+			rep, err := verify.Check(args[0], opts)
 			if err != nil {
 				return err
 			}
-			if err := verify.Print(cmd.OutOrStdout(), results, output, verbose); err != nil {
+			judged := cmd.OutOrStdout()
+			if output != printer.Table {
+				judged = cmd.ErrOrStderr() // keep the structured output parseable
+			}
+			if err := verify.PrintJudged(judged, rep, opts.Base); err != nil {
 				return err
 			}
-			if n := verify.Invalid(results); n > 0 {
+			if err := verify.Print(cmd.OutOrStdout(), rep.Results, output, verbose); err != nil {
+				return err
+			}
+			if n := verify.Invalid(rep.Results); n > 0 {
 				return fmt.Errorf("%w: %d", errInvalid, n)
 			}
 			return nil
@@ -54,6 +69,7 @@ no network, and exits 0 only when every file is valid.`,
 	}
 	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the repository (PeeringRepository spec.path)")
 	cmd.Flags().StringVar(&opts.Revision, "revision", "", "commit to check: a branch, tag or hash (default HEAD)")
+	cmd.Flags().StringVar(&opts.Base, "base", "", "judge the commit as a pull request into this branch, tag or hash: it may change only its consumer's request.yaml and tenant.yaml")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: table)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the files gitpeer ignores")
 	return cmd
