@@ -201,7 +201,7 @@ Merging adds ` + "`{{.Path}}/tenant.yaml`" + `. The provider ` + "`{{.Provider}}
 {{else}}The provider has published no terms in the repository: ask its administrators which ClusterRole and certificate lifetime it grants before merging.
 {{end}}
 ### How to revoke
-Delete ` + "`{{.Path}}/tenant.yaml`" + ` on the branch (or the whole folder): the provider deletes the Tenant and its bindings, stops renewing and removes ` + "`identity.yaml`" + `. An issued certificate stays valid until it expires.
+Delete ` + "`{{.Path}}/tenant.yaml`" + ` on the branch, as ` + "`gitpeer revoke`" + ` does (a pull request that deletes more fails the ` + "`gitpeer/verify`" + ` check): the provider deletes the Tenant and its bindings, stops renewing and removes ` + "`identity.yaml`" + `. An issued certificate stays valid until it expires.
 
 ### The proposer's own checks of {{.CheckedRef}}
 The consumer's agent ran these on its own proposal: they are its claim, not the review signal. Rely on the repository's required check, which its CI computes from the base branch on the pull request's head (` + "`gitpeer verify --base`" + `).
