@@ -104,15 +104,7 @@ func TestPullRequestChanges(t *testing.T) {
 	}
 	blob := findHash(t, root, "README.md")
 	hostile := storeTree(t, repo, append(slices.Clone(root.Entries), object.TreeEntry{Name: "peers/p/c/tenant.yaml", Mode: filemode.Regular, Hash: blob})...)
-	commit := &object.Commit{Author: base.Author, Committer: base.Committer, Message: "slash", TreeHash: hostile, ParentHashes: []plumbing.Hash{base.Hash}}
-	obj := repo.Storer.NewEncodedObject()
-	if err := commit.Encode(obj); err != nil {
-		t.Fatal(err)
-	}
-	h, err := repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := storeCommit(t, repo, &object.Commit{Author: base.Author, Committer: base.Committer, Message: "slash", TreeHash: hostile, ParentHashes: []plumbing.Hash{base.Hash}})
 	if _, _, err := r.PullRequestChanges(base.Hash, h); !errors.Is(err, gitsync.ErrUnsafePath) {
 		t.Errorf("a tree entry named like a path: %v, want ErrUnsafePath", err)
 	}
