@@ -91,11 +91,3 @@ func fromGitHub(pr *github.PullRequest) *PullRequest {
 func withSlash(u string) string {
 	return strings.TrimSuffix(u, "/") + "/"
 }
-
-// limit cuts s to n bytes, ending with "…" when cut.
-func limit(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n-len("…")], "") + "…"
-}

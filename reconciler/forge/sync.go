@@ -48,9 +48,9 @@ type Result struct {
 // updates the open one (its description says what changed since the proposal it described, and
 // the result of p.Verify run on the files of the commit it names). It posts no commit status:
 // the proposer's checks are its own claim, and the check a reviewer relies on is computed by the
-// repository's CI on the exact commit it posts on. A merged or closed pull request of the same proposal (same Facts.ID)
-// is reported and its branch deleted; it is never reopened. A later proposal (a new nonce, a new
-// key) opens a new pull request once the consumer has pushed it.
+// repository's CI on the exact commit it posts on. A merged or closed pull request of the same
+// proposal (same Facts.ID) is reported and its branch deleted; it is never reopened. A later
+// proposal (a new nonce, a new key) opens a new pull request once the consumer has pushed it.
 func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 	pr, err := c.Find(ctx, p.Head, p.Base)
 	if err != nil {
