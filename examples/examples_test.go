@@ -35,7 +35,10 @@ func TestManifests(t *testing.T) {
 	}
 }
 
-// TestWorkflow checks the CI workflow is YAML and runs gitpeer verify on pull requests.
+// TestWorkflow checks the CI workflow is YAML and computes the review signal from the base
+// branch: it runs on pull_request_target (never pull_request, whose workflow and code are the
+// head's), checks out no head, installs a pinned gitpeer, judges the head with --base and posts
+// the status on the commit it judged.
 func TestWorkflow(t *testing.T) {
 	data, err := os.ReadFile("ci/verify.yaml")
 	if err != nil {
@@ -46,7 +49,49 @@ func TestWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	on, _ := wf["true"].(map[string]any) // YAML 1.1 reads the key "on" as true
-	if _, ok := on["pull_request"]; !ok || !strings.Contains(string(data), "run: gitpeer verify .") {
-		t.Fatalf("workflow does not verify pull requests: %v", wf)
+	text := string(data)
+	if _, ok := on["pull_request_target"]; !ok {
+		t.Fatalf("workflow does not verify pull requests from the base branch: %v", wf)
+	}
+	if _, ok := on["pull_request"]; ok {
+		t.Fatal("workflow runs on pull_request: the head's workflow would set the check")
+	}
+	for _, want := range []string{"gitpeer verify --base", `--revision "$head"`, `statuses/${head}`, "context=gitpeer/verify", "persist-credentials: false"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("workflow lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "pull_request.head.") || strings.Contains(text, "@latest") {
+		t.Error("workflow checks out the head or installs an unpinned gitpeer")
+	}
+}
+
+// TestCodeowners checks the sample CODEOWNERS gives every provider folder of the sample
+// repository its team, and the CODEOWNERS file and CI workflows to the repository's owners.
+func TestCodeowners(t *testing.T) {
+	data, err := os.ReadFile("repository/CODEOWNERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) > 1 && !strings.HasPrefix(line, "#") {
+			owned[fields[0]] = true
+		}
+	}
+	entries, err := os.ReadDir("repository")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/CODEOWNERS", "/.github/"}
+	for _, e := range entries {
+		if e.IsDir() {
+			want = append(want, "/"+e.Name()+"/")
+		}
+	}
+	for _, w := range want {
+		if !owned[w] {
+			t.Errorf("CODEOWNERS has no entry for %s", w)
+		}
 	}
 }

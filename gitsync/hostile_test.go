@@ -59,7 +59,13 @@ func pushHostileContent(t *testing.T, f *fixture) {
 		}
 		entries = append(entries, e)
 	}
-	commit := &object.Commit{Author: c.Author, Committer: c.Committer, Message: "dotdot", TreeHash: storeTree(t, repo, entries...), ParentHashes: []plumbing.Hash{c.Hash}}
+	h := storeCommit(t, repo, &object.Commit{Author: c.Author, Committer: c.Committer, Message: "dotdot", TreeHash: storeTree(t, repo, entries...), ParentHashes: []plumbing.Hash{c.Hash}})
+	git(t, work, "push", "-q", "origin", h.String()+":refs/heads/main")
+}
+
+// storeCommit writes commit, which git itself may refuse to make, into repo.
+func storeCommit(t *testing.T, repo *gogit.Repository, commit *object.Commit) plumbing.Hash {
+	t.Helper()
 	obj := repo.Storer.NewEncodedObject()
 	if err := commit.Encode(obj); err != nil {
 		t.Fatal(err)
@@ -68,7 +74,7 @@ func pushHostileContent(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	git(t, work, "push", "-q", "origin", h.String()+":refs/heads/main")
+	return h
 }
 
 func storeTree(t *testing.T, repo *gogit.Repository, entries ...object.TreeEntry) plumbing.Hash {

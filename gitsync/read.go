@@ -217,7 +217,7 @@ func (r *Repo) lookup(commit plumbing.Hash, path string) (*object.TreeEntry, err
 		}
 	}
 	if !isRegular(entry.Mode) {
-		return nil, &FileError{Path: path, Reason: ErrNotRegularFile, Detail: entryKind(entry.Mode)}
+		return nil, &FileError{Path: path, Reason: ErrNotRegularFile, Detail: EntryKind(entry.Mode)}
 	}
 	return entry, nil
 }

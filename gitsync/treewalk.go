@@ -11,8 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// entryKind names what a non-regular tree entry is, for reports.
-func entryKind(m filemode.FileMode) string {
+// EntryKind names what a non-regular tree entry is, for reports.
+func EntryKind(m filemode.FileMode) string {
 	switch m {
 	case filemode.Symlink:
 		return "symlink"
@@ -90,7 +90,7 @@ func (d *treeDiff) diff(prefix string, a, b *object.Tree) error {
 			}
 		}
 		if eb != nil && eb.Mode != filemode.Dir && !isRegular(eb.Mode) {
-			d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrNotRegularFile, Detail: entryKind(eb.Mode), Hash: eb.Hash})
+			d.skipped = append(d.skipped, &FileError{Path: p, Reason: ErrNotRegularFile, Detail: EntryKind(eb.Mode), Hash: eb.Hash})
 		}
 		fa, fb := regularHash(ea), regularHash(eb)
 		if fa != fb {

@@ -28,9 +28,6 @@ import (
 // ForgeTokenKey is the key of the forge API token in the Secret of spec.consumer.pullRequest.
 const ForgeTokenKey = "token"
 
-// CheckContext names the commit status the consumer posts on its pull requests.
-const CheckContext = "gitpeer/verify"
-
 // Reasons of the pull-request events.
 const (
 	ReasonPullRequest       = "PullRequest"
@@ -67,7 +64,8 @@ func (s *session) writeRequest(ctx context.Context, pe *protocol.Documents, msg 
 
 // followPullRequest keeps the pull request of pe's review branch in line with o, the outcome of
 // this round's consumer step for pe, when spec.consumer.pullRequest is set: while the Tenant waits
-// for approval it opens or updates the request and posts the offline checks of its tenant.yaml;
+// for approval it opens or updates the request with the offline checks of its tenant.yaml in the
+// description (its own claim: it posts no status, the review signal is the repository's CI);
 // once the Tenant is merged (the round it is first seen) or the request closed, it deletes the
 // review branch. A closed request is reported in the peering's message and not reopened until the
 // proposal changes. A forge error is reported and leaves o's phase as it is.
@@ -179,7 +177,7 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 			Consumer: pe.Consumer, Provider: pe.Provider, KeyFingerprint: key,
 			TenantNamespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer)), BaseCommit: s.head.String(), Path: dir,
 		},
-		Verify: func(ctx context.Context, read func(string) ([]byte, error)) (forge.Check, []string) {
+		Verify: func(ctx context.Context, read func(string) ([]byte, error)) []string {
 			return s.checkProposed(pe, read)
 		},
 	}
@@ -200,7 +198,8 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 // checkProposed runs the offline checks of `gitpeer verify` (verdict) on pe as a merge of the pull
 // request would leave it: the branch's request.yaml and nonce.yaml with the tenant.yaml of the
 // pull request's head. Rules only the provider can check are listed as such, never as passed.
-func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) (forge.Check, []string) {
+// The lines go in the description as the proposer's own claim, never in a status.
+func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) []string {
 	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Terms: pe.Terms, TermsErr: pe.TermsErr, Invalid: map[protocol.Kind]error{}}
 	for k, err := range pe.Invalid {
 		if k != protocol.Tenant && k != protocol.Identity {
@@ -218,10 +217,8 @@ func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byt
 	} else {
 		merged.MarkInvalid(kind, fmt.Errorf("%s: cannot read it at the pull request's head: %w", rel, err))
 	}
-	check := forge.Check{Context: CheckContext, State: forge.CheckSuccess}
 	var lines []string
 	if err := merged.Invalid[kind]; err != nil {
-		check.State = forge.CheckFailure
 		lines = append(lines, "failed: "+err.Error())
 	}
 	for _, r := range verdict.Peering(merged, s.r.Now()) {
@@ -229,18 +226,12 @@ func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byt
 		case r.Directory:
 			lines = append(lines, r.Path+": "+r.Reason)
 		case !r.Valid:
-			check.State = forge.CheckFailure
 			lines = append(lines, "failed: "+r.Path+": "+r.Reason)
 		default:
 			lines = append(lines, "passed: "+r.Path+": "+strings.TrimSuffix(r.Reason, "; "+verdict.ProviderChecks))
 		}
 	}
-	lines = append(lines, strings.Replace(verdict.ProviderChecks, "checked by the provider:", "checked by the provider after merge, not here:", 1))
-	check.Description = "offline checks passed; the provider checks its nonce Secret, key pin and revoked serials after merge"
-	if check.State == forge.CheckFailure {
-		check.Description = "offline checks failed: the provider would refuse this Tenant; see the description"
-	}
-	return check, lines
+	return append(lines, strings.Replace(verdict.ProviderChecks, "checked by the provider:", "checked by the provider after merge, not here:", 1))
 }
 
 // synced is what the forge answered the last sync of a peering's pull request, and of which

@@ -37,19 +37,34 @@ Tenant) or skips. Rules that need the provider's cluster state (the nonce in its
 pinned key, revoked serials) are reported as checked by the provider. It needs no cluster and
 no network, and exits 0 only when every file is valid and at least one was checked (a --path
 that matches nothing fails, unless --allow-empty, for a repository that has no peers yet). It
-warns, on standard error, of uncommitted changes under the path: they are not what it checked.`,
+warns, on standard error, of uncommitted changes under the path: they are not what it checked.
+
+With --base, the commit is judged as the head of a pull request into --base, as the check a
+reviewer relies on: every path it changes since their merge base (by Git trees, in the whole
+repository) must be the proposing consumer's own request.yaml or tenant.yaml, in one
+<path>/<providerID>/<consumerID> directory; anything else (a kustomization.yaml, nonce.yaml,
+identity.yaml, terms.yaml, another consumer's files, CI workflows, CODEOWNERS) fails. It prints
+the commit it judged first: post a status on that commit, never on a branch name.`,
 		Example: `  gitpeer verify .
+  gitpeer verify --base origin/main --revision "$PR_HEAD_SHA" .
   gitpeer verify --revision origin/main --path peers -o json .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := printer.CheckFormat(output, printer.JSON); err != nil {
 				return err
 			}
-			results, err := verify.Check(args[0], opts)
+			rep, err := verify.Check(args[0], opts)
 			if err != nil {
 				return err
 			}
-			if err := verify.Print(cmd.OutOrStdout(), results, output, verbose); err != nil {
+			judged := cmd.OutOrStdout()
+			if output != printer.Table {
+				judged = cmd.ErrOrStderr() // keep the structured output parseable
+			}
+			if err := verify.PrintJudged(judged, rep, opts.Base); err != nil {
+				return err
+			}
+			if err := verify.Print(cmd.OutOrStdout(), rep.Results, output, verbose); err != nil {
 				return err
 			}
 			// A CI job that checks nothing must not pass: a wrong --path would let every pull
@@ -59,10 +74,10 @@ warns, on standard error, of uncommitted changes under the path: they are not wh
 			} else if len(changed) > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d uncommitted change(s) not checked (verify reads the commit, not the working tree), e.g. %s\n", len(changed), changed[0])
 			}
-			if n := verify.Invalid(results); n > 0 {
+			if n := verify.Invalid(rep.Results); n > 0 {
 				return fmt.Errorf("%w: %d", errInvalid, n)
 			}
-			if checked, _, _ := verify.Count(results); checked == 0 && !allowEmpty {
+			if checked, _, _ := verify.Count(rep.Results); checked == 0 && !allowEmpty {
 				return fmt.Errorf("%w: no gitpeer file under path %q of %s: check --path (the PeeringRepository's spec.path), or pass --allow-empty for a repository with no peers yet", errNothingChecked, opts.Path, revisionName(opts.Revision))
 			}
 			return nil
@@ -70,6 +85,7 @@ warns, on standard error, of uncommitted changes under the path: they are not wh
 	}
 	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the repository (PeeringRepository spec.path)")
 	cmd.Flags().StringVar(&opts.Revision, "revision", "", "commit to check: a branch, tag or hash (default HEAD)")
+	cmd.Flags().StringVar(&opts.Base, "base", "", "judge the commit as a pull request into this branch, tag or hash: it may change only its consumer's request.yaml and tenant.yaml")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: table)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the files gitpeer ignores")
 	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "exit 0 when no gitpeer file is found (a repository with no peers yet)")

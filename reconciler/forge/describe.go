@@ -38,7 +38,8 @@ type Facts struct {
 	Request bool `json:"request,omitempty"`
 	// Terms are what the provider published it grants; nil when it published none.
 	Terms *Terms `json:"terms,omitempty"`
-	// Checks are the results of the offline checks, one line each, of the files at CheckedRef.
+	// Checks are the results of the proposer's offline checks, one line each, of the files at
+	// CheckedRef: its own claim, not the review signal.
 	Checks     []string `json:"-"`
 	CheckedRef string   `json:"-"`
 	// Changes say what differs from the previous proposal on the same pull request.
@@ -177,7 +178,8 @@ Merging adds ` + "`{{.Path}}/request.yaml`" + ` with the key below. It grants no
 - Consumer cluster: ` + "`{{.Consumer}}`" + `
 - Its key (SHA-256 of the public key): ` + "`{{.KeyFingerprint}}`" + `
 
-### Checks of {{.CheckedRef}}
+### The proposer's own checks of {{.CheckedRef}}
+The consumer's agent ran these on its own proposal: they are its claim, not the review signal. Rely on the repository's required check, which its CI computes from the base branch on the pull request's head (` + "`gitpeer verify --base`" + `).
 {{range .Checks}}- {{.}}
 {{end}}{{else}}## Peering request: {{.Consumer}} asks {{.Provider}} for an identity
 {{if .Changes}}
@@ -199,8 +201,9 @@ Merging adds ` + "`{{.Path}}/tenant.yaml`" + `. The provider ` + "`{{.Provider}}
 {{else}}The provider has published no terms in the repository: ask its administrators which ClusterRole and certificate lifetime it grants before merging.
 {{end}}
 ### How to revoke
-Delete ` + "`{{.Path}}/tenant.yaml`" + ` on the branch (or the whole folder): the provider deletes the Tenant and its bindings, stops renewing and removes ` + "`identity.yaml`" + `. An issued certificate stays valid until it expires.
+Delete ` + "`{{.Path}}/tenant.yaml`" + ` on the branch, as ` + "`gitpeer revoke`" + ` does (a pull request that deletes more fails the ` + "`gitpeer/verify`" + ` check): the provider deletes the Tenant and its bindings, stops renewing and removes ` + "`identity.yaml`" + `. An issued certificate stays valid until it expires.
 
-### Checks of {{.CheckedRef}}
+### The proposer's own checks of {{.CheckedRef}}
+The consumer's agent ran these on its own proposal: they are its claim, not the review signal. Rely on the repository's required check, which its CI computes from the base branch on the pull request's head (` + "`gitpeer verify --base`" + `).
 {{range .Checks}}- {{.}}
 {{end}}{{end}}`))

@@ -2,9 +2,10 @@
 // of a consumer's review branch on the forge hosting the peering repository:
 // GitHub (and GitHub Enterprise), GitLab and Gitea/Forgejo, each through its
 // own client library. It opens the request once and updates it afterwards,
-// posts a commit status with the offline checks on its head, reports a merge
+// with the proposer's own offline checks in its description, reports a merge
 // or a close, and deletes the review branch once the request is merged or
-// closed.
+// closed. It posts no commit status: the check a reviewer relies on is the
+// repository's CI (`gitpeer verify --base`), never the proposer's word.
 package forge
 
 import (
@@ -53,28 +54,6 @@ type PullRequest struct {
 	Title, Body string
 }
 
-// CheckState is the state of a commit status.
-type CheckState string
-
-const (
-	// CheckPending: the checks have not run yet.
-	CheckPending CheckState = "pending"
-	// CheckSuccess: every check the consumer can run passed.
-	CheckSuccess CheckState = "success"
-	// CheckFailure: a check failed; merging would be refused by the provider.
-	CheckFailure CheckState = "failure"
-)
-
-// Check is a commit status posted on the head of a pull request.
-type Check struct {
-	// Context names the check, e.g. gitpeer/verify; a later status with the same context replaces it.
-	Context string
-	// State is pending, success or failure.
-	State CheckState
-	// Description is a one-line summary (forges cut it at about 140 characters).
-	Description string
-}
-
 // Client is what the agent does on a forge, for one repository.
 type Client interface {
 	// Find returns the most recent pull request from head into base, in any state, or nil.
@@ -83,8 +62,6 @@ type Client interface {
 	Create(ctx context.Context, head, base, title, body string) (*PullRequest, error)
 	// Edit sets the title and description of pull request number.
 	Edit(ctx context.Context, number int64, title, body string) (*PullRequest, error)
-	// SetCheck posts a commit status on commit sha.
-	SetCheck(ctx context.Context, sha string, c Check) error
 	// DeleteBranch deletes a branch; a branch that is already gone is not an error.
 	DeleteBranch(ctx context.Context, branch string) error
 	// ReadFile returns the content of the file at path in commit or branch ref.

@@ -74,15 +74,6 @@ func (g *gitea) Edit(ctx context.Context, number int64, title, body string) (*Pu
 	return fromGitea(pr), nil
 }
 
-func (g *gitea) SetCheck(ctx context.Context, sha string, ch Check) error {
-	c, err := g.client(ctx)
-	if err != nil {
-		return err
-	}
-	_, _, err = c.CreateStatus(g.owner, g.name, sha, sdk.CreateStatusOption{State: sdk.StatusState(ch.State), Context: ch.Context, Description: limit(ch.Description, 140)})
-	return err
-}
-
 func (g *gitea) DeleteBranch(ctx context.Context, branch string) error {
 	c, err := g.client(ctx)
 	if err != nil {

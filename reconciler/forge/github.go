@@ -55,12 +55,6 @@ func (g *gitHub) Edit(ctx context.Context, number int64, title, body string) (*P
 	return fromGitHub(pr), nil
 }
 
-func (g *gitHub) SetCheck(ctx context.Context, sha string, c Check) error {
-	state, description := string(c.State), limit(c.Description, 140)
-	_, _, err := g.c.Repositories.CreateStatus(ctx, g.owner, g.name, sha, github.RepoStatus{State: &state, Context: &c.Context, Description: &description})
-	return err
-}
-
 func (g *gitHub) DeleteBranch(ctx context.Context, branch string) error {
 	resp, err := g.c.Git.DeleteRef(ctx, g.owner, g.name, "heads/"+branch)
 	// GitHub answers 422 "Reference does not exist" for a branch that is gone.
@@ -96,12 +90,4 @@ func fromGitHub(pr *github.PullRequest) *PullRequest {
 // withSlash ends u with "/", as the clients want their base URL.
 func withSlash(u string) string {
 	return strings.TrimSuffix(u, "/") + "/"
-}
-
-// limit cuts s to n bytes, ending with "…" when cut.
-func limit(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n-len("…")], "") + "…"
 }

@@ -50,16 +50,6 @@ func (g *gitLab) Edit(ctx context.Context, number int64, title, body string) (*P
 	return fromGitLab(&mr.BasicMergeRequest), nil
 }
 
-func (g *gitLab) SetCheck(ctx context.Context, sha string, c Check) error {
-	_, _, err := g.c.Commits.SetCommitStatus(g.project, sha, &gitlab.SetCommitStatusOptions{
-		State: gitLabState[c.State], Name: &c.Context, Description: gitlab.Ptr(limit(c.Description, 140)),
-	}, gitlab.WithContext(ctx))
-	return err
-}
-
-// gitLabState maps a check state to GitLab's commit status states.
-var gitLabState = map[CheckState]gitlab.BuildStateValue{CheckPending: gitlab.Pending, CheckSuccess: gitlab.Success, CheckFailure: gitlab.Failed}
-
 func (g *gitLab) DeleteBranch(ctx context.Context, branch string) error {
 	resp, err := g.c.Branches.DeleteBranch(g.project, branch, gitlab.WithContext(ctx))
 	if resp != nil && resp.StatusCode == http.StatusNotFound {

@@ -13,9 +13,9 @@ type Proposal struct {
 	Title string
 	// Facts are what the consumer proposes; the description is rendered from them.
 	Facts Facts
-	// Verify runs the offline checks on the proposal as the pull request holds it: read returns a
-	// file of its head. It returns the status to post on the head and the description's lines.
-	Verify func(ctx context.Context, read func(path string) ([]byte, error)) (Check, []string)
+	// Verify runs the proposer's offline checks on the proposal as the pull request holds it:
+	// read returns a file of the commit checked. It returns the description's lines.
+	Verify func(ctx context.Context, read func(path string) ([]byte, error)) []string
 	// KeepClosed keeps the review branch of a pull request closed without merging, for a proposal
 	// whose author would otherwise push it again (the consumer's request.yaml).
 	KeepClosed bool
@@ -45,10 +45,12 @@ type Result struct {
 }
 
 // Sync brings the forge in line with p: it opens the pull request from p.Head into p.Base, or
-// updates the open one (its description says what changed since the proposal it described), and
-// posts the result of p.Verify, run on the files of its head, as a status on that head. A merged or closed pull request of the same proposal (same Facts.ID)
-// is reported and its branch deleted; it is never reopened. A later proposal (a new nonce, a new
-// key) opens a new pull request once the consumer has pushed it.
+// updates the open one (its description says what changed since the proposal it described, and
+// the result of p.Verify run on the files of the commit it names). It posts no commit status:
+// the proposer's checks are its own claim, and the check a reviewer relies on is computed by the
+// repository's CI on the exact commit it posts on. A merged or closed pull request of the same
+// proposal (same Facts.ID) is reported and its branch deleted; it is never reopened. A later
+// proposal (a new nonce, a new key) opens a new pull request once the consumer has pushed it.
 func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 	pr, err := c.Find(ctx, p.Head, p.Base)
 	if err != nil {
@@ -63,9 +65,9 @@ func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 	var previous *Facts
 	ref := p.Head // a new pull request will start at the branch's head
 	if pr != nil && pr.State == Open {
-		previous, ref = parseFacts(pr.Body), pr.Head
+		previous, ref = parseFacts(pr.Body), pr.Head // the commit, read once: a later push is checked next time
 	}
-	check, lines := p.Verify(ctx, func(path string) ([]byte, error) { return c.ReadFile(ctx, ref, path) })
+	lines := p.Verify(ctx, func(path string) ([]byte, error) { return c.ReadFile(ctx, ref, path) })
 	p.Facts.Checks, p.Facts.CheckedRef = lines, ref
 	body, err := Describe(p.Facts, previous)
 	if err != nil {
@@ -82,12 +84,6 @@ func Sync(ctx context.Context, c Client, p Proposal) (Result, error) {
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("%s pull request %s → %s: %w", res.Action, p.Head, p.Base, err)
-	}
-	if res.Action == Unchanged {
-		return res, nil // the description names the commit checked: the status on that head is current
-	}
-	if err := c.SetCheck(ctx, res.PullRequest.Head, check); err != nil {
-		return Result{}, fmt.Errorf("post status on %s: %w", res.PullRequest.Head, err)
 	}
 	return res, nil
 }

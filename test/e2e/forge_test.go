@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -24,13 +25,17 @@ import (
 )
 
 // Forge pull requests runs the handshake on a real Gitea with main protected as examples/forge
-// describes: only the provider's agent may push to it, a merge needs one approval and a green
-// gitpeer/verify status, and the consumer's agent may push only to its review branches.
+// describes: only the provider's agent may push to it, a merge needs one approval of the latest
+// push (stale approvals dismissed) and a green status from the repository's CI, which this spec
+// runs as examples/ci/verify.yaml does (`gitpeer verify --base` on the head's exact commit,
+// posted by the provider side); the consumer's agent may push only to its review branches and
+// posts no status.
 var _ = Describe("Forge pull requests", Ordered, func() {
 	const (
 		providerF, consumerF = "provider-f", "consumer-f"
 		absentProvider       = "provider-g" // listed by the consumer, never answers
 		owner, name          = "reviewer", "peering"
+		ciCheck              = "verify" // the CI job's status, as GitHub names a job's check
 	)
 	branchF := "gitpeer/" + providerF + "/" + consumerF
 	var (
@@ -38,6 +43,8 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		reviewer, consumerUser gitea.User
 		admin, asReviewer      *sdk.Client
 		provider, consumer     *cluster
+		gitpeerBin             string
+		repoAs                 func(u gitea.User) string
 	)
 
 	// pulls lists the pull requests from head into main, newest first.
@@ -70,18 +77,63 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		return open
 	}
-	// status waits for the gitpeer/verify status of the open pull request from head to be want.
-	status := func(head string, want sdk.StatusState) *sdk.PullRequest {
+	// ci is the repository's CI job for pull request pr, run from the base branch as
+	// examples/ci/verify.yaml runs it: it fetches the head only as a Git ref to read, reads its
+	// commit once, judges that commit with `gitpeer verify --base main`, and posts the verdict on
+	// that same commit with the provider side's token, never the proposer's. It returns the
+	// commit, the state posted and the command's output.
+	ci := func(pr *sdk.PullRequest) (string, sdk.StatusState, string) {
+		GinkgoHelper()
+		clone := filepath.Join(GinkgoT().TempDir(), "ci.git")
+		gitCLI(filepath.Dir(clone), "clone", "-q", "--bare", repoAs(reviewer), clone)
+		gitCLI(clone, "fetch", "-q", "origin", fmt.Sprintf("+refs/pull/%d/head:refs/ci/head", pr.Index))
+		sha := strings.TrimSpace(gitCLI(clone, "rev-parse", "refs/ci/head"))
+		out, err := exec.Command(gitpeerBin, "verify", "--base", "main", "--revision", sha, clone).CombinedOutput()
+		Expect(string(out)).To(HavePrefix("commit "+sha+", as a pull request into main"), "it names the commit it judged")
+		state, description := sdk.StatusSuccess, "gitpeer verify --base main passed"
+		if err != nil {
+			state, description = sdk.StatusFailure, "gitpeer verify --base main failed"
+		}
+		_, _, err = asReviewer.CreateStatus(owner, name, sha, sdk.CreateStatusOption{State: state, Context: ciCheck, Description: description})
+		Expect(err).NotTo(HaveOccurred())
+		return sha, state, string(out)
+	}
+	// status runs the CI on the open pull request from head until it posts want on its head, and
+	// checks that the CI's is the only status there: the proposer's agent posts none.
+	status := func(head string, want sdk.StatusState) (*sdk.PullRequest, string) {
 		GinkgoHelper()
 		var pr *sdk.PullRequest
+		var out string
 		Eventually(func(g Gomega) {
 			pr = openPull(head, "")
-			combined, _, err := admin.GetCombinedStatus(owner, name, pr.Head.Sha)
+			var sha string
+			var state sdk.StatusState
+			sha, state, out = ci(pr)
+			g.Expect(sha).To(Equal(pr.Head.Sha), "pushed meanwhile: judge the new head")
+			g.Expect(state).To(Equal(want), "%s", out)
+			combined, _, err := admin.GetCombinedStatus(owner, name, sha)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(combined.Statuses).To(ContainElement(HaveField("Context", reconciler.CheckContext)))
-			g.Expect(combined.State).To(Equal(want), "status on %s: %+v", pr.Head.Sha, combined.Statuses)
+			g.Expect(combined.Statuses).To(HaveEach(HaveField("Context", ciCheck)))
+			g.Expect(combined.State).To(Equal(want), "status on %s: %+v", sha, combined.Statuses)
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
-		return pr
+		return pr, out
+	}
+	// refused checks that the reviewer cannot merge pr as it stands.
+	refused := func(pr *sdk.PullRequest, why string) {
+		GinkgoHelper()
+		merged, _, err := asReviewer.MergePullRequest(owner, name, pr.Index, sdk.MergePullRequestOption{Style: sdk.MergeStyleMerge})
+		Expect(merged && err == nil).To(BeFalse(), why)
+	}
+	// pushToReview commits edit on the review branch as the consumer could, and pushes it.
+	pushToReview := func(message string, edit func(w string)) string {
+		GinkgoHelper()
+		w := filepath.Join(GinkgoT().TempDir(), "w")
+		gitCLI(filepath.Dir(w), "clone", "-q", "-b", branchF, repoAs(consumerUser), w)
+		edit(w)
+		gitCLI(w, "add", "-A")
+		gitCLI(w, "commit", "-q", "-m", message)
+		gitCLI(w, "push", "-q", "origin", "HEAD:"+branchF)
+		return w
 	}
 	// approveAndMerge merges a pull request as the reviewer would, through the API.
 	approveAndMerge := func(pr *sdk.PullRequest) {
@@ -131,12 +183,21 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		}
 		_, _, err = admin.CreateBranchProtection(owner, name, sdk.CreateBranchProtectionOption{
 			RuleName: "main", EnablePush: true, EnablePushWhitelist: true, PushWhitelistUsernames: []string{providerUser.Name},
-			RequiredApprovals: 1, EnableApprovalsWhitelist: true, ApprovalsWhitelistUsernames: []string{owner},
-			EnableStatusCheck: true, StatusCheckContexts: []string{reconciler.CheckContext}, BlockOnRejectedReviews: true, BlockAdminMergeOverride: true,
+			RequiredApprovals: 1, EnableApprovalsWhitelist: true, ApprovalsWhitelistUsernames: []string{owner}, DismissStaleApprovals: true,
+			EnableStatusCheck: true, StatusCheckContexts: []string{ciCheck}, BlockOnRejectedReviews: true, BlockAdminMergeOverride: true,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		asReviewer, err = forge.Client(reviewer.Token)
 		Expect(err).NotTo(HaveOccurred())
+		repoAs = func(u gitea.User) string {
+			loc, err := url.Parse(forge.URL + owner + "/" + name + ".git")
+			Expect(err).NotTo(HaveOccurred())
+			loc.User = url.UserPassword(u.Name, u.Token)
+			return loc.String()
+		}
+		gitpeerBin = filepath.Join(GinkgoT().TempDir(), "gitpeer")
+		out, err := exec.Command("go", "build", "-o", gitpeerBin, "github.com/gitpeer/gitpeer/cmd/gitpeer").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
 
 		repoURL := forge.URL + owner + "/" + name + ".git"
 		provider, consumer = newCluster(providerF), newCluster(consumerF)
@@ -164,7 +225,7 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 	})
 
 	It("proposes the request through a pull request, as the consumer may not push to main", func() {
-		pr := status(branchF, sdk.StatusSuccess)
+		pr, _ := status(branchF, sdk.StatusSuccess)
 		Expect(pr.Title).To(ContainSubstring("asks " + providerF + " for a nonce"))
 		Expect(onMain(providerF + "/" + consumerF + "/request.yaml")).To(BeEmpty())
 		approveAndMerge(pr)
@@ -172,10 +233,10 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 	})
 
 	It("opens one pull request for the Tenant that says what merging grants, with a green status", func() {
-		pr := status(branchF, sdk.StatusSuccess)
+		pr, _ := status(branchF, sdk.StatusSuccess)
 		Expect(pr.Title).To(ContainSubstring(consumerF + " asks " + providerF + " for an identity"))
 		for _, want := range []string{"Consumer cluster: `" + consumerF + "`", "SHA-256 of the public key", "`liqo-tenant-" + consumerF + "`",
-			"CN=" + consumerF + ", O=liqo.io", "How to revoke", "passed: " + providerF + "/" + consumerF + "/tenant.yaml", "after merge",
+			"CN=" + consumerF + ", O=liqo.io", "How to revoke", "The proposer's own checks of ", "not the review signal", "passed: " + providerF + "/" + consumerF + "/tenant.yaml", "after merge",
 			// quoted from the terms the provider published, not from the consumer
 			"As published by the provider in `" + providerF + "/terms.yaml`", "ClusterRole `liqo-remote-controlplane`, bound in `liqo-tenant-" + consumerF + "`",
 			"Certificate lifetime: 24h0m0s; renewal: at 2/3 of its lifetime, without a new approval", "passed: " + providerF + "/terms.yaml: terms of " + providerF} {
@@ -185,25 +246,19 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 	})
 
 	It("turns the status red when tenant.yaml on the review branch is tampered with, and the protected branch refuses the merge", func() {
-		w := filepath.Join(GinkgoT().TempDir(), "w")
-		u, err := url.Parse(forge.URL + owner + "/" + name + ".git")
-		Expect(err).NotTo(HaveOccurred())
-		u.User = url.UserPassword(consumerUser.Name, consumerUser.Token)
-		gitCLI(filepath.Dir(w), "clone", "-q", "-b", branchF, u.String(), w)
 		tenant := filepath.Join(providerF, consumerF, "tenant.yaml")
-		data := gitCLI(w, "show", "HEAD:"+tenant)
-		hostile := strings.Replace(data, "signature: ", "signature: AAAA", 1) // three more bytes: not a signature of the nonce
-		Expect(hostile).NotTo(Equal(data))
-		Expect(os.WriteFile(filepath.Join(w, tenant), []byte(hostile), 0o644)).To(Succeed())
-		gitCLI(w, "commit", "-q", "-am", "Tamper with the Tenant")
-		gitCLI(w, "push", "-q", "origin", "HEAD:"+branchF)
+		w := pushToReview("Tamper with the Tenant", func(w string) {
+			data := gitCLI(w, "show", "HEAD:"+tenant)
+			hostile := strings.Replace(data, "signature: ", "signature: AAAA", 1) // three more bytes: not a signature of the nonce
+			Expect(hostile).NotTo(Equal(data))
+			Expect(os.WriteFile(filepath.Join(w, tenant), []byte(hostile), 0o644)).To(Succeed())
+		})
 
-		pr := status(branchF, sdk.StatusFailure)
-		Expect(pr.Body).To(ContainSubstring("failed: "))
-		_, _, err = asReviewer.CreatePullReview(owner, name, pr.Index, sdk.CreatePullReviewOptions{State: sdk.ReviewStateApproved, Body: "approved"})
+		pr, out := status(branchF, sdk.StatusFailure)
+		Expect(out).To(ContainSubstring(tenant))
+		_, _, err := asReviewer.CreatePullReview(owner, name, pr.Index, sdk.CreatePullReviewOptions{State: sdk.ReviewStateApproved, Body: "approved"})
 		Expect(err).NotTo(HaveOccurred())
-		merged, _, err := asReviewer.MergePullRequest(owner, name, pr.Index, sdk.MergePullRequestOption{Style: sdk.MergeStyleMerge})
-		Expect(merged && err == nil).To(BeFalse(), "a red gitpeer/verify blocks the merge")
+		refused(pr, "a red CI check blocks the merge")
 		Expect(onMain(tenant)).To(BeEmpty())
 
 		gitCLI(w, "revert", "--no-edit", "HEAD")
@@ -211,8 +266,37 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		status(branchF, sdk.StatusSuccess)
 	})
 
+	It("fails the CI check when the pull request changes anything but the consumer's own files, and no approval or status outlives a push", func() {
+		pr, _ := status(branchF, sdk.StatusSuccess)
+		_, _, err := asReviewer.CreatePullReview(owner, name, pr.Index, sdk.CreatePullReviewOptions{State: sdk.ReviewStateApproved, Body: "approved"})
+		Expect(err).NotTo(HaveOccurred())
+		green := pr.Head.Sha
+		// The head's files all still verify: only what the pull request changes gives it away.
+		w := pushToReview("Own the repository", func(w string) {
+			Expect(os.WriteFile(filepath.Join(w, "CODEOWNERS"), []byte("* @"+consumerUser.Name+"\n"), 0o644)).To(Succeed())
+			Expect(os.MkdirAll(filepath.Join(w, ".gitea", "workflows"), 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(w, ".gitea", "workflows", "verify.yaml"), []byte("on: push\n"), 0o644)).To(Succeed())
+		})
+		Eventually(func() string { return openPull(branchF, "").Head.Sha }).WithTimeout(time.Minute).ShouldNot(Equal(green))
+		refused(openPull(branchF, ""), "the approval and the green status were of the previous head")
+
+		pr, out := status(branchF, sdk.StatusFailure)
+		Expect(out).To(And(ContainSubstring("CODEOWNERS"), ContainSubstring(".gitea/workflows/verify.yaml"), ContainSubstring("may change only")))
+		combined, _, err := admin.GetCombinedStatus(owner, name, green)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(combined.State).To(Equal(sdk.StatusSuccess), "the old head keeps its own verdict, and only it")
+		_, _, err = asReviewer.CreatePullReview(owner, name, pr.Index, sdk.CreatePullReviewOptions{State: sdk.ReviewStateApproved, Body: "approved"})
+		Expect(err).NotTo(HaveOccurred())
+		refused(pr, "a red CI check blocks the merge")
+		Expect(onMain("CODEOWNERS")).To(BeEmpty())
+
+		gitCLI(w, "revert", "--no-edit", "HEAD")
+		gitCLI(w, "push", "-q", "origin", "HEAD:"+branchF)
+		status(branchF, sdk.StatusSuccess)
+	})
+
 	It("completes the handshake when the reviewer merges through the forge, and deletes the review branch", func(ctx SpecContext) {
-		pr := status(branchF, sdk.StatusSuccess)
+		pr, _ := status(branchF, sdk.StatusSuccess)
 		approveAndMerge(pr)
 		Eventually(func(g Gomega) {
 			obj := &gitpeerv1alpha1.PeeringRepository{}

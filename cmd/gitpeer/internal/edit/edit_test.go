@@ -173,7 +173,7 @@ func TestRevokeKustomizedDirectory(t *testing.T) {
 					t.Fatal(out, err)
 				}
 			}
-			results, err := verify.Check(root, verify.Options{Now: now})
+			results, err := resultsOf(verify.Check(root, verify.Options{Now: now}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,3 +192,6 @@ func TestRevokeKustomizedDirectory(t *testing.T) {
 		})
 	}
 }
+
+// resultsOf is the results of a verify.Check.
+func resultsOf(rep verify.Report, err error) ([]verify.Result, error) { return rep.Results, err }

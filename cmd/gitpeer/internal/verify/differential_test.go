@@ -57,7 +57,7 @@ func TestAgentAndVerifyAgree(t *testing.T) {
 	}
 	addMalformedTrees(t, c.root, tenant)
 
-	results, err := Check(c.root, Options{})
+	results, err := resultsOf(Check(c.root, Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

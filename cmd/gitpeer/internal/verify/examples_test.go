@@ -12,7 +12,7 @@ func TestExamplesRepository(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS("../../../../examples/repository")); err != nil {
 		t.Fatal(err)
 	}
-	results, err := Check(commitAll(t, dir), Options{})
+	results, err := resultsOf(Check(commitAll(t, dir), Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func TestHostileCheckouts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCheckout(t)
 			tc.mutate(t, c)
-			results, err := Check(commitAll(t, c.root), Options{})
+			results, err := resultsOf(Check(commitAll(t, c.root), Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestIdentityNotChainingToItsCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.writeIdentity(t, c.ca.PEM, c.issue(t, other, c.issued.Key, "consumer-1", time.Now().Add(-time.Minute)))
-	results, err := Check(commitAll(t, c.root), Options{})
+	results, err := resultsOf(Check(commitAll(t, c.root), Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

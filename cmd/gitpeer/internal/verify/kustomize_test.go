@@ -29,7 +29,7 @@ func TestKustomizedDirectory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCheckout(t)
 			c.write(t, issuedDir+"kustomization.yaml", []byte(tc.kustomization))
-			results, err := Check(commitAll(t, c.root), Options{Now: time.Now()})
+			results, err := resultsOf(Check(commitAll(t, c.root), Options{Now: time.Now()}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestDirectoryVerdicts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			results, err := Check(commitAll(t, c.root), Options{Now: time.Now()})
+			results, err := resultsOf(Check(commitAll(t, c.root), Options{Now: time.Now()}))
 			if err != nil {
 				t.Fatal(err)
 			}

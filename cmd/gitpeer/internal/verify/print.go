@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
 )
@@ -37,5 +38,17 @@ func Print(w io.Writer, results []Result, format string, verbose bool) error {
 	}
 	checked, invalid, ignored := Count(results)
 	_, err := fmt.Fprintf(w, "%d files checked, %d invalid, %d ignored\n", checked, invalid, ignored)
+	return err
+}
+
+// PrintJudged writes which commit a report judged and, for a pull request (base set), into
+// which branch and from which merge bases.
+func PrintJudged(w io.Writer, rep Report, base string) error {
+	var err error
+	if base == "" {
+		_, err = fmt.Fprintf(w, "commit %s\n", rep.Commit)
+	} else {
+		_, err = fmt.Fprintf(w, "commit %s, as a pull request into %s (merge base %s)\n", rep.Commit, base, strings.Join(rep.MergeBases, ", "))
+	}
 	return err
 }

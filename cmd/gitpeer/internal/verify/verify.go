@@ -7,11 +7,15 @@
 package verify
 
 import (
+	"fmt"
 	"maps"
 	"path"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
@@ -29,6 +33,11 @@ type Options struct {
 	Path string
 	// Revision is the commit to check (a branch, tag or hash); empty for HEAD.
 	Revision string
+	// Base, when set, judges Revision as the head of a pull request into Base (a branch, tag
+	// or hash): what it changes since their merge base must be only the proposing consumer's
+	// own request.yaml and tenant.yaml (verdict.PullRequest), and then every file of the head
+	// is checked as without Base.
+	Base string
 	// Now is the time certificates must be valid at; zero means time.Now().
 	Now time.Time
 }
@@ -40,12 +49,24 @@ const (
 	ConsumerChecks = verdict.ConsumerChecks
 )
 
+// Report is what Check judged and its verdict.
+type Report struct {
+	// Commit is the commit judged (opts.Revision resolved, once): a CI job posts its status
+	// on this very commit, never on a branch that may have moved since.
+	Commit string `json:"commit"`
+	// MergeBases are the merge bases of Commit and opts.Base, when set.
+	MergeBases []string `json:"mergeBases,omitempty"`
+	// Results are one per file (and per change, with opts.Base), sorted by path.
+	Results []Result `json:"results"`
+}
+
 // Check verifies every file under opts.Path in a commit of the Git
 // repository at repo (a worktree or a bare repository), reading the commit's
 // tree through gitsync and decoding it with protocol.Load exactly as the agent
-// does, and returns one Result per file, sorted by path. The working tree is
-// never read. It fails only when the commit cannot be read.
-func Check(repo string, opts Options) ([]Result, error) {
+// does, and returns one Result per file, sorted by path; with opts.Base, also
+// one per path the commit changes as a pull request into opts.Base. The
+// working tree is never read. It fails only when a commit cannot be read.
+func Check(repo string, opts Options) (Report, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
@@ -54,16 +75,22 @@ func Check(repo string, opts Options) ([]Result, error) {
 	}
 	r, err := gitsync.OpenLocal(repo, gitsync.Config{Path: opts.Path, MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
 	if err != nil {
-		return nil, err
+		return Report{}, err
 	}
 	defer r.Close()
 	commit, err := r.Resolve(opts.Revision)
 	if err != nil {
-		return nil, err
+		return Report{}, err
+	}
+	rep := Report{Commit: commit.String()}
+	if opts.Base != "" {
+		if rep.MergeBases, rep.Results, err = changes(r, opts.Base, commit); err != nil {
+			return Report{}, err
+		}
 	}
 	listing, err := r.List(commit)
 	if err != nil {
-		return nil, err
+		return Report{}, err
 	}
 	loaded := protocol.Load(listing, r.NewRound(commit), func(string, string) bool { return true })
 	results := judge(listing, loaded, opts.Now)
@@ -74,8 +101,38 @@ func Check(repo string, opts Options) ([]Result, error) {
 			results[i].Path += "/"
 		}
 	}
-	slices.SortFunc(results, func(a, b Result) int { return strings.Compare(a.Path, b.Path) })
-	return results, nil
+	rep.Results = append(rep.Results, results...)
+	slices.SortStableFunc(rep.Results, func(a, b Result) int { return strings.Compare(a.Path, b.Path) })
+	return rep, nil
+}
+
+// changes judges what head changes as a pull request into base (verdict.PullRequest): one
+// result per changed path of the whole repository, relative to its top.
+func changes(r *gitsync.Repo, base string, head plumbing.Hash) ([]string, []Result, error) {
+	b, err := r.Resolve(base)
+	if err != nil {
+		return nil, nil, fmt.Errorf("base %s: %w", base, err)
+	}
+	mergeBases, changed, err := r.PullRequestChanges(b, head)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs := make([]verdict.Change, 0, len(changed))
+	for _, c := range changed {
+		entry := ""
+		switch {
+		case c.Mode == filemode.Regular || c.Mode == filemode.Deprecated:
+			entry = verdict.EntryFile
+		case c.Mode != 0:
+			entry = gitsync.EntryKind(c.Mode)
+		}
+		cs = append(cs, verdict.Change{Path: c.Path, Entry: entry})
+	}
+	hashes := make([]string, len(mergeBases))
+	for i, h := range mergeBases {
+		hashes[i] = h.String()
+	}
+	return hashes, verdict.PullRequest(r.Root(), cs), nil
 }
 
 // Invalid counts the invalid results.

@@ -135,7 +135,7 @@ func byPath(t *testing.T, results []Result) map[string]Result {
 
 func TestValidCheckout(t *testing.T) {
 	c := newCheckout(t)
-	results, err := Check(commitAll(t, c.root), Options{})
+	results, err := resultsOf(Check(commitAll(t, c.root), Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestValidWithPathRoot(t *testing.T) {
 	if err := os.Rename(c.root, filepath.Join(outer, "peers")); err != nil {
 		t.Fatal(err)
 	}
-	results, err := Check(commitAll(t, outer), Options{Path: "peers"})
+	results, err := resultsOf(Check(commitAll(t, outer), Options{Path: "peers"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestRevokingPullRequest(t *testing.T) {
 	if err := os.Remove(filepath.Join(c.root, issuedDir+"tenant.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	results, err := Check(commitAll(t, c.root), Options{})
+	results, err := resultsOf(Check(commitAll(t, c.root), Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestReadsCommits(t *testing.T) {
 	c.write(t, proposedDir+"tenant.yaml", []byte("spec: [unclosed\n"))
 	check := func(dir string, opts Options, want int) {
 		t.Helper()
-		results, err := Check(dir, opts)
+		results, err := resultsOf(Check(dir, opts))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestTerms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCheckout(t)
 			tc.edit(t, c)
-			results, err := Check(commitAll(t, c.root), Options{})
+			results, err := resultsOf(Check(commitAll(t, c.root), Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,3 +265,6 @@ func TestTerms(t *testing.T) {
 		})
 	}
 }
+
+// resultsOf is the results of a Check.
+func resultsOf(rep Report, err error) ([]Result, error) { return rep.Results, err }
