@@ -21,6 +21,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/gitea"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // Forge pull requests runs the handshake on a real Gitea with main protected as examples/forge
@@ -102,14 +103,6 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		}
 		return string(data)
 	}
-	// gitCredentials points the cluster's "git" Secret at the forge user.
-	gitCredentials := func(c *cluster, u gitea.User) {
-		GinkgoHelper()
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: "git"}}
-		Expect(c.k8s.Get(context.Background(), client.ObjectKeyFromObject(secret), secret)).To(Succeed())
-		secret.Data = map[string][]byte{"username": []byte(u.Name), "password": []byte(u.Token)}
-		Expect(c.k8s.Update(context.Background(), secret)).To(Succeed())
-	}
 
 	BeforeAll(func() {
 		forge = gitea.Start(GinkgoT())
@@ -140,8 +133,8 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 
 		repoURL := forge.URL + owner + "/" + name + ".git"
 		provider, consumer = newCluster(providerF), newCluster(consumerF)
-		gitCredentials(provider, providerUser)
-		gitCredentials(consumer, consumerUser)
+		forgeCredentials(provider, providerUser)
+		forgeCredentials(consumer, consumerUser)
 		Expect(consumer.k8s.Create(context.Background(), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: "forge"},
 			Data:       map[string][]byte{reconciler.ForgeTokenKey: []byte(consumerUser.Token)},
@@ -196,6 +189,8 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		Expect(hostile).NotTo(Equal(data))
 		Expect(os.WriteFile(filepath.Join(w, tenant), []byte(hostile), 0o644)).To(Succeed())
 		gitCLI(w, "commit", "-q", "-am", "Tamper with the Tenant")
+		_, err = sandbox.Git(w, "push", "-q", "origin", "HEAD:main")
+		Expect(err).To(HaveOccurred(), "the consumer's token cannot push main")
 		gitCLI(w, "push", "-q", "origin", "HEAD:"+branchF)
 
 		pr := status(branchF, sdk.StatusFailure)

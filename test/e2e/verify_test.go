@@ -98,7 +98,8 @@ var _ = Describe("Commit signature verification", Ordered, func() {
 	})
 
 	It("verifies the agent's own commits like anyone else's", func(ctx SpecContext) {
-		Eventually(func() string { return showIn(vrepo, "main", vDir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Eventually(func() string { return showIn(vrepo, vReviewRef, vDir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		signedMerge(vrepo, reviewerKeyFile, "origin/"+vReviewRef, "Merge the request of "+vConsumerID)
 		request := strings.TrimSpace(gitOut("--git-dir", vrepo.Dir, "log", "-1", "--format=%H", "main", "--", vDir+"request.yaml"))
 		expectUnverified(ctx, consumer, request, "gitpeer <gitpeer@localhost>", "SSH signature by untrusted key")
 
