@@ -44,14 +44,14 @@ var _ = Describe("Handshake", Ordered, func() {
 
 	It("proposes the request on the review branch, never on main, and waits for a reviewer to merge it", func(ctx SpecContext) {
 		Eventually(func() string { return show(reviewRef, dir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Consistently(func() string { return show("main", dir+"request.yaml") + show("main", dir+"nonce.yaml") }).WithTimeout(3*time.Second).Should(BeEmpty(),
+			"the request reaches main only through a merge, and the provider reads nothing else")
 		Eventually(func(g Gomega) {
 			obj := &gitpeerv1alpha1.PeeringRepository{}
 			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: "peering"}, obj)).To(Succeed())
 			g.Expect(obj.Status.Peerings).To(ContainElement(And(HaveField("Phase", gitpeerv1alpha1.PhaseRequested),
 				HaveField("Message", ContainSubstring("waiting for someone to merge it into main")))))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
-		Consistently(func() string { return show("main", dir+"request.yaml") + show("main", dir+"nonce.yaml") }).WithTimeout(3*time.Second).Should(BeEmpty(),
-			"the request reaches main only through a merge, and the provider reads nothing else")
 		mergeRequest(repo, reviewRef, dir)
 	})
 
