@@ -35,10 +35,10 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 	)
 	branchF := "gitpeer/" + providerF + "/" + consumerF
 	var (
-		forge                  *gitea.Server
-		reviewer, consumerUser gitea.User
-		admin, asReviewer      *sdk.Client
-		provider, consumer     *cluster
+		forge              *gitea.Server
+		consumerUser       gitea.User
+		admin, asReviewer  *sdk.Client
+		provider, consumer *cluster
 	)
 
 	// pulls lists the pull requests from head into main, newest first.
@@ -105,32 +105,11 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		forge = gitea.Start(GinkgoT())
-		var err error
-		admin, err = forge.Client(forge.AdminToken)
-		Expect(err).NotTo(HaveOccurred())
-		reviewer, err = forge.CreateUser(owner, gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		providerUser, err := forge.CreateUser("provider-agent", gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		consumerUser, err = forge.CreateUser("consumer-agent", gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = forge.CreateRepo(owner, name)
-		Expect(err).NotTo(HaveOccurred())
-		write := sdk.AccessModeWrite
-		for _, u := range []string{providerUser.Name, consumerUser.Name} {
-			_, err = admin.AddCollaborator(owner, name, u, sdk.AddCollaboratorOption{Permission: &write})
-			Expect(err).NotTo(HaveOccurred())
-		}
-		_, _, err = admin.CreateBranchProtection(owner, name, sdk.CreateBranchProtectionOption{
-			RuleName: "main", EnablePush: true, EnablePushWhitelist: true, PushWhitelistUsernames: []string{providerUser.Name},
-			RequiredApprovals: 1, EnableApprovalsWhitelist: true, ApprovalsWhitelistUsernames: []string{owner},
-			EnableStatusCheck: true, StatusCheckContexts: []string{reconciler.CheckContext}, BlockOnRejectedReviews: true, BlockAdminMergeOverride: true,
+		pf := startProtectedForge(func(o *sdk.CreateBranchProtectionOption) {
+			o.EnableStatusCheck, o.StatusCheckContexts, o.BlockOnRejectedReviews = true, []string{reconciler.CheckContext}, true
 		})
-		Expect(err).NotTo(HaveOccurred())
-		asReviewer, err = forge.Client(reviewer.Token)
-		Expect(err).NotTo(HaveOccurred())
-
+		forge, admin, asReviewer, consumerUser = pf.Server, pf.admin, pf.asReviewer, pf.consumerUser
+		providerUser := pf.providerUser
 		repoURL := forge.URL + owner + "/" + name + ".git"
 		provider, consumer = newCluster(providerF), newCluster(consumerF)
 		forgeCredentials(provider, providerUser)

@@ -69,35 +69,13 @@ var _ = Describe("Least rights", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		forge = gitea.Start(GinkgoT())
-		var err error
-		admin, err = forge.Client(forge.AdminToken)
-		Expect(err).NotTo(HaveOccurred())
-		reviewer, err := forge.CreateUser(owner, gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		providerUser, err := forge.CreateUser("provider-agent", gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		consumerUser, err = forge.CreateUser("consumer-agent", gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = forge.CreateRepo(owner, name)
-		Expect(err).NotTo(HaveOccurred())
-		write := sdk.AccessModeWrite
-		for _, u := range []string{providerUser.Name, consumerUser.Name} {
-			_, err = admin.AddCollaborator(owner, name, u, sdk.AddCollaboratorOption{Permission: &write})
-			Expect(err).NotTo(HaveOccurred())
-		}
-		_, _, err = admin.CreateBranchProtection(owner, name, sdk.CreateBranchProtectionOption{
-			RuleName: "main", EnablePush: true, EnablePushWhitelist: true, PushWhitelistUsernames: []string{providerUser.Name},
-			RequiredApprovals: 1, EnableApprovalsWhitelist: true, ApprovalsWhitelistUsernames: []string{owner}, BlockAdminMergeOverride: true,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		asReviewer, err = forge.Client(reviewer.Token)
-		Expect(err).NotTo(HaveOccurred())
-
+		pf := startProtectedForge(nil)
+		forge, admin, asReviewer, consumerUser = pf.Server, pf.admin, pf.asReviewer, pf.consumerUser
 		repoURL = forge.URL + owner + "/" + name + ".git"
 		provider, consumer = newCluster(providerL), newCluster(consumerL)
-		forgeCredentials(provider, providerUser)
+		forgeCredentials(provider, pf.providerUser)
 		forgeCredentials(consumer, consumerUser)
+		var err error
 		provider.object, err = provider.sb.Apply(context.Background(), repoURL, time.Second, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 		})
@@ -154,4 +132,48 @@ func forgeCredentials(c *cluster, u gitea.User) {
 	Expect(c.k8s.Get(context.Background(), client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 	secret.Data = map[string][]byte{"username": []byte(u.Name), "password": []byte(u.Token)}
 	Expect(c.k8s.Update(context.Background(), secret)).To(Succeed())
+}
+
+// protectedForge is a Gitea whose repository reviewer/peering has main protected as
+// examples/forge sets it up, with its users and API clients.
+type protectedForge struct {
+	*gitea.Server
+	admin, asReviewer                    *sdk.Client
+	reviewer, providerUser, consumerUser gitea.User
+}
+
+// startProtectedForge starts Gitea with the repository reviewer/peering of the user reviewer, the
+// users provider-agent and consumer-agent as its collaborators with Write permission, and main
+// protected: only provider-agent may push it, a merge needs the reviewer's approval; protect (if
+// not nil) adds to the rule.
+func startProtectedForge(protect func(*sdk.CreateBranchProtectionOption)) *protectedForge {
+	GinkgoHelper()
+	const owner, name = "reviewer", "peering"
+	f := &protectedForge{Server: gitea.Start(GinkgoT())}
+	var err error
+	f.admin, err = f.Client(f.AdminToken)
+	Expect(err).NotTo(HaveOccurred())
+	for u, user := range map[*gitea.User]string{&f.reviewer: owner, &f.providerUser: "provider-agent", &f.consumerUser: "consumer-agent"} {
+		*u, err = f.CreateUser(user, gitea.AgentScopes...)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	_, err = f.CreateRepo(owner, name)
+	Expect(err).NotTo(HaveOccurred())
+	write := sdk.AccessModeWrite
+	for _, u := range []string{f.providerUser.Name, f.consumerUser.Name} {
+		_, err = f.admin.AddCollaborator(owner, name, u, sdk.AddCollaboratorOption{Permission: &write})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	rule := sdk.CreateBranchProtectionOption{
+		RuleName: "main", EnablePush: true, EnablePushWhitelist: true, PushWhitelistUsernames: []string{f.providerUser.Name},
+		RequiredApprovals: 1, EnableApprovalsWhitelist: true, ApprovalsWhitelistUsernames: []string{owner}, BlockAdminMergeOverride: true,
+	}
+	if protect != nil {
+		protect(&rule)
+	}
+	_, _, err = f.admin.CreateBranchProtection(owner, name, rule)
+	Expect(err).NotTo(HaveOccurred())
+	f.asReviewer, err = f.Client(f.reviewer.Token)
+	Expect(err).NotTo(HaveOccurred())
+	return f
 }
