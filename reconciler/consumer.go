@@ -83,20 +83,73 @@ func (s *session) observeConsumer(ctx context.Context, provider, ns string) (con
 	return o, nsObj, nil
 }
 
-// request commits request.yaml with the cluster's public key. Requests grant
-// nothing, so they go straight to the branch.
+// request commits request.yaml with the cluster's public key: to the review branch, where it
+// reaches the branch only when someone merges it (the pull request the agent opens with
+// spec.consumer.pullRequest, or one a person opens), so the consumer needs no push right to the
+// branch; in direct mode, straight to the branch.
 func (s *session) request(ctx context.Context, pe *protocol.Documents) outcome {
 	doc, err := protocol.RequestDocument(pe.Provider, pe.Consumer, s.key.Public())
 	if err != nil {
 		return outcome{err: err}
 	}
-	if err := s.writeRequest(ctx, pe, protocol.Message{
+	msg := protocol.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
 		Action:  protocol.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
-	}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)); err != nil {
+	}
+	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)
+	requested := func(where string) {
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "request.yaml for provider %s pushed to %s", pe.Provider, where)
+	}
+	if s.obj.Spec.Consumer.Direct {
+		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, func(_ context.Context, pushed bool) error {
+			if pushed {
+				requested("the branch")
+				s.warnDirect(pe.Provider, "request.yaml")
+			}
+			return nil
+		}, change)
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "request.yaml committed to the branch (" + directMode + "); waiting for the provider's nonce"}
+	}
+	branch, err := s.reviewBranch(pe)
+	if err != nil {
 		return outcome{err: err}
 	}
-	return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for the provider's nonce"}
+	pushed, err := s.pushReview(ctx, branch, msg, change)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if pushed {
+		requested("branch " + branch)
+	}
+	return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: fmt.Sprintf(
+		"request.yaml proposed on branch %s; waiting for someone to merge it into %s, then for the provider's nonce", branch, s.obj.GetBranch())}
+}
+
+// pushReview pushes change to the review branch, the agent's own, written by this peering alone:
+// its one write of the round. It reports whether it made a commit (false: the change was there).
+func (s *session) pushReview(ctx context.Context, branch string, msg protocol.Message, change gitsync.FileChange) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
+	defer cancel()
+	var pushed bool
+	_, err := observeGit("write", func() (plumbing.Hash, error) {
+		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
+		pushed = res.Pushed
+		return res.Commit, err
+	})
+	return pushed, err
+}
+
+// directMode names spec.consumer.direct for what it is in the messages of its peerings, and
+// directModeWarning says what it gives away.
+const (
+	directMode        = "direct mode, for single-admin labs only"
+	directModeWarning = "spec.consumer.direct is on: this cluster commits request.yaml and tenant.yaml straight to the branch, so its push is the approval and its credentials can push the protected branch; use it only in single-admin labs"
+)
+
+// warnDirect records a Warning: in direct mode the consumer committed file for provider straight
+// to the branch, approved by no one but itself.
+func (s *session) warnDirect(provider, file string) {
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonDirectMode, provider, "%s for provider %s committed straight to the branch: %s", file, provider, directModeWarning)
 }
 
 // proposeTenant signs the provider's nonce, builds the CSR and pushes
@@ -109,7 +162,7 @@ func (s *session) proposeTenant(ctx context.Context, pe *protocol.Documents, ns 
 	}
 	where := "branch " + branch
 	if branch == "" {
-		where = "the branch (direct mode)"
+		where = "the branch (" + directMode + ")"
 	}
 	if s.liqo.Active {
 		return s.proposeLiqoTenant(ctx, pe, ns, branch, where)
@@ -155,14 +208,15 @@ func (s *session) pushTenant(ctx context.Context, pe *protocol.Documents, tenant
 	}
 	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
 	if branch == "" {
-		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, mark, change)
+		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, func(ctx context.Context, pushed bool) error {
+			if pushed {
+				s.warnDirect(pe.Provider, "tenant.yaml")
+			}
+			return mark(ctx, pushed)
+		}, change)
 		return nil
 	}
-	// A review branch is the agent's own, written by this peering alone: its one write of the round.
-	if _, err = observeGit("write", func() (plumbing.Hash, error) {
-		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
-		return res.Commit, err
-	}); err != nil {
+	if _, err := s.pushReview(ctx, branch, msg, change); err != nil {
 		return err
 	}
 	return mark(ctx, true)

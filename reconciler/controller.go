@@ -52,6 +52,7 @@ const (
 	ReasonTenantProposed    = gitpeerv1alpha1.TenantProposedReason
 	ReasonNonceIssued       = gitpeerv1alpha1.NonceIssuedReason
 	ReasonRequested         = gitpeerv1alpha1.RequestedReason
+	ReasonDirectMode        = gitpeerv1alpha1.DirectModeReason
 	ConditionFilesValid     = gitpeerv1alpha1.FilesValidCondition
 	ConditionPeeringsHealth = gitpeerv1alpha1.PeeringsHealthyCondition
 	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a
@@ -278,7 +279,11 @@ func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepo
 		markFalse(obj, meta.ReadyCondition, getCondition(obj, ConditionPeeringsHealth).Reason, "%s", getCondition(obj, ConditionPeeringsHealth).Message)
 	default:
 		deleteCondition(obj, meta.ReconcilingCondition)
-		markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
+		msg := fmt.Sprintf("at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
+		if c := obj.Spec.Consumer; c != nil && c.Direct {
+			msg += "; " + directModeWarning // said where everyone looks, as long as it is on
+		}
+		markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "%s", msg)
 	}
 	boundConditionMessages(obj)
 	sortConditions(obj)

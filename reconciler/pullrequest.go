@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +17,6 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
@@ -33,34 +31,6 @@ const (
 	ReasonPullRequest       = "PullRequest"
 	ReasonPullRequestFailed = "PullRequestFailed"
 )
-
-// writeRequest commits request.yaml: to the branch, or, when the consumer opens pull requests
-// (and may push only to its review branches), to its review branch, where it reaches the branch
-// through a reviewed pull request like the Tenant.
-func (s *session) writeRequest(ctx context.Context, pe *protocol.Documents, msg protocol.Message, change gitsync.FileChange) error {
-	requested := func(context.Context, bool) error {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "requested peering with provider %s", pe.Provider)
-		return nil
-	}
-	if spec := s.obj.Spec.Consumer; spec.PullRequest == nil || spec.Direct {
-		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, requested, change)
-		return nil
-	}
-	branch, err := s.reviewBranch(pe)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
-	defer cancel()
-	// A review branch is the agent's own, written by this peering alone: its one write of the round.
-	if _, err = observeGit("write", func() (plumbing.Hash, error) {
-		res, err := s.repo.WriteReview(ctx, branch, msg, []gitsync.FileChange{change})
-		return res.Commit, err
-	}); err != nil {
-		return err
-	}
-	return requested(ctx, true)
-}
 
 // followPullRequest keeps the pull request of pe's review branch in line with o, the outcome of
 // this round's consumer step for pe, when spec.consumer.pullRequest is set: while the Tenant waits

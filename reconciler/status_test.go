@@ -34,6 +34,7 @@ func TestSummarizeReady(t *testing.T) {
 	for name, tc := range map[string]struct {
 		set        []func(*gitpeerv1alpha1.PeeringRepository)
 		suspend    bool
+		direct     bool // spec.consumer.direct
 		err        error
 		ready      metav1.ConditionStatus
 		reason     string
@@ -50,10 +51,14 @@ func TestSummarizeReady(t *testing.T) {
 		"wait":                   {err: &Waiting{Reason: gitpeerv1alpha1.SecretNotFoundReason, Err: errors.New("no secret")}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.SecretNotFoundReason, message: "no secret", recon: true},
 		"stall":                  {err: &Stalling{Reason: ReasonHistoryRewritten, Err: errors.New("rewritten")}, ready: metav1.ConditionFalse, reason: ReasonHistoryRewritten, message: "rewritten", stalled: true, generation: true},
 		"suspended":              {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, suspend: true, generation: true},
+		"direct mode":            {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, direct: true, ready: metav1.ConditionTrue, reason: ReasonSucceeded, message: "at abc: 0 peering(s); " + directModeWarning, generation: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 			obj.Spec.Suspend = tc.suspend
+			if tc.direct {
+				obj.Spec.Consumer = &gitpeerv1alpha1.ConsumerSpec{Direct: true}
+			}
 			obj.Status.LastProcessedCommit = "abc"
 			markReconciling(obj, ReasonProgressing, "reconciling generation 3")
 			for _, set := range tc.set {

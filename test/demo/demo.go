@@ -218,7 +218,7 @@ func (d *demo) handshake(ctx context.Context, consumer *sandbox.Cluster) ([]byte
 	review := "gitpeer/" + demoProvider + "/" + demoConsumer
 	fmt.Fprintln(d.out)
 	for _, s := range []struct{ ref, file, who, what string }{
-		{"main", "request.yaml", "consumer", "requested the peering"},
+		{review, "request.yaml", "consumer", "requested the peering on branch " + review},
 		{"main", "nonce.yaml", "provider", "issued a nonce"},
 		{review, "tenant.yaml", "consumer", "signed the nonce and proposed its Tenant on branch " + review},
 	} {
@@ -226,18 +226,18 @@ func (d *demo) handshake(ctx context.Context, consumer *sandbox.Cluster) ([]byte
 			return nil, err
 		}
 		d.step("%-8s %s\n%s  %s", s.who, s.what, strings.Repeat(" ", 10), sandbox.LastCommit(d.repo.Dir, s.ref, dir+s.file))
-	}
-	fmt.Fprintf(d.out, "\n  In real life a person reviews the pull request from %s and merges it;\n  the provider never reads the review branch. The demo merges it now as %q.\n\n", review, sandbox.ReviewerName)
-	work := filepath.Join(d.dir, "reviewer")
-	for _, args := range [][]string{
-		{"pull", "-q", "--ff-only", "origin", "main"},
-		{"fetch", "-q", "origin"},
-		{"merge", "-q", "--no-ff", "origin/" + review, "-m", "Merge pull request #1 from " + review},
-		{"push", "-q", "origin", "HEAD:main"},
-	} {
-		if _, err := sandbox.Git(work, args...); err != nil {
+		if s.file != "request.yaml" {
+			continue
+		}
+		fmt.Fprintf(d.out, "\n  The consumer may push only its review branch. In real life a person merges\n  the request's pull request; the demo merges it now as %q.\n\n", sandbox.ReviewerName)
+		if err := d.merge(review, "Merge pull request #1 from "+review); err != nil {
 			return nil, err
 		}
+		d.step("reviewer merged request.yaml into main")
+	}
+	fmt.Fprintf(d.out, "\n  In real life a person reviews the pull request from %s and merges it;\n  the provider never reads the review branch. The demo merges it now as %q.\n\n", review, sandbox.ReviewerName)
+	if err := d.merge(review, "Merge pull request #2 from "+review); err != nil {
+		return nil, err
 	}
 	d.step("reviewer merged tenant.yaml into main")
 	if err := d.waitFile(ctx, "main", dir+"identity.yaml", true); err != nil {
@@ -287,6 +287,22 @@ func (d *demo) prove(ctx context.Context, kubeconfig []byte) error {
 	fmt.Fprintf(d.out, "  list Secrets in all namespaces?             denied: %s\n", apierrors.ReasonForError(err))
 	if !allowed || review.Status.UserInfo.Username != demoConsumer {
 		return errors.New("the kubeconfig does not grant what the tenant role grants")
+	}
+	return nil
+}
+
+// merge merges branch into main in the reviewer's checkout and pushes it, as a reviewer would.
+func (d *demo) merge(branch, message string) error {
+	work := filepath.Join(d.dir, "reviewer")
+	for _, args := range [][]string{
+		{"pull", "-q", "--ff-only", "origin", "main"},
+		{"fetch", "-q", "origin"},
+		{"merge", "-q", "--no-ff", "origin/" + branch, "-m", message},
+		{"push", "-q", "origin", "HEAD:main"},
+	} {
+		if _, err := sandbox.Git(work, args...); err != nil {
+			return err
+		}
 	}
 	return nil
 }

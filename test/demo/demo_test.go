@@ -51,7 +51,8 @@ func runAndCheck(t *testing.T, liqoMode bool, extra ...string) {
 	t.Log(out.String())
 	for _, want := range append([]string{
 		"provider control plane ready",
-		"consumer requested the peering",
+		"consumer requested the peering on branch gitpeer/provider/consumer",
+		"reviewer merged request.yaml into main",
 		"provider issued a nonce",
 		"In real life a person reviews the pull request",
 		"reviewer merged tenant.yaml into main",

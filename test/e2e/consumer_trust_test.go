@@ -119,6 +119,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 	})
 
 	It("ignores an identity.yaml committed before its Tenant is merged, pinning nothing", func(ctx SpecContext) {
+		mergeRequest(repo, review, dir)
 		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(2 * time.Minute).ShouldNot(BeEmpty())
 		// Without the provider's agent, nothing revokes the attacker's file.
 		provider.stopAgent()
@@ -199,7 +200,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 	})
 
 	It("refuses a stranger's identity.yaml beside a Tenant of another key", func(ctx SpecContext) {
-		Eventually(func() string { return show("main", ghostDir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		mergeRequest(repo, "gitpeer/"+ghostID+"/"+tConsumerID, ghostDir)
 		stranger := newClusterKey()
 		path := ghostDir + "identity.yaml"
 		commit("A stranger's peering with "+tConsumerID, map[string][]byte{

@@ -52,6 +52,7 @@ var _ = Describe("Faults", Ordered, func() {
 	})
 
 	It("survive the API server restarted in the middle of the provider's round", func(ctx SpecContext) {
+		mergeRequest(repo, review, dir)
 		Eventually(restarted).WithTimeout(2 * time.Minute).Should(Receive(BeNil()))
 
 		expectEvent(ctx, provider, gitpeerv1alpha1.KubernetesAPIUnavailableReason, "retrying with backoff")

@@ -22,6 +22,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/gitea"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 // Forge pull requests runs the handshake on a real Gitea with main protected as examples/forge
@@ -132,6 +133,8 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		edit(w)
 		gitCLI(w, "add", "-A")
 		gitCLI(w, "commit", "-q", "-m", message)
+		_, err := sandbox.Git(w, "push", "-q", "origin", "HEAD:main")
+		Expect(err).To(HaveOccurred(), "the consumer's token cannot push main")
 		gitCLI(w, "push", "-q", "origin", "HEAD:"+branchF)
 		return w
 	}
@@ -154,41 +157,13 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 		}
 		return string(data)
 	}
-	// gitCredentials points the cluster's "git" Secret at the forge user.
-	gitCredentials := func(c *cluster, u gitea.User) {
-		GinkgoHelper()
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: "git"}}
-		Expect(c.k8s.Get(context.Background(), client.ObjectKeyFromObject(secret), secret)).To(Succeed())
-		secret.Data = map[string][]byte{"username": []byte(u.Name), "password": []byte(u.Token)}
-		Expect(c.k8s.Update(context.Background(), secret)).To(Succeed())
-	}
 
 	BeforeAll(func() {
-		forge = gitea.Start(GinkgoT())
-		var err error
-		admin, err = forge.Client(forge.AdminToken)
-		Expect(err).NotTo(HaveOccurred())
-		reviewer, err = forge.CreateUser(owner, gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		providerUser, err := forge.CreateUser("provider-agent", gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		consumerUser, err = forge.CreateUser("consumer-agent", gitea.AgentScopes...)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = forge.CreateRepo(owner, name)
-		Expect(err).NotTo(HaveOccurred())
-		write := sdk.AccessModeWrite
-		for _, u := range []string{providerUser.Name, consumerUser.Name} {
-			_, err = admin.AddCollaborator(owner, name, u, sdk.AddCollaboratorOption{Permission: &write})
-			Expect(err).NotTo(HaveOccurred())
-		}
-		_, _, err = admin.CreateBranchProtection(owner, name, sdk.CreateBranchProtectionOption{
-			RuleName: "main", EnablePush: true, EnablePushWhitelist: true, PushWhitelistUsernames: []string{providerUser.Name},
-			RequiredApprovals: 1, EnableApprovalsWhitelist: true, ApprovalsWhitelistUsernames: []string{owner}, DismissStaleApprovals: true,
-			EnableStatusCheck: true, StatusCheckContexts: []string{ciCheck}, BlockOnRejectedReviews: true, BlockAdminMergeOverride: true,
+		pf := startProtectedForge(func(o *sdk.CreateBranchProtectionOption) {
+			o.DismissStaleApprovals, o.EnableStatusCheck, o.StatusCheckContexts, o.BlockOnRejectedReviews = true, true, []string{ciCheck}, true
 		})
-		Expect(err).NotTo(HaveOccurred())
-		asReviewer, err = forge.Client(reviewer.Token)
-		Expect(err).NotTo(HaveOccurred())
+		forge, admin, asReviewer, reviewer, consumerUser = pf.Server, pf.admin, pf.asReviewer, pf.reviewer, pf.consumerUser
+		providerUser := pf.providerUser
 		repoAs = func(u gitea.User) string {
 			loc, err := url.Parse(forge.URL + owner + "/" + name + ".git")
 			Expect(err).NotTo(HaveOccurred())
@@ -201,8 +176,8 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 
 		repoURL := forge.URL + owner + "/" + name + ".git"
 		provider, consumer = newCluster(providerF), newCluster(consumerF)
-		gitCredentials(provider, providerUser)
-		gitCredentials(consumer, consumerUser)
+		forgeCredentials(provider, providerUser)
+		forgeCredentials(consumer, consumerUser)
 		Expect(consumer.k8s.Create(context.Background(), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: "forge"},
 			Data:       map[string][]byte{reconciler.ForgeTokenKey: []byte(consumerUser.Token)},

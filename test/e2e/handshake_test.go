@@ -20,6 +20,8 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/test/gitserver"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 const (
@@ -40,10 +42,23 @@ var _ = Describe("Handshake", Ordered, func() {
 		provider, consumer = startPeers(providerID, consumerID, false)
 	})
 
-	It("proposes the Tenant for review and issues nothing until it is merged", func(ctx SpecContext) {
-		Eventually(func() string { return show("main", dir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+	It("proposes the request on the review branch, never on main, and waits for a reviewer to merge it", func(ctx SpecContext) {
+		Eventually(func() string { return show(reviewRef, dir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Consistently(func() string { return show("main", dir+"request.yaml") + show("main", dir+"nonce.yaml") }).WithTimeout(3*time.Second).Should(BeEmpty(),
+			"the request reaches main only through a merge, and the provider reads nothing else")
+		Eventually(func(g Gomega) {
+			obj := &gitpeerv1alpha1.PeeringRepository{}
+			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: "peering"}, obj)).To(Succeed())
+			g.Expect(obj.Status.Peerings).To(ContainElement(And(HaveField("Phase", gitpeerv1alpha1.PhaseRequested),
+				HaveField("Message", ContainSubstring("waiting for someone to merge it into main")))))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		mergeRequest(repo, reviewRef, dir)
+	})
+
+	It("proposes the Tenant for review on the review branch moved to main, and issues nothing until it is merged", func(ctx SpecContext) {
 		Eventually(func() string { return show("main", dir+"nonce.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
 		Eventually(func() string { return show(reviewRef, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Expect(show(reviewRef, dir+"nonce.yaml")).NotTo(BeEmpty(), "the merged review branch restarts from main: its pull request holds tenant.yaml alone")
 		Expect(show("main", dir+"tenant.yaml")).To(BeEmpty())
 
 		// The provider never reads the review branch.
@@ -127,6 +142,7 @@ var _ = Describe("Handshake", Ordered, func() {
 		GinkgoWriter.Println(log)
 		for _, want := range []string{
 			"Request peering of consumer-1 with provider-a|gitpeer|Gitpeer-Action: request,Gitpeer-Provider: provider-a,Gitpeer-Consumer: consumer-1",
+			"Merge pull request from " + reviewRef + " (request)|Rita Reviewer|",
 			// The nonce's commit may also carry the terms the provider published in the same round.
 			"Gitpeer-Action: issue-nonce,Gitpeer-Provider: provider-a,Gitpeer-Consumer: consumer-1",
 			"Propose Tenant of consumer-1 for provider-a|gitpeer|Gitpeer-Action: propose-tenant",
@@ -138,6 +154,32 @@ var _ = Describe("Handshake", Ordered, func() {
 		Expect(log).To(MatchRegexp(`Issue identity of consumer-1 on provider-a \(serial [0-9a-f]+\)\|gitpeer\|Gitpeer-Action: issue-identity,Gitpeer-Provider: provider-a,Gitpeer-Consumer: consumer-1,Gitpeer-Serial: [0-9a-f]+,Gitpeer-Expires: 20[0-9-]+T`))
 	})
 })
+
+// mergeRequest waits for the consumer's request.yaml of dir on its review branch of r and merges
+// the branch into main as a reviewer merging the request's pull request: the consumer never
+// pushes main.
+func mergeRequest(r gitserver.Repo, review, dir string) {
+	GinkgoHelper()
+	Eventually(func() string { return showIn(r, review, dir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+	Expect(showIn(r, "main", dir+"request.yaml")).To(BeEmpty(), "request.yaml committed straight to main")
+	reviewerMerges(r, review, "Merge pull request from "+review+" (request)")
+	Expect(showIn(r, "main", dir+"request.yaml")).NotTo(BeEmpty())
+}
+
+// reviewerMerges merges branch into main of r with a merge commit, as a reviewer would, again
+// while an agent's commit to main makes the push lose the race.
+func reviewerMerges(r gitserver.Repo, branch, message string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		w := filepath.Join(GinkgoT().TempDir(), "w")
+		for _, args := range [][]string{{"clone", "-q", r.Dir, w}, {"-C", w, "merge", "-q", "--no-ff", "origin/" + branch, "-m", message}, {"-C", w, "push", "-q", "origin", "HEAD:main"}} {
+			if _, err := sandbox.Git(filepath.Dir(w), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
 
 func clientFor(kubeconfig []byte) *kubernetes.Clientset {
 	GinkgoHelper()

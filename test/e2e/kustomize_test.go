@@ -140,7 +140,7 @@ patches:
 })
 
 // peerDirect starts a provider and a consumer in direct mode and waits until
-// the consumer's peering is Ready.
+// the consumer's peering is Ready; the consumer warned of each of its pushes to the branch.
 func peerDirect(providerID, consumerID string) (provider, consumer *cluster) {
 	GinkgoHelper()
 	provider, consumer = startPeers(providerID, consumerID, true)
@@ -148,6 +148,9 @@ func peerDirect(providerID, consumerID string) (provider, consumer *cluster) {
 		g.Expect(peeringPhases(context.Background(), consumer)).To(HaveKeyWithValue("Consumer/"+providerID, gitpeerv1alpha1.PhaseReady),
 			"consumer: %v\nprovider: %v", peeringMessages(consumer), peeringMessages(provider))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	for _, file := range []string{"request.yaml", "tenant.yaml"} {
+		expectEvent(context.Background(), consumer, reconciler.ReasonDirectMode, file+" for provider "+providerID+" committed straight to the branch", "single-admin labs")
+	}
 	return provider, consumer
 }
 

@@ -105,7 +105,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 	})
 
 	It("accepts liqoctl generate identity's output, whose certificate does not chain to its CA, and gets a working kubeconfig", func(ctx SpecContext) {
-		Eventually(func() string { return show("main", dir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		mergeRequest(repo, "gitpeer/"+mProviderID+"/"+mConsumerID, dir)
 		// The provider's admin: liqoctl create nonce, committed as nonce.yaml.
 		nonce, err := liqo.CreateNonce(ctx, providerClient, mConsumerID)
 		Expect(err).NotTo(HaveOccurred())

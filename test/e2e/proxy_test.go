@@ -40,6 +40,7 @@ var _ = Describe("Proxy URL", Ordered, func() {
 	})
 
 	It("refuses a Tenant with a proxyURL the provider does not allow", func(ctx SpecContext) {
+		mergeRequest(repo, review, dir)
 		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
 		mergeWithProxy(review, dir, proxyURL)
 

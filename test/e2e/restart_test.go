@@ -37,10 +37,13 @@ var _ = Describe("Agent restarts", func() {
 		consumer.startAgent()
 
 		// Restart right after each step lands.
-		for _, file := range []string{"main:" + dir + "request.yaml", "main:" + dir + "nonce.yaml", review + ":" + dir + "tenant.yaml"} {
+		for _, file := range []string{review + ":" + dir + "request.yaml", "main:" + dir + "nonce.yaml", review + ":" + dir + "tenant.yaml"} {
 			ref, path, _ := strings.Cut(file, ":")
 			Eventually(func() string { return show(ref, path) }).WithTimeout(time.Minute).ShouldNot(BeEmpty(), file)
 			restartBoth()
+			if strings.HasSuffix(path, "request.yaml") {
+				mergeRequest(repo, review, dir)
+			}
 		}
 		w := filepath.Join(GinkgoT().TempDir(), "w")
 		gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)

@@ -23,6 +23,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/test/gitserver"
+	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
 const (
@@ -98,7 +99,8 @@ var _ = Describe("Commit signature verification", Ordered, func() {
 	})
 
 	It("verifies the agent's own commits like anyone else's", func(ctx SpecContext) {
-		Eventually(func() string { return showIn(vrepo, "main", vDir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		Eventually(func() string { return showIn(vrepo, vReviewRef, vDir+"request.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		signedMerge(vrepo, reviewerKeyFile, "origin/"+vReviewRef, "Merge the request of "+vConsumerID)
 		request := strings.TrimSpace(gitOut("--git-dir", vrepo.Dir, "log", "-1", "--format=%H", "main", "--", vDir+"request.yaml"))
 		expectUnverified(ctx, consumer, request, "gitpeer <gitpeer@localhost>", "SSH signature by untrusted key")
 
@@ -113,17 +115,22 @@ var _ = Describe("Commit signature verification", Ordered, func() {
 				g.Expect(conditionOf(peeringRepository(ctx, g, c), "SourceVerified")).To(HaveField("Status", metav1.ConditionTrue))
 			}).WithTimeout(time.Minute).Should(Succeed())
 		}
-		// git itself finds a good signature on every agent commit, on main and on the review branch.
+		// git itself finds a good signature on every agent commit, on main and on the review branch,
+		// and on the reviewer's merge of the request.
 		signers := filepath.Join(GinkgoT().TempDir(), "allowed_signers")
 		var allowed []byte
-		for _, k := range [][]byte{providerKey, consumerKey} {
+		for _, k := range [][]byte{providerKey, consumerKey, reviewerKey} {
 			allowed = append(append(allowed, "* "...), authorizedKeyOf(k)...)
 		}
 		Expect(os.WriteFile(signers, allowed, 0o600)).To(Succeed())
 		for _, ref := range []string{"main", vReviewRef} {
 			log := gitOut("--git-dir", vrepo.Dir, "-c", "gpg.ssh.allowedSignersFile="+signers, "log", "--format=%G?|%an|%s", ref)
 			for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
-				if !strings.HasSuffix(line, "|Peering repository") {
+				switch {
+				case strings.HasSuffix(line, "|Peering repository"):
+				case strings.Contains(line, "|"+sandbox.ReviewerName+"|"):
+					Expect(line).To(HavePrefix("G|"), "on %s", ref)
+				default:
 					Expect(line).To(HavePrefix("G|gitpeer|"), "on %s", ref)
 				}
 			}

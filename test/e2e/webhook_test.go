@@ -106,7 +106,9 @@ func measureHandshake(ctx context.Context, pid, cid authv1beta1.ClusterID, inter
 	}
 	provider.resume(ctx)
 	consumer.resume(ctx)
-	seen("request.yaml on main", func() bool { return show("main", dir+"request.yaml") != "" })
+	seen("request.yaml proposed", func() bool { return show(review, dir+"request.yaml") != "" })
+	reviewerMerges(repo, review, "Merge pull request from "+review+" (request)")
+	steps = append(steps, step{"reviewer merged the request", time.Since(began)})
 	seen("nonce.yaml on main", func() bool { return show("main", dir+"nonce.yaml") != "" })
 	seen("tenant.yaml proposed", func() bool { return show(review, dir+"tenant.yaml") != "" })
 	w := filepath.Join(GinkgoT().TempDir(), "w")

@@ -216,8 +216,10 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 		})
 
 		It("peers both ways: nonce, reviewed and direct Tenants, identities, working kubeconfigs", func(ctx SpecContext) {
-			// idA consumes from idB through review: the reviewer merges the proposed Tenant.
+			// idA consumes from idB through review: the reviewer merges its request, then its Tenant.
 			reviewRef := "gitpeer/" + idB + "/" + idA
+			until(2*time.Minute, func(g Gomega) { g.Expect(show(reviewRef, idB+"/"+idA+"/request.yaml")).NotTo(BeEmpty()) })
+			commitAsReviewer([]string{"merge", "-q", "--no-ff", "origin/" + reviewRef, "-m", "Merge the request from " + reviewRef})
 			until(2*time.Minute, func(g Gomega) { g.Expect(show(reviewRef, idB+"/"+idA+"/tenant.yaml")).NotTo(BeEmpty()) })
 			commitAsReviewer([]string{"merge", "-q", "--no-ff", "origin/" + reviewRef, "-m", "Merge pull request #1 from " + reviewRef})
 

@@ -111,6 +111,9 @@ const (
 	RequestedReason = "Requested"
 	// NonceIssuedReason: the provider committed a nonce for a consumer.
 	NonceIssuedReason = "NonceIssued"
+	// DirectModeReason: a consumer with spec.consumer.direct committed its request or Tenant
+	// straight to the branch, approved by no one but itself (a Warning).
+	DirectModeReason = "DirectMode"
 	// TenantProposedReason: the consumer pushed its signed Tenant for review.
 	TenantProposedReason = "TenantProposed"
 	// IdentityIssuedReason: the provider committed a consumer's first identity.

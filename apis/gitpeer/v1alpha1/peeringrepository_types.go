@@ -319,17 +319,22 @@ type ConsumerSpec struct {
 	// +optional
 	Providers []authv1beta1.ClusterID `json:"providers,omitempty"`
 
-	// ReviewBranchTemplate is the Go text/template of the branch a Tenant is pushed to for review,
-	// with the fields .ProviderID and .ConsumerID; defaults to gitpeer/{{.ProviderID}}/{{.ConsumerID}}.
-	// Ignored when Direct is true.
+	// ReviewBranchTemplate is the Go text/template of the branch request.yaml and tenant.yaml are
+	// pushed to for review, with the fields .ProviderID and .ConsumerID; defaults to
+	// gitpeer/{{.ProviderID}}/{{.ConsumerID}}. Each reaches the branch only when someone merges the
+	// review branch, so the consumer's credentials need push rights to these branches only, never
+	// to the branch. Ignored when Direct is true.
 	// +kubebuilder:default="gitpeer/{{.ProviderID}}/{{.ConsumerID}}"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	ReviewBranchTemplate string `json:"reviewBranchTemplate,omitempty"`
 
-	// Direct commits tenant.yaml straight to the branch instead of a review branch, for
-	// repositories where the push itself is the approval.
+	// Direct commits request.yaml and tenant.yaml straight to the branch instead of a review
+	// branch: the consumer's own push is the approval, and its credentials must be able to push
+	// the branch, so they could merge anything. For single-admin labs only, where the one admin of
+	// both clusters is the reviewer; the agent says so in a Warning event (DirectMode) at each such
+	// push and in the Ready condition's message.
 	// +optional
 	Direct bool `json:"direct,omitempty"`
 
@@ -471,8 +476,9 @@ const (
 type PeeringPhase string
 
 const (
-	// PhaseRequested: the consumer committed request.yaml and waits for a nonce (consumer), or the
-	// provider saw request.yaml and has not issued the nonce yet (provider).
+	// PhaseRequested: the consumer proposed request.yaml on its review branch (committed it, in
+	// direct mode) and waits for its merge and a nonce (consumer), or the provider saw request.yaml
+	// and has not issued the nonce yet (provider).
 	PhaseRequested PeeringPhase = "Requested"
 	// PhaseNonceIssued: the provider committed nonce.yaml and waits for a merged tenant.yaml.
 	PhaseNonceIssued PeeringPhase = "NonceIssued"
