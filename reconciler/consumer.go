@@ -206,7 +206,8 @@ func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 
 // applyIdentity acts on identity.yaml only for a provider this cluster asked
 // (its own tenant.yaml merged beside it), verifies it against the cluster's
-// own key, the admin's CA or the provider's pin, proves the kubeconfig with a
+// own key, the API server of the provider's terms, and the anchor the admin
+// configured (CA hashes or CA) or, only by opt-in, the provider's pin; proves the kubeconfig with a
 // SelfSubjectReview when it is new or the branch moved, and only then pins the
 // provider and writes the Identity and its kubeconfig Secret. A rejected
 // identity.yaml leaves everything in place.
@@ -216,6 +217,9 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 		return s.rejectIdentity(pe, err.Error())
 	}
 	cert, err := protocol.CheckIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
+	if err == nil {
+		err = consumer.CheckTerms(pe)
+	}
 	if err != nil {
 		return s.rejectIdentity(pe, err.Error())
 	}
@@ -235,7 +239,8 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	if s.liqo.Active {
 		return s.applyLiqoIdentity(ctx, pe, nsObj, pin)
 	}
-	ready := outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
+	ready := outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)%s",
+		ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), firstUseNote(pin))}
 	if s.quiet() {
 		return ready // the last round, at this commit, proved and wrote this kubeconfig
 	}
@@ -260,7 +265,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates this kubeconfig as %q, not %q; kept the current one", pe.Provider, user, pe.Consumer)}
 		}
 	}
-	if err := s.recordProviderPin(ctx, nsObj, pin); err != nil {
+	if err := s.recordProviderPin(ctx, pe.Provider, nsObj, pin); err != nil {
 		return outcome{err: err}
 	}
 	op, err := s.writeIdentity(ctx, pe, ns, kubeconfig)

@@ -51,6 +51,7 @@ const (
 	ReasonTenantProposed    = gitpeerv1alpha1.TenantProposedReason
 	ReasonNonceIssued       = gitpeerv1alpha1.NonceIssuedReason
 	ReasonRequested         = gitpeerv1alpha1.RequestedReason
+	ReasonTrustedOnFirstUse = gitpeerv1alpha1.TrustedOnFirstUseReason
 	ConditionFilesValid     = gitpeerv1alpha1.FilesValidCondition
 	ConditionPeeringsHealth = gitpeerv1alpha1.PeeringsHealthyCondition
 	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a
