@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -214,14 +215,14 @@ func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
 	if err := consumer.OwnTenantMerged(pe, s.key.Public()); err != nil {
-		return s.rejectIdentity(pe, err.Error())
+		return s.rejectIdentity(ctx, pe, err.Error())
 	}
 	cert, err := protocol.CheckIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
 	if err == nil {
 		err = consumer.CheckTerms(pe)
 	}
 	if err != nil {
-		return s.rejectIdentity(pe, err.Error())
+		return s.rejectIdentity(ctx, pe, err.Error())
 	}
 	if err := s.ensureTenantNamespace(ctx, pe.Provider, ns); err != nil {
 		return outcome{err: err}
@@ -232,7 +233,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	}
 	pin, err := s.trust(ctx, pe, nsObj.Annotations)
 	if err != nil {
-		return s.rejectIdentity(pe, err.Error())
+		return s.rejectIdentity(ctx, pe, err.Error())
 	}
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	s.noteCertificate(gitpeerv1alpha1.ConsumerRole, pe.Provider, certRecord{expiry: cert.NotAfter.Unix()})
@@ -333,9 +334,12 @@ func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns s
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}
 }
 
-func (s *session) rejectIdentity(pe *protocol.Documents, reason string) outcome {
+// rejectIdentity reports identity.yaml refused (phase message, Warning, log);
+// nothing is written.
+func (s *session) rejectIdentity(ctx context.Context, pe *protocol.Documents, reason string) outcome {
 	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String()
 	msg := fmt.Sprintf("%s rejected: %s", path, reason)
+	log.FromContext(ctx).Info("identity rejected", "path", path, "reason", reason)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -50,6 +51,7 @@ func (s *session) recordProviderPin(ctx context.Context, provider string, nsObj 
 	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
 		return err
 	}
+	log.FromContext(ctx).Info("provider trusted on first use: pinned without an anchor", "provider", provider, "namespace", nsObj.Name)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonTrustedOnFirstUse, provider,
 		"provider %s trusted on first use (spec.consumer.trustOnFirstUse): its API server and CA are pinned in annotation %s of namespace %s, with no anchor; %s, and add it to spec.consumer.trustedCAs",
 		provider, PinnedProviderAnnotation, nsObj.Name, consumer.CAHashHowTo)
