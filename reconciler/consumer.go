@@ -207,11 +207,12 @@ func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 
 // applyIdentity acts on identity.yaml only for a provider this cluster asked
 // (its own tenant.yaml merged beside it), verifies it against the cluster's
-// own key, the API server of the provider's terms, and the anchor the admin
-// configured (CA hashes or CA) or, only by opt-in, the provider's pin; proves the kubeconfig with a
-// SelfSubjectReview when it is new or the branch moved, and only then pins the
-// provider and writes the Identity and its kubeconfig Secret. A rejected
-// identity.yaml leaves everything in place.
+// own key, the API server of the provider's terms and the anchor the admin
+// configured (CA hashes or CA) or, only by opt-in, the provider's pin; proves
+// the kubeconfig with a SelfSubjectReview when it is new or the branch moved,
+// and only then pins the provider (trust on first use) and writes the
+// Identity and its kubeconfig Secret. A rejected identity.yaml leaves
+// everything in place.
 func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
 	if err := consumer.OwnTenantMerged(pe, s.key.Public()); err != nil {
