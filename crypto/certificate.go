@@ -28,11 +28,24 @@ func ParseCertificatePEM(data []byte) (*x509.Certificate, error) {
 // each a CA certificate. Failures are *Error with RuleCertificateFormat, or
 // RuleCertificateChain for a certificate that is not a CA.
 func ParseCAPEM(data []byte) (*x509.CertPool, error) {
-	ders, err := decodePEMBlocks(data, pemCertificate, true, RuleCertificateFormat)
+	certs, err := ParseCACertificates(data)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
+	for _, cert := range certs {
+		pool.AddCert(cert)
+	}
+	return pool, nil
+}
+
+// ParseCACertificates is ParseCAPEM returning the certificates, in order.
+func ParseCACertificates(data []byte) ([]*x509.Certificate, error) {
+	ders, err := decodePEMBlocks(data, pemCertificate, true, RuleCertificateFormat)
+	if err != nil {
+		return nil, err
+	}
+	certs := make([]*x509.Certificate, 0, len(ders))
 	for i, der := range ders {
 		cert, err := x509.ParseCertificate(der)
 		if err != nil {
@@ -41,9 +54,9 @@ func ParseCAPEM(data []byte) (*x509.CertPool, error) {
 		if !cert.BasicConstraintsValid || !cert.IsCA {
 			return nil, newError(RuleCertificateChain, nil, "CA certificate %d (%s) is not a CA certificate", i+1, cert.Subject)
 		}
-		pool.AddCert(cert)
+		certs = append(certs, cert)
 	}
-	return pool, nil
+	return certs, nil
 }
 
 // CheckClientCertificate checks a client certificate issued to a consumer

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -260,18 +261,23 @@ func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 
 // applyIdentity acts on identity.yaml only for a provider this cluster asked
 // (its own tenant.yaml merged beside it), verifies it against the cluster's
-// own key, the admin's CA or the provider's pin, proves the kubeconfig with a
-// SelfSubjectReview when it is new or the branch moved, and only then pins the
-// provider and writes the Identity and its kubeconfig Secret. A rejected
-// identity.yaml leaves everything in place.
+// own key, the API server of the provider's terms and the anchor the admin
+// configured (CA hashes or CA) or, only by opt-in, the provider's pin; proves
+// the kubeconfig with a SelfSubjectReview when it is new or the branch moved,
+// and only then pins the provider (trust on first use) and writes the
+// Identity and its kubeconfig Secret. A rejected identity.yaml leaves
+// everything in place.
 func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
 	if err := consumer.OwnTenantMerged(pe, s.key.Public()); err != nil {
-		return s.rejectIdentity(pe, err.Error())
+		return s.rejectIdentity(ctx, pe, err.Error())
 	}
 	cert, err := protocol.CheckIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
+	if err == nil {
+		err = consumer.CheckTerms(pe)
+	}
 	if err != nil {
-		return s.rejectIdentity(pe, err.Error())
+		return s.rejectIdentity(ctx, pe, err.Error())
 	}
 	if err := s.ensureTenantNamespace(ctx, pe.Provider, ns); err != nil {
 		return outcome{err: err}
@@ -282,14 +288,15 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 	}
 	pin, err := s.trust(ctx, pe, nsObj.Annotations)
 	if err != nil {
-		return s.rejectIdentity(pe, err.Error())
+		return s.rejectIdentity(ctx, pe, err.Error())
 	}
 	secretName := authv1beta1.KubeconfigSecretName(id.Name)
 	s.noteCertificate(gitpeerv1alpha1.ConsumerRole, pe.Provider, certRecord{expiry: cert.NotAfter.Unix()})
 	if s.liqo.Active {
 		return s.applyLiqoIdentity(ctx, pe, nsObj, pin)
 	}
-	ready := outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)", ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"))}
+	ready := outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("kubeconfig Secret %s/%s works (certificate %s, expires %s)%s",
+		ns, secretName, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), firstUseNote(pin))}
 	if s.quiet() {
 		return ready // the last round, at this commit, proved and wrote this kubeconfig
 	}
@@ -314,7 +321,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 			return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("provider %s authenticates this kubeconfig as %q, not %q; kept the current one", pe.Provider, user, pe.Consumer)}
 		}
 	}
-	if err := s.recordProviderPin(ctx, nsObj, pin); err != nil {
+	if err := s.recordProviderPin(ctx, pe.Provider, nsObj, pin); err != nil {
 		return outcome{err: err}
 	}
 	op, err := s.writeIdentity(ctx, pe, ns, kubeconfig)
@@ -382,9 +389,12 @@ func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns s
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}
 }
 
-func (s *session) rejectIdentity(pe *protocol.Documents, reason string) outcome {
+// rejectIdentity reports identity.yaml refused (phase message, Warning, log);
+// nothing is written.
+func (s *session) rejectIdentity(ctx context.Context, pe *protocol.Documents, reason string) outcome {
 	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String()
 	msg := fmt.Sprintf("%s rejected: %s", path, reason)
+	log.FromContext(ctx).Info("identity rejected", "path", path, "reason", reason)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 }

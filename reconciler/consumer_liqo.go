@@ -144,7 +144,7 @@ func (s *session) applyLiqoIdentity(ctx context.Context, pe *protocol.Documents,
 	if failed, ok := s.proveLiqoKubeconfig(ctx, pe, kubeconfig); !ok {
 		return failed
 	}
-	if err := s.recordProviderPin(ctx, nsObj, pin); err != nil {
+	if err := s.recordProviderPin(ctx, pe.Provider, nsObj, pin); err != nil {
 		return outcome{err: err}
 	}
 	cert, err := crypto.ParseCertificatePEM(identity.Spec.AuthParams.SignedCRT)
@@ -158,8 +158,8 @@ func (s *session) applyLiqoIdentity(ctx context.Context, pe *protocol.Documents,
 	if change == consumer.KeepRenewed {
 		kept = "; identity.yaml is older than the certificate Liqo renewed, kept"
 	}
-	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("Liqo's kubeconfig Secret %s/%s works (certificate %s, expires %s)%s",
-		nsObj.Name, secret.Name, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), kept)}
+	return outcome{phase: gitpeerv1alpha1.PhaseReady, message: fmt.Sprintf("Liqo's kubeconfig Secret %s/%s works (certificate %s, expires %s)%s%s",
+		nsObj.Name, secret.Name, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), kept, firstUseNote(pin))}
 }
 
 // liqoIdentity applies identity.yaml's Identity as consumer.PlanIdentity

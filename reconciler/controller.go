@@ -53,6 +53,7 @@ const (
 	ReasonNonceIssued       = gitpeerv1alpha1.NonceIssuedReason
 	ReasonRequested         = gitpeerv1alpha1.RequestedReason
 	ReasonDirectMode        = gitpeerv1alpha1.DirectModeReason
+	ReasonTrustedOnFirstUse = gitpeerv1alpha1.TrustedOnFirstUseReason
 	ConditionFilesValid     = gitpeerv1alpha1.FilesValidCondition
 	ConditionPeeringsHealth = gitpeerv1alpha1.PeeringsHealthyCondition
 	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a

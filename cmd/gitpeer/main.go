@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newAuditCmd(),
 		newRecordsCmd(),
 		newStatusCmd(),
+		newCAHashCmd(),
 		newRequestCmd(),
 		newRevokeCmd(),
 		newAgentCmd(),

@@ -122,6 +122,13 @@ func TestOnAPIServer(t *testing.T) {
 		if err := create(valid()); err != nil {
 			t.Fatalf("valid consumer-only repository rejected: %v", err)
 		}
+		const caHash = "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3"
+		anchored := valid()
+		anchored.Spec.Consumer.TrustedCAs = []gitpeerv1alpha1.TrustedCA{{Provider: "cl-provider", CACertHashes: []string{caHash}}}
+		anchored.Spec.Consumer.TrustOnFirstUse = true
+		if err := create(anchored); err != nil {
+			t.Fatalf("consumer anchored by a CA hash rejected: %v", err)
+		}
 		dur := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 		for name, tc := range map[string]struct {
 			mutate func(*gitpeerv1alpha1.PeeringRepository)
@@ -147,6 +154,15 @@ func TestOnAPIServer(t *testing.T) {
 			"verify mode": {func(p *gitpeerv1alpha1.PeeringRepository) {
 				p.Spec.Verify = &gitpeerv1alpha1.VerifySpec{Mode: "Some", SecretRef: metaRef("k")}
 			}, "spec.verify.mode"},
+			"trusted CA with neither hashes nor Secret": {func(p *gitpeerv1alpha1.PeeringRepository) {
+				p.Spec.Consumer.TrustedCAs = []gitpeerv1alpha1.TrustedCA{{Provider: "cl-provider"}}
+			}, "set exactly one of secretRef and caCertHashes"},
+			"trusted CA with both hashes and Secret": {func(p *gitpeerv1alpha1.PeeringRepository) {
+				p.Spec.Consumer.TrustedCAs = []gitpeerv1alpha1.TrustedCA{{Provider: "cl-provider", CACertHashes: []string{caHash}, SecretRef: new(metaRef("ca"))}}
+			}, "set exactly one of secretRef and caCertHashes"},
+			"CA hash not kubeadm's format": {func(p *gitpeerv1alpha1.PeeringRepository) {
+				p.Spec.Consumer.TrustedCAs = []gitpeerv1alpha1.TrustedCA{{Provider: "cl-provider", CACertHashes: []string{strings.TrimPrefix(caHash, "sha256:")}}}
+			}, "caCertHashes"},
 		} {
 			p := valid()
 			tc.mutate(p)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
@@ -177,15 +178,97 @@ type TrustedCA struct {
 	PEM []byte
 }
 
-// Trust checks the API server and CA of provider's Identity: against the CA
-// the admin configured (trusted, nil when none), or else against the pin in
-// the annotations of the consumer-side tenant namespace (CheckPin). It
-// returns the first-use pin to record ("" when the admin's CA decides).
-func Trust(annotations map[string]string, provider, apiServer string, ca []byte, trusted *TrustedCA) (string, error) {
-	if trusted != nil {
-		return "", CheckTrustedCA(provider, *trusted, ca)
+// Anchor is what the admin configured a consumer to trust one provider's
+// Identity by: the hashes of its CA (spec.consumer.trustedCAs caCertHashes),
+// its CA bundle (a trustedCAs Secret), or, with neither, nothing unless
+// spec.consumer.trustOnFirstUse is set.
+type Anchor struct {
+	// Hashes are the provider's CA hashes (crypto.CACertHash), or nil.
+	Hashes []string
+	// CA is the CA bundle of the provider's trustedCAs Secret, or nil.
+	CA *TrustedCA
+	// FirstUse: spec.consumer.trustOnFirstUse is set.
+	FirstUse bool
+}
+
+// ErrNotAnchored marks an Identity of a provider the consumer has no anchor
+// for, without trust on first use: whoever could push identity.yaml may have
+// written it.
+var ErrNotAnchored = errors.New("provider not anchored")
+
+// CAHashHowTo tells an admin how to get the hash that anchors a provider.
+const CAHashHowTo = "ask the provider's admin for the hash of its API server's CA, taken on the provider " +
+	"(openssl x509 -in ca.crt -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum, " +
+	"or gitpeer ca-hash there; kubeadm's --discovery-token-ca-cert-hash is the same hash)"
+
+// Trust checks the API server and CA of provider's Identity against the
+// anchor: the CA hashes, or else the CA bundle; a provider with neither is
+// refused (ErrNotAnchored) unless anchor.FirstUse, when the pin in the
+// annotations of the consumer-side tenant namespace decides (CheckPin). It
+// returns the first-use pin to record ("" when an anchor decides).
+func Trust(annotations map[string]string, provider, apiServer string, ca []byte, anchor Anchor) (string, error) {
+	switch {
+	case len(anchor.Hashes) > 0:
+		return "", CheckCACertHashes(provider, anchor.Hashes, ca)
+	case anchor.CA != nil:
+		return "", CheckTrustedCA(provider, *anchor.CA, ca)
+	case anchor.FirstUse:
+		return CheckPin(annotations, provider, apiServer, ca)
 	}
-	return CheckPin(annotations, provider, apiServer, ca)
+	return "", fmt.Errorf("%w: spec.consumer.trustedCAs has no entry for provider %s and spec.consumer.trustOnFirstUse is off, "+
+		"so nothing tells its Identity from one anyone who can push a review branch wrote (it offers %s); %s, "+
+		"and add {provider: %s, caCertHashes: [\"sha256:<hex>\"]} to spec.consumer.trustedCAs",
+		ErrNotAnchored, provider, offeredHashes(ca), CAHashHowTo, provider)
+}
+
+// CheckCACertHashes returns an error unless ca, an Identity's CA bundle, is
+// made of certificates whose crypto.CACertHash is one of hashes, those the
+// admin configured for provider. Every certificate must match, not just one
+// as kubeadm asks: the bundle becomes the kubeconfig's CA, and any CA in it
+// could vouch for an API server.
+func CheckCACertHashes(provider string, hashes []string, ca []byte) error {
+	if len(ca) == 0 {
+		return fmt.Errorf("the Identity offers no CA (system roots), but spec.consumer.trustedCAs pins the CA hashes of provider %s", provider)
+	}
+	offered, err := crypto.CACertHashes(ca)
+	if err != nil {
+		return fmt.Errorf("identity CA: %w", err)
+	}
+	for i, got := range offered {
+		if !slices.ContainsFunc(hashes, func(want string) bool { return crypto.SameCACertHash(got, want) }) {
+			return fmt.Errorf("CA certificate %d of the Identity has hash %s, not one of the caCertHashes of provider %s in spec.consumer.trustedCAs",
+				i+1, got, provider)
+		}
+	}
+	return nil
+}
+
+// offeredHashes names the CA hashes of an Identity's CA bundle in a message.
+func offeredHashes(ca []byte) string {
+	if len(ca) == 0 {
+		return "no CA: system roots"
+	}
+	hashes, err := crypto.CACertHashes(ca)
+	if err != nil {
+		return "an unreadable CA"
+	}
+	return "CA " + strings.Join(hashes, ", ") + ": compare it with the provider's, never copy it from here"
+}
+
+// CheckTerms returns an error unless pe's identity.yaml points at the API
+// server its provider's terms.yaml publishes, by protocol.CheckIdentityTerms
+// as the offline verdict checks it; terms that cannot be read vouch for
+// nothing. A provider without terms (plain Liqo, whose admin commits
+// liqoctl's output) passes: the anchor (Trust), not the terms, tells its
+// Identity from one whoever could push wrote.
+func CheckTerms(pe *protocol.Documents) error {
+	if pe.Terms == nil {
+		if pe.TermsErr != nil && !errors.Is(pe.TermsErr, protocol.ErrNoTerms) {
+			return fmt.Errorf("the provider's terms cannot vouch for the Identity's API server: %w", pe.TermsErr)
+		}
+		return nil
+	}
+	return protocol.CheckIdentityTerms(pe.Terms, pe.Identity)
 }
 
 // CheckTrustedCA returns an error unless ca, an Identity's CA bundle, holds

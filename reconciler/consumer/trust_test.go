@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
 func TestProviderPin(t *testing.T) {
@@ -103,40 +106,76 @@ func caPEM(t *testing.T, cn string, isCA bool) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-// TestTrust: with a CA configured for the provider, only exactly that CA is
-// trusted, whatever the pin; without one, the pin decides.
+// hashOf is the crypto.CACertHash of the one certificate of caPEM.
+func hashOf(t *testing.T, caPEM []byte) string {
+	t.Helper()
+	hashes, err := crypto.CACertHashes(caPEM)
+	if err != nil || len(hashes) != 1 {
+		t.Fatalf("CACertHashes = %v, %v", hashes, err)
+	}
+	return hashes[0]
+}
+
+// TestTrust: a provider's Identity is trusted only by the anchor the admin
+// configured for it (CA hashes, else a CA bundle), whatever the pin; a
+// provider without one is refused, unless trust on first use is set, when
+// the pin decides.
 func TestTrust(t *testing.T) {
 	const url = "https://p:6443"
 	providerCA, attackerCA, otherCA := caPEM(t, "provider", true), caPEM(t, "attacker", true), caPEM(t, "other", true)
-	trusted := &TrustedCA{Secret: "provider-ca", PEM: providerCA}
+	both := append(append([]byte{}, providerCA...), otherCA...)
+	trusted := Anchor{CA: &TrustedCA{Secret: "provider-ca", PEM: providerCA}}
+	hashed := Anchor{Hashes: []string{hashOf(t, providerCA)}}
 	pinnedAttacker := map[string]string{PinnedProviderAnnotation: ProviderPin(url, attackerCA)}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
 		ca          []byte
-		trusted     *TrustedCA
+		anchor      Anchor
 		wantPin     string
 		wantErr     string
 	}{
-		{name: "the configured CA", ca: providerCA, trusted: trusted},
-		{name: "the configured CA decides over a pin", annotations: pinnedAttacker, ca: providerCA, trusted: trusted},
-		{name: "trusted CA mismatch", ca: attackerCA, trusted: trusted,
+		{name: "the configured CA", ca: providerCA, anchor: trusted},
+		{name: "the configured CA decides over a pin", annotations: pinnedAttacker, ca: providerCA, anchor: trusted},
+		{name: "trusted CA mismatch", ca: attackerCA, anchor: trusted,
 			wantErr: "the Identity's CA is not the CA configured for provider provider-a in spec.consumer.trustedCAs (Secret provider-ca)"},
-		{name: "trusted CA mismatch, even if pinned", annotations: pinnedAttacker, ca: attackerCA, trusted: trusted, wantErr: "is not the CA configured"},
-		{name: "the configured CA and another", ca: append(append([]byte{}, providerCA...), otherCA...), trusted: trusted, wantErr: "is not the CA configured"},
-		{name: "only part of the configured bundle", ca: providerCA, trusted: &TrustedCA{Secret: "provider-ca", PEM: append(append([]byte{}, providerCA...), otherCA...)},
+		{name: "trusted CA mismatch, even if pinned", annotations: pinnedAttacker, ca: attackerCA, anchor: trusted, wantErr: "is not the CA configured"},
+		{name: "the configured CA and another", ca: both, anchor: trusted, wantErr: "is not the CA configured"},
+		{name: "only part of the configured bundle", ca: providerCA, anchor: Anchor{CA: &TrustedCA{Secret: "provider-ca", PEM: both}},
 			wantErr: "is not the CA configured"},
-		{name: "no CA offered (system roots)", trusted: trusted, wantErr: "the Identity offers no CA, but spec.consumer.trustedCAs configures Secret provider-ca for provider provider-a"},
-		{name: "offered CA unreadable", ca: []byte("garbage"), trusted: trusted, wantErr: "identity CA:"},
-		{name: "offered certificate is no CA", ca: caPEM(t, "leaf", false), trusted: trusted, wantErr: "identity CA:"},
-		{name: "configured Secret holds no CA", ca: providerCA, trusted: &TrustedCA{Secret: "provider-ca"},
+		{name: "no CA offered (system roots)", anchor: trusted, wantErr: "the Identity offers no CA, but spec.consumer.trustedCAs configures Secret provider-ca for provider provider-a"},
+		{name: "offered CA unreadable", ca: []byte("garbage"), anchor: trusted, wantErr: "identity CA:"},
+		{name: "offered certificate is no CA", ca: caPEM(t, "leaf", false), anchor: trusted, wantErr: "identity CA:"},
+		{name: "configured Secret holds no CA", ca: providerCA, anchor: Anchor{CA: &TrustedCA{Secret: "provider-ca"}},
 			wantErr: "trusted CA of provider provider-a: Secret provider-ca, key ca.crt:"},
-		{name: "no CA configured: first use pins", ca: attackerCA, wantPin: ProviderPin(url, attackerCA)},
-		{name: "no CA configured: pin mismatch", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, providerCA)}, ca: attackerCA,
-			wantErr: "is not the API server and CA pinned"},
+
+		{name: "the CA of the pinned hash", ca: providerCA, anchor: hashed},
+		{name: "the CA of the pinned hash decides over a pin and first use", annotations: pinnedAttacker, ca: providerCA,
+			anchor: Anchor{Hashes: hashed.Hashes, FirstUse: true}},
+		{name: "hash in upper case (kubeadm accepts it)", ca: providerCA, anchor: Anchor{Hashes: []string{"sha256:" + strings.ToUpper(strings.TrimPrefix(hashOf(t, providerCA), "sha256:"))}}},
+		{name: "one of two pinned hashes (rotation)", ca: providerCA, anchor: Anchor{Hashes: []string{hashOf(t, otherCA), hashOf(t, providerCA)}}},
+		{name: "the attacker's CA against the pinned hash", ca: attackerCA, anchor: hashed,
+			wantErr: "CA certificate 1 of the Identity has hash " + hashOf(t, attackerCA) + ", not one of the caCertHashes of provider provider-a"},
+		{name: "the attacker's CA, even pinned, with first use", annotations: pinnedAttacker, ca: attackerCA, anchor: Anchor{Hashes: hashed.Hashes, FirstUse: true},
+			wantErr: "not one of the caCertHashes"},
+		{name: "the pinned CA beside the attacker's", ca: append(append([]byte{}, providerCA...), attackerCA...), anchor: hashed,
+			wantErr: "CA certificate 2 of the Identity has hash " + hashOf(t, attackerCA)},
+		{name: "no CA offered against a hash (system roots)", anchor: hashed, wantErr: "the Identity offers no CA (system roots), but spec.consumer.trustedCAs pins the CA hashes of provider provider-a"},
+		{name: "offered CA unreadable against a hash", ca: []byte("garbage"), anchor: hashed, wantErr: "identity CA:"},
+
+		{name: "no anchor: refused by default", ca: attackerCA,
+			wantErr: "spec.consumer.trustedCAs has no entry for provider provider-a and spec.consumer.trustOnFirstUse is off"},
+		{name: "no anchor: refused by default, even pinned by an earlier version", annotations: pinnedAttacker, ca: attackerCA,
+			wantErr: "provider not anchored"},
+		{name: "no anchor: the refusal says how to get the hash", ca: attackerCA, wantErr: "openssl x509 -in ca.crt -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum"},
+		{name: "no anchor: the refusal names the offered CA for comparison", ca: attackerCA, wantErr: "it offers CA " + hashOf(t, attackerCA) + ": compare it"},
+		{name: "no anchor, no CA offered", wantErr: "it offers no CA: system roots"},
+		{name: "trust on first use pins", ca: attackerCA, anchor: Anchor{FirstUse: true}, wantPin: ProviderPin(url, attackerCA)},
+		{name: "trust on first use: pin mismatch", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, providerCA)}, ca: attackerCA,
+			anchor: Anchor{FirstUse: true}, wantErr: "is not the API server and CA pinned"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pin, err := Trust(tc.annotations, "provider-a", url, tc.ca, tc.trusted)
+			pin, err := Trust(tc.annotations, "provider-a", url, tc.ca, tc.anchor)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -145,6 +184,35 @@ func TestTrust(t *testing.T) {
 			}
 			if err != nil || pin != tc.wantPin {
 				t.Fatalf("pin %q, err %v; want %q", pin, err, tc.wantPin)
+			}
+		})
+	}
+}
+
+// TestCheckTerms: the consumer refuses an Identity whose API server is not
+// the one its provider's terms publish, or whose provider's terms are invalid.
+func TestCheckTerms(t *testing.T) {
+	terms := &documents.ProviderTerms{Spec: documents.ProviderTermsSpec{APIServer: "https://p:6443"}}
+	identity := func(apiServer string) *authv1beta1.Identity {
+		return &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: apiServer}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		pe      protocol.Documents
+		wantErr string
+	}{
+		{name: "the terms' API server", pe: protocol.Documents{Terms: terms, Identity: identity("https://p:6443")}},
+		{name: "another API server", pe: protocol.Documents{Terms: terms, Identity: identity("https://attacker.invalid:6443")},
+			wantErr: `identity.yaml points at API server "https://attacker.invalid:6443", the provider's terms publish "https://p:6443"`},
+		{name: "no terms (plain Liqo provider): the anchor decides", pe: protocol.Documents{TermsErr: protocol.ErrNoTerms, Identity: identity("https://attacker.invalid:6443")}},
+		{name: "terms without an API server", pe: protocol.Documents{Terms: &documents.ProviderTerms{}, Identity: identity("https://attacker.invalid:6443")}},
+		{name: "invalid terms", pe: protocol.Documents{TermsErr: errors.New("p/terms.yaml: invalid"), Identity: identity("https://p:6443")},
+			wantErr: "cannot vouch for the Identity's API server: p/terms.yaml: invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckTerms(&tc.pe)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -31,7 +31,7 @@ type Result struct {
 // says they are left to the provider, an Identity's to the consumer.
 const (
 	ProviderChecks = "checked by the provider: the nonce against its Secret, the pinned key, revoked serials, whether it accepts a proxyURL"
-	ConsumerChecks = "checked by the consumer: the CA it pinned at first use, the certificate with a SelfSubjectReview against the provider"
+	ConsumerChecks = "checked by the consumer: the CA against the anchor its admin configured (spec.consumer.trustedCAs), the certificate with a SelfSubjectReview against the provider"
 )
 
 // Peering returns a result for every document of pe that decoded, and a last

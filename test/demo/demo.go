@@ -31,6 +31,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 	"github.com/gitpeer/gitpeer/test/liqo"
@@ -192,12 +193,19 @@ func (d *demo) setUp(ctx context.Context) (provider, consumer *sandbox.Cluster, 
 	}); err != nil {
 		return nil, nil, err
 	}
+	// The provider's admin gives the consumer's the hash of its API server's CA, as for kubeadm join.
+	caHashes, err := crypto.CACertHashes(provider.CP.ServingCAPEM)
+	if err != nil {
+		return nil, nil, err
+	}
 	if _, err := consumer.Apply(ctx, d.repo.SSHURL, time.Second, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{demoProvider}}
+		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{demoProvider},
+			TrustedCAs: []gitpeerv1alpha1.TrustedCA{{Provider: demoProvider, CACertHashes: caHashes}}}
 		s.Liqo = d.liqoSpec()
 	}); err != nil {
 		return nil, nil, err
 	}
+	d.step("%q trusts an identity.yaml of %q only for its CA, anchored by hash %s (spec.consumer.trustedCAs)", demoConsumer, demoProvider, caHashes[0])
 	for _, c := range []*sandbox.Cluster{provider, consumer} {
 		logFile, err := os.Create(filepath.Join(d.dir, c.ID, "agent.log"))
 		if err != nil {

@@ -36,7 +36,7 @@ var _ = Describe("Faults", Ordered, func() {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 		})
 		applyOverHTTP(ctx, consumer, consumerProxy, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}, TrustedCAs: anchors(provider)}
 		})
 		// The provider's first push is its nonce: the round has created the tenant namespace and
 		// the nonce Secret, and its status and events are still to be written.

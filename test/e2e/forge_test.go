@@ -191,6 +191,7 @@ var _ = Describe("Forge pull requests", Ordered, func() {
 			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{
 				Providers:   []authv1beta1.ClusterID{providerF, absentProvider},
 				PullRequest: &gitpeerv1alpha1.PullRequestSpec{Provider: "gitea", SecretRef: meta.LocalObjectReference{Name: "forge"}},
+				TrustedCAs:  anchors(provider),
 			}
 		})
 		Expect(err).NotTo(HaveOccurred())

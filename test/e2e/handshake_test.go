@@ -115,7 +115,7 @@ var _ = Describe("Handshake", Ordered, func() {
 			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
 			return ns.Annotations
 		}
-		Expect(pins(Default)).To(HaveKey(reconciler.PinnedProviderAnnotation), "the provider is pinned on first use")
+		Expect(pins(Default)).NotTo(HaveKey(reconciler.PinnedProviderAnnotation), "the provider is anchored by its CA hash: no first-use pin")
 		w := filepath.Join(GinkgoT().TempDir(), "w")
 		gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)
 		gitCLI(w, "rm", "-q", dir+"tenant.yaml")

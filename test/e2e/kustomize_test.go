@@ -163,7 +163,7 @@ func startPeers(providerID, consumerID string, direct bool) (provider, consumer 
 		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 	})
 	consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{authv1beta1.ClusterID(providerID)}, Direct: direct}
+		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{authv1beta1.ClusterID(providerID)}, Direct: direct, TrustedCAs: anchors(provider)}
 	})
 	provider.startAgent()
 	consumer.startAgent()

@@ -42,7 +42,7 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 			enableLiqo(s)
 		})
 		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{bProviderID}, Direct: true}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{bProviderID}, Direct: true, TrustedCAs: anchors(provider)}
 			enableLiqo(s)
 		})
 		provider.startAgent()

@@ -53,7 +53,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 		})
 		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{lProviderID}, Direct: true}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{lProviderID}, Direct: true, TrustedCAs: anchors(provider)}
 		})
 		provider.startAgent()
 		consumer.startAgent()

@@ -99,7 +99,9 @@ var _ = Describe("Mixed peers", Ordered, func() {
 
 		consumer = newCluster(mConsumerID)
 		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{mProviderID}}
+			// These specs are about the first-use pin (a plain Liqo provider switching to an
+			// empty CA): the consumer opts in to trust on first use.
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{mProviderID}, TrustOnFirstUse: true}
 		})
 		consumer.startAgent()
 	})

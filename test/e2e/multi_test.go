@@ -43,14 +43,14 @@ var _ = Describe("Several peerings at once", func() {
 		a, b, c := newCluster("multi-a"), newCluster("multi-b"), newCluster("multi-c")
 		a.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: a.cp.URL}
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"multi-c"}, Direct: true}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"multi-c"}, Direct: true, TrustedCAs: anchors(c)}
 		})
 		b.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"multi-a"}, Direct: true}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"multi-a"}, Direct: true, TrustedCAs: anchors(a)}
 		})
 		c.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: c.cp.URL}
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"multi-a"}, Direct: true}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"multi-a"}, Direct: true, TrustedCAs: anchors(a)}
 		})
 		for _, cl := range []*cluster{a, b, c} {
 			cl.startAgent()
@@ -77,7 +77,7 @@ var _ = Describe("Renewal", func() {
 				CertificateTTL: &metav1.Duration{Duration: gitpeerv1alpha1.MinCertificateTTL}}
 		})
 		cons.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"renew-p"}, Direct: true}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"renew-p"}, Direct: true, TrustedCAs: anchors(p)}
 		})
 		p.startAgent()
 		cons.startAgent()

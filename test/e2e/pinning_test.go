@@ -9,13 +9,15 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 // An attacker with write access to main replaces a consumer's identity.yaml
 // with a certificate from a CA of its own, issued for the consumer's real key:
-// it verifies on its own, so only the CA pinned on first use stops it.
+// it verifies on its own, so only the provider's CA hash the consumer is
+// anchored by (spec.consumer.trustedCAs) stops it.
 var _ = Describe("Pinned provider CA", Ordered, func() {
 	const pProviderID, pConsumerID = "provider-p", "consumer-p"
 	path := pProviderID + "/" + pConsumerID + "/identity.yaml"
@@ -42,7 +44,7 @@ var _ = Describe("Pinned provider CA", Ordered, func() {
 		identity.Spec.AuthParams.CA, identity.Spec.AuthParams.SignedCRT = ca.PEM, cert
 		commit("Replace "+pConsumerID+"'s identity", map[string][]byte{path: must(yaml.Marshal(&identity))})
 
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "is not the API server and CA pinned for provider "+pProviderID)
+		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "CA certificate 1 of the Identity has hash "+must(crypto.CACertHashes(ca.PEM))[0]+", not one of the caCertHashes of provider "+pProviderID)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringPhases(ctx, consumer)).To(HaveKeyWithValue("Consumer/"+pProviderID, gitpeerv1alpha1.PhaseFailed))
 		}).WithTimeout(time.Minute).Should(Succeed())

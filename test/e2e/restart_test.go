@@ -25,7 +25,7 @@ var _ = Describe("Agent restarts", func() {
 			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
 		})
 		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}, TrustedCAs: anchors(provider)}
 		})
 		restartBoth := func() {
 			provider.stopAgent()

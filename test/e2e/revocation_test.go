@@ -47,7 +47,7 @@ var _ = Describe("Revocation", Ordered, func() {
 				CertificateTTL: &metav1.Duration{Duration: gitpeerv1alpha1.MinCertificateTTL}}
 		})
 		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{rvProviderID}, Direct: true}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{rvProviderID}, Direct: true, TrustedCAs: anchors(provider)}
 		})
 		provider.startAgent()
 		consumer.startAgent()

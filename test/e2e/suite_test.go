@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 	"github.com/gitpeer/gitpeer/test/sandbox"
@@ -92,3 +94,14 @@ func show(ref, path string) string { return showIn(repo, ref, path) }
 
 // showIn returns a file at ref in r, or "" if absent.
 func showIn(r gitserver.Repo, ref, path string) string { return sandbox.Show(r.Dir, ref, path) }
+
+// anchors is spec.consumer.trustedCAs anchoring each provider by the hash of
+// its CA, as its admin gives it (kubeadm's --discovery-token-ca-cert-hash):
+// the serving CA of its control plane, the CA its agent puts in Identities.
+func anchors(providers ...*cluster) []gitpeerv1alpha1.TrustedCA {
+	out := make([]gitpeerv1alpha1.TrustedCA, len(providers))
+	for i, p := range providers {
+		out[i] = gitpeerv1alpha1.TrustedCA{Provider: authv1beta1.ClusterID(p.id), CACertHashes: must(crypto.CACertHashes(p.cp.ServingCAPEM))}
+	}
+	return out
+}

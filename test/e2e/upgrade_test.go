@@ -179,6 +179,12 @@ var _ = Describe("Upgrade", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(crdinstall.Apply(ctx, c.k8s, crds...)).To(Succeed())
 		}
+		// The previous release pinned on first use; this one refuses a provider without an
+		// anchor, so the admin opts in to keep (and migrate) the CA-only pin.
+		obj := peeringRepository(ctx, Default, consumer)
+		patch := client.MergeFrom(obj.DeepCopy())
+		obj.Spec.Consumer.TrustOnFirstUse = true
+		Expect(consumer.k8s.Patch(ctx, obj, patch)).To(Succeed())
 		provider.startAgent()
 		consumer.startAgent()
 	})

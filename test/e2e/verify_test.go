@@ -92,7 +92,7 @@ var _ = Describe("Commit signature verification", Ordered, func() {
 		})
 		// The consumer does not trust its own key yet.
 		setup(consumer, consumerKey, trusted(false), func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{vProviderID}}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{vProviderID}, TrustedCAs: anchors(provider)}
 		})
 		provider.startAgent()
 		consumer.startAgent()

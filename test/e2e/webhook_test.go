@@ -86,7 +86,7 @@ func measureHandshake(ctx context.Context, pid, cid authv1beta1.ClusterID, inter
 	})
 	consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 		s.Suspend, s.Interval = true, &metav1.Duration{Duration: interval}
-		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{pid}}
+		s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{pid}, TrustedCAs: anchors(provider)}
 	})
 	provider.startAgent()
 	consumer.startAgent()

@@ -30,6 +30,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/controlplane"
@@ -96,6 +97,15 @@ func installNode(ctx context.Context, id string, objs []*unstructured.Unstructur
 		Expect(n.agent.Stop(30 * time.Second)).To(Succeed())
 	})
 	return n
+}
+
+// anchor is spec.consumer.trustedCAs anchoring provider by the hash of its
+// API server's CA, the CA its agent puts in Identities.
+func anchor(provider *node) []gitpeerv1alpha1.TrustedCA {
+	GinkgoHelper()
+	hashes, err := crypto.CACertHashes(provider.cp.ServingCAPEM)
+	Expect(err).NotTo(HaveOccurred())
+	return []gitpeerv1alpha1.TrustedCA{{Provider: authv1beta1.ClusterID(provider.id), CACertHashes: hashes}}
 }
 
 // kubeconfigFrom returns the kubeconfig the consumer n built for provider, once it exists.
@@ -202,8 +212,13 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				// renewal comes ~5 minutes after issuance.
 				s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: n.cp.URL,
 					CertificateTTL: &metav1.Duration{Duration: gitpeerv1alpha1.MinCertificateTTL}}
-				s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idA}, Direct: true}
+				s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{idA}, Direct: true, TrustedCAs: anchor(a)}
 			})
+			// a's admin anchors b once b's CA exists, as b's admin gives its hash.
+			obj := a.object.DeepCopy()
+			patch := client.MergeFrom(a.object)
+			obj.Spec.Consumer.TrustedCAs = anchor(b)
+			Expect(a.admin.Patch(ctx, obj, patch)).To(Succeed())
 		})
 
 		// Checked after every spec: the agents are still running and were never refused anything.

@@ -124,4 +124,7 @@ const (
 	PeeringReadyReason = "PeeringReady"
 	// RevokedReason: a peering was revoked.
 	RevokedReason = "Revoked"
+	// TrustedOnFirstUseReason (Warning): the consumer pinned a provider it has no anchor for, on
+	// first use, because spec.consumer.trustOnFirstUse is set.
+	TrustedOnFirstUseReason = "TrustedOnFirstUse"
 )

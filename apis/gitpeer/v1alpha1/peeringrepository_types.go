@@ -345,15 +345,26 @@ type ConsumerSpec struct {
 	// +optional
 	PullRequest *PullRequestSpec `json:"pullRequest,omitempty"`
 
-	// TrustedCAs pins, per provider, the CA bundle its Identity must offer. For a provider listed
-	// here the consumer accepts identity.yaml only if its spec.authParams.ca holds exactly the
-	// certificates of the Secret's 'ca.crt', and takes no pin on first use. For other providers
-	// the consumer pins the API server URL and CA of the first Identity it proves working.
+	// TrustedCAs anchors, per provider, the CA its Identity must offer, as kubeadm join's
+	// --discovery-token-ca-cert-hash does: the consumer accepts identity.yaml only if every
+	// certificate of its spec.authParams.ca has one of caCertHashes (or the bundle is exactly the
+	// Secret's 'ca.crt'). Anyone who can push a review branch can ride an identity.yaml of their
+	// own CA and API server on a Tenant's pull request: the anchor is what tells the provider's
+	// Identity from theirs. A provider with no entry here is refused unless TrustOnFirstUse is set.
 	// +listType=map
 	// +listMapKey=provider
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	TrustedCAs []TrustedCA `json:"trustedCAs,omitempty"`
+
+	// TrustOnFirstUse, for providers without an entry in TrustedCAs, trusts the API server URL and
+	// CA of the first Identity that proves working and pins them (annotation
+	// gitpeer.io/pinned-provider-sha256 of the tenant namespace): whoever could push identity.yaml
+	// first (any writer of a review branch) is then trusted for good. Each pin is reported with a
+	// Warning event (reason TrustedOnFirstUse) and the peering's message. Off by default: a
+	// provider that is not anchored is refused. For labs only.
+	// +optional
+	TrustOnFirstUse bool `json:"trustOnFirstUse,omitempty"`
 }
 
 // ForgeProvider is a kind of forge.
@@ -384,17 +395,33 @@ type PullRequestSpec struct {
 	SecretRef meta.LocalObjectReference `json:"secretRef"`
 }
 
-// TrustedCA is the CA bundle an admin configured for one provider.
+// TrustedCA anchors the trust in one provider's API server: the hashes of its CA certificates'
+// public keys, or a Secret holding its CA bundle; exactly one of the two.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.caCertHashes)",message="set exactly one of secretRef and caCertHashes"
 type TrustedCA struct {
 	// Provider is the ID of the provider cluster.
 	// +kubebuilder:validation:XValidation:rule="size(self) <= 63",message="provider IDs must be at most 63 characters"
 	// +required
 	Provider authv1beta1.ClusterID `json:"provider"`
 
+	// CACertHashes are the hashes of the provider's CA certificates, in kubeadm's
+	// --discovery-token-ca-cert-hash format: "sha256:" and the hex SHA-256 of the certificate's
+	// DER SubjectPublicKeyInfo. Every certificate of the Identity's CA bundle must have one of
+	// them (list two while the provider rotates its CA). On the provider:
+	// openssl x509 -in ca.crt -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum,
+	// or gitpeer ca-hash.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern="^sha256:[0-9a-fA-F]{64}$"
+	// +optional
+	CACertHashes []string `json:"caCertHashes,omitempty"`
+
 	// SecretRef names a Secret in the PeeringRepository's namespace whose 'ca.crt' key holds the
-	// PEM CA bundle of the provider's API server.
-	// +required
-	SecretRef meta.LocalObjectReference `json:"secretRef"`
+	// PEM CA bundle of the provider's API server; the Identity's CA must hold exactly its
+	// certificates.
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // VerificationMode selects the commits whose signature is verified.
