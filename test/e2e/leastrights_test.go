@@ -81,7 +81,7 @@ var _ = Describe("Least rights", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		consumer.object, err = consumer.sb.Apply(context.Background(), repoURL, time.Second, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerL}}
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerL}, TrustedCAs: anchors(provider)}
 		})
 		Expect(err).NotTo(HaveOccurred())
 		provider.startAgent()
