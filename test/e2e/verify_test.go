@@ -160,8 +160,16 @@ var _ = Describe("Commit signature verification", Ordered, func() {
 		var head, revert string
 		pushed := false
 		for i := 0; i < 10 && !pushed; i++ { // again if an agent pushed first
-			gitCLI(w, "fetch", "-q", "origin")
-			head = strings.TrimSpace(gitCLI(w, "rev-parse", "origin/main"))
+			// Both agents must have processed the head: an agent's own last push is
+			// processed on its next poll, and a merge that came before would hold it
+			// one commit behind.
+			Eventually(func(g Gomega) {
+				gitCLI(w, "fetch", "-q", "origin")
+				head = strings.TrimSpace(gitCLI(w, "rev-parse", "origin/main"))
+				for _, c := range []*cluster{provider, consumer} {
+					g.Expect(peeringRepository(ctx, g, c).Status.LastProcessedCommit).To(Equal(head), "%s", c.id)
+				}
+			}).WithTimeout(time.Minute).Should(Succeed())
 			revert = strings.TrimSpace(gitCLI(w, "-c", "gpg.format=ssh", "-c", "user.signingkey="+reviewerKeyFile,
 				"commit-tree", "-S", "-p", before, "-p", head, "-m", "Merge branch 'main'", before+"^{tree}"))
 			cmd := exec.Command("git", "push", "-q", "origin", revert+":refs/heads/main")

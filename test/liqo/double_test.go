@@ -220,9 +220,11 @@ var _ = Describe("Tenant controller", func() {
 			err := provider.client.Get(ctx, client.ObjectKey{Name: liqo.ClusterWideBindingPrefix + "tenant-drained"}, &rbacv1.ClusterRoleBinding{})
 			return client.IgnoreNotFound(err) == nil && err != nil
 		}, eventually, poll).Should(BeTrue())
-		err := provider.client.Get(ctx, client.ObjectKey{Namespace: t.Status.TenantNamespace, Name: liqo.TenantRoleBinding}, &rbacv1.RoleBinding{})
-		Expect(client.IgnoreNotFound(err)).To(Succeed())
-		Expect(err).To(HaveOccurred())
+		// The controller deletes the two bindings one after the other.
+		Eventually(func() bool {
+			err := provider.client.Get(ctx, client.ObjectKey{Namespace: t.Status.TenantNamespace, Name: liqo.TenantRoleBinding}, &rbacv1.RoleBinding{})
+			return client.IgnoreNotFound(err) == nil && err != nil
+		}, eventually, poll).Should(BeTrue())
 	})
 
 	It("fails every reconcile when a ClusterRole lost its label", func(ctx SpecContext) {
