@@ -248,7 +248,8 @@ var _ = Describe("Consumer trust", Ordered, func() {
 	It("refuses an identity.yaml whose API server is not the one of the provider's terms", func(ctx SpecContext) {
 		provider.stopAgent()
 		var id authv1beta1.Identity
-		Expect(yaml.Unmarshal([]byte(show("main", dir+"identity.yaml")), &id)).To(Succeed())
+		published := show("main", dir+"identity.yaml")
+		Expect(yaml.Unmarshal([]byte(published), &id)).To(Succeed())
 		id.Spec.AuthParams.APIServer = "https://attacker.invalid:6443"
 		path := dir + "identity.yaml"
 		commit("Point "+tConsumerID+" elsewhere, terms unchanged", map[string][]byte{path: must(yaml.Marshal(&id))})
@@ -256,6 +257,11 @@ var _ = Describe("Consumer trust", Ordered, func() {
 			`identity.yaml points at API server "https://attacker.invalid:6443", the provider's terms publish "`+provider.cp.URL+`"`)
 		provider.startAgent()
 		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseReady)
+		// Leave main as the provider published it for the next spec. (The provider does not
+		// rewrite an identity.yaml a push replaced until it renews: see the issue #23 note.)
+		if strings.Contains(show("main", path), "attacker.invalid") {
+			commit("Restore "+path, map[string][]byte{path: []byte(published)})
+		}
 	})
 
 	It("trusts on first use only when told to, with a Warning, and then refuses another API server", func(ctx SpecContext) {
