@@ -131,7 +131,8 @@ func (s *session) deleteLiqoCache(ctx context.Context, ns string) error {
 // Tenant (a rekey, or a new CSR for the same key): the certificate in its
 // status is recorded, and Liqo's certificate cache is deleted before the new
 // spec is applied. Liqo's tenant controller refuses a CSR that differs from
-// the cached one and leaves the Tenant stuck (LIQO-CONTRACT.md, ForgeAuthParams).
+// the cached one and leaves the Tenant stuck (liqotech/liqo v1.2.0:
+// pkg/identityManager/certificateIdentityProvider.go, the liqo-remote-certificate cache).
 func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
 	applied := &authv1beta1.Tenant{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, applied); err != nil {

@@ -13,10 +13,11 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// The consumer in Liqo mode (LIQO-CONTRACT.md "Consumer side"): Liqo's nonce
-// signer signs the provider's nonce and Liqo's identity controller writes the
-// kubeconfig; the consumer moves the files, applies the Identity and proves
-// Liqo's kubeconfig.
+// The consumer in Liqo mode: Liqo's nonce signer signs the provider's nonce
+// and Liqo's identity controller writes the kubeconfig (liqotech/liqo v1.2.0,
+// pkg/liqo-controller-manager/authentication/noncesigner-controller and
+// identity-controller); the consumer moves the files, applies the Identity and
+// proves Liqo's kubeconfig.
 
 // ProposedAnnotation on the liqo-signed-nonce Secret, in Liqo mode, records
 // that tenant.yaml for the Secret's nonce was pushed (there the Secret holds

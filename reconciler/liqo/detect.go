@@ -19,7 +19,7 @@ import (
 )
 
 // Where an installed Liqo keeps its cluster ID and key, in its namespace
-// (LIQO-CONTRACT.md "Where Liqo keeps things").
+// (liqotech/liqo v1.2.0: pkg/consts/clusterid.go, pkg/liqo-controller-manager/authentication/keys.go).
 const (
 	// ClusterIDConfigMap holds Liqo's cluster ID under ClusterIDKey.
 	ClusterIDConfigMap = "liqo-clusterid-configmap"

@@ -78,7 +78,8 @@ func IdentityDocument(provider, consumer string, params authv1beta1.AuthParams) 
 }
 
 // IdentityFromTenant renders identity.yaml as `liqoctl generate identity`
-// builds it from a Tenant Liqo's tenant controller issued (LIQO-CONTRACT.md):
+// builds it from a Tenant Liqo's tenant controller issued (liqotech/liqo v1.2.0:
+// pkg/liqo-controller-manager/authentication/utils/identity.go):
 // Identity controlplane-<provider> whose authParams are the Tenant's status
 // unchanged and whose namespace is its status.tenantNamespace. The provider
 // uses it in Liqo mode.

@@ -19,7 +19,7 @@ import (
 // kubeconfig-<identity> (key kubeconfig; labels liqo.io/remote-cluster-id and
 // liqo.io/identity-type; annotation liqo.io/remote-tenant-namespace only when
 // spec.namespace is set; owned by the Identity) built with *Liqo's* private key,
-// and sets status.kubeconfigSecretRef. (LIQO-CONTRACT.md "Identity controller".)
+// and sets status.kubeconfigSecretRef. (Liqo v1.2.0 A/identity-controller.)
 type IdentityController struct {
 	Client client.Client
 	Key    gocrypto.Signer

@@ -16,7 +16,7 @@ import (
 )
 
 // Names of the objects an installed Liqo keeps in its namespace
-// (LIQO-CONTRACT.md "Where Liqo keeps things").
+// (Liqo v1.2.0 pkg/consts/clusterid.go, A/keys.go).
 const (
 	// DefaultNamespace is Liqo's namespace unless --liqo-namespace says otherwise.
 	DefaultNamespace = "liqo"
@@ -70,7 +70,7 @@ func (o Options) namespace() string {
 // start: the Liqo namespace, the cluster-ID ConfigMap, the cluster key Secret
 // (InitClusterKeys: created only when absent, never replaced) and the two
 // ClusterRoles the tenant controller looks up by label. It returns Liqo's key.
-// (LIQO-CONTRACT.md "Where Liqo keeps things"; A/keys.go.)
+// (Liqo v1.2.0 pkg/consts/clusterid.go, A/keys.go; A/keys.go.)
 func Install(ctx context.Context, c client.Client, o Options) (gocrypto.Signer, error) {
 	ns := o.namespace()
 	if err := createIfAbsent(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// The liqoctl commands gitpeer imitates (LIQO-CONTRACT.md "Nonce Secret",
+// The liqoctl commands gitpeer imitates (Liqo v1.2.0 A/noncecreator-controller,
 // "liqoctl generate identity", "Consumer side"), run against one cluster's client.
 
 // CreateNonce is `liqoctl create nonce` on the provider: the tenant namespace

@@ -22,7 +22,7 @@ import (
 // bytes, standard base64) of a Secret labelled liqo.io/nonce, only when the key
 // is absent and the Secret is in the tenant namespace of the cluster ID in its
 // labels, retrying while there is no such namespace. Liqo never rotates a
-// nonce. (LIQO-CONTRACT.md "Nonce Secret".)
+// nonce. (Liqo v1.2.0 A/noncecreator-controller.)
 type NonceCreator struct {
 	Client   client.Client
 	Recorder record.EventRecorder
@@ -81,7 +81,7 @@ func (r *NonceCreator) SetupWithManager(mgr ctrl.Manager) error {
 
 // NonceSigner is A/noncesigner-controller: it (re)writes data.signedNonce of a
 // Secret labelled liqo.io/signed-nonce with Liqo's key whenever it differs from
-// the signature of data.nonce. (LIQO-CONTRACT.md "Consumer side".)
+// the signature of data.nonce. (Liqo v1.2.0 A/noncesigner-controller.)
 type NonceSigner struct {
 	Client client.Client
 	Key    gocrypto.Signer

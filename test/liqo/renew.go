@@ -15,7 +15,7 @@ import (
 // A/remoterenewer-controller as the consumer sees it: when the provider's
 // Tenant status carries a signedCRT that differs from the one in the consumer's
 // ControlPlane Identity, the consumer copies it into Identity.spec.
-// (LIQO-CONTRACT.md "Renewal".) Collapsed: in Liqo a Renew object travels to
+// (Liqo v1.2.0 A/localrenewer-controller, A/remoterenwer-controller.) Collapsed: in Liqo a Renew object travels to
 // the provider and back through the CRD replicator over the control-plane
 // kubeconfig; here the consumer reads the provider's Tenant with Provider, a
 // client of the provider cluster, every Interval.

@@ -18,7 +18,7 @@ var ErrInvalidSliceCSR = errors.New("InvalidCSR: the ResourceSlice CSR key is no
 // A/remoteresourceslice-controller: the key of a ResourceSlice CSR, which the
 // consumer's Liqo signs with *its* authentication-keys, must be
 // Tenant.spec.publicKey. A Tenant carrying another key fails every slice: no
-// virtual node. (LIQO-CONTRACT.md "ResourceSlices".)
+// virtual node. (Liqo v1.2.0 A/remoteresourceslice-controller.)
 func CheckResourceSliceCSR(tenant *v1beta1.Tenant, csrPEM []byte) error {
 	block, _ := pem.Decode(csrPEM)
 	if block == nil {

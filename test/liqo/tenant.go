@@ -26,7 +26,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// Names the tenant controller uses (LIQO-CONTRACT.md "Tenant controller").
+// Names the tenant controller uses (Liqo v1.2.0 A/tenant-controller).
 const (
 	// TenantFinalizer is added to every Tenant the controller reconciles.
 	TenantFinalizer = "tenant.liqo.io/finalizer"

@@ -28,7 +28,7 @@ const TenantWebhookName = "liqo-tenant-webhook"
 // TenantWebhook is the Tenant admission webhook (pkg/webhooks/tenant): a
 // Tenant's label liqo.io/remote-cluster-id must equal spec.clusterID and the
 // same label of its namespace, and a namespace holds at most one Tenant.
-// (LIQO-CONTRACT.md "Tenant admission webhook": "label = spec.clusterID =
+// (Liqo v1.2.0 pkg/webhooks/tenant: "label = spec.clusterID =
 // namespace label; one Tenant per namespace".)
 type TenantWebhook struct {
 	// Reader reads namespaces and Tenants straight from the API server.

@@ -11,8 +11,8 @@ import (
 	"github.com/gitpeer/gitpeer/test/liqo"
 )
 
-// LIQO-CONTRACT.md "Tenant admission webhook (pkg/webhooks/tenant): label =
-// spec.clusterID = namespace label; one Tenant per namespace."
+// Liqo v1.2.0's Tenant admission webhook (pkg/webhooks/tenant): label =
+// spec.clusterID = namespace label; one Tenant per namespace.
 var _ = Describe("Tenant admission webhook", func() {
 	BeforeEach(func(ctx SpecContext) {
 		Expect(liqo.WaitForTenantWebhook(ctx, provider.client)).To(Succeed())
