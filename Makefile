@@ -83,7 +83,7 @@ $(CONTROLLER_GEN):
 	cd test/codegen && go build -trimpath -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
 # The gitpeer binary as the image ships it (static, without symbol table and DWARF: the agent's
-# resident memory is measured on it, see README Scale); go's build cache makes a rebuild with no
+# resident memory is measured on it, see docs/benchmarks.md); go's build cache makes a rebuild with no
 # change instant. A cgo build also exports every symbol for the `plugin` package kustomize links,
 # which doubles the binary and the pages of it the agent keeps resident (71 MiB instead of 40 idle).
 GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
@@ -109,7 +109,7 @@ image: deps
 		-created $(SOURCE_DATE_EPOCH) -ca $(CA_BUNDLE) -out $(IMAGE_DIR) \
 		$(foreach p,$(IMAGE_PLATFORMS),$(p)=$(IMAGE_DIR)/bin/$(subst /,-,$(p))/gitpeer)
 
-# The scale benchmark (test/scale, README "Scale"): the agent binary as provider for N consumers
+# The scale benchmark (test/scale, docs/benchmarks.md): the agent binary as provider for N consumers
 # simulated in the benchmark, on a real control plane and Git server. Not part of `make test`
 # (which runs it with 5 consumers). Prints a table; writes the figures to .cache/bench/scale-N.json
 # and the agent's log beside it. More options: BENCH_SCALE_FLAGS (go run ./test/scale -h).

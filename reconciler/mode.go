@@ -79,7 +79,7 @@ func (s *session) checkMode(ctx context.Context, peer string, nsObj *corev1.Name
 		err := s.switchMode(ctx, peer, nsObj, recorded, acceptKey)
 		return outcome{err: err}, err != nil
 	}
-	msg := fmt.Sprintf("the peering with %s was made in %s mode but this cluster now runs in %s mode (%s): nothing but a revocation is done for it until a person re-peers (README \"Switching modes\") and sets annotation %s=%s on this PeeringRepository",
+	msg := fmt.Sprintf("the peering with %s was made in %s mode but this cluster now runs in %s mode (%s): nothing but a revocation is done for it until a person re-peers (docs/liqo.md \"Switching modes\") and sets annotation %s=%s on this PeeringRepository",
 		peer, recorded, current, s.liqo, acceptKey, current)
 	log.FromContext(ctx).Info("peering left alone: its mode changed", "peer", peer, "recorded", recorded, "current", current)
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonModeChanged, peer, "%s", msg)

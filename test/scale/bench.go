@@ -49,7 +49,7 @@ func (o options) agentFlags() []string {
 	return append([]string{fmt.Sprintf("--kube-api-qps=%g", o.QPS), fmt.Sprintf("--kube-api-burst=%d", o.Burst)}, o.ExtraFlags...)
 }
 
-// result holds the figures of one run; its JSON is what the README's table is made from.
+// result holds the figures of one run; its JSON is what the tables of docs/benchmarks.md are made from.
 type result struct {
 	Commit     string   `json:"commit"`
 	Consumers  int      `json:"consumers"`

@@ -74,7 +74,7 @@ const (
 	// Liqo mode, see LiqoSpec), goes on in the mode the agent now runs in; its value must name that
 	// mode (PeeringModeLiqo or PeeringModeStandalone). Without it such a peering is left alone
 	// (except revocation) and reported with reason ModeChanged. The agent records the new mode and
-	// removes the annotation. A consumer's key changes with its mode: see README "Switching modes"
+	// removes the annotation. A consumer's key changes with its mode: see docs/liqo.md "Switching modes"
 	// for the re-peering this takes.
 	SwitchModeAnnotationPrefix = "mode.gitpeer.io/"
 	// PeeringModeLiqo names Liqo mode in SwitchModeAnnotationPrefix annotations and mode records.
