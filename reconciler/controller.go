@@ -225,6 +225,7 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	before := obj.DeepCopy()
 	defer func() {
 		r.summarize(obj, roundErr)
+		observeStalled(obj)
 		if err := r.writeStatus(ctx, before, obj); err != nil {
 			// The status could not be written (e.g. the API server went away mid-round):
 			// reported like a failed round and retried with backoff.

@@ -80,6 +80,7 @@ func (r *PeeringRepositoryReconciler) forget(name types.NamespacedName) {
 	r.drop(name)
 	r.phases.forget(name)
 	r.rounds.forget(name)
+	forgetRepositoryMetrics(name)
 }
 
 // drop closes the clone handle of name, releasing its pack files, and

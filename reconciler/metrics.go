@@ -3,6 +3,7 @@ package reconciler
 import (
 	"sync"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,25 +30,39 @@ var (
 		Name: "gitpeer_git_operation_failures_total",
 		Help: "Failed Git operations.",
 	}, []string{"operation"})
+	repositoryStalled = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gitpeer_repository_stalled",
+		Help: "1 while the PeeringRepository's Stalled condition is True (a person must act; its reason and message say what), else 0.",
+	}, []string{"namespace", "name"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, peeringSeries, roundPeerings, gitOperationDuration, gitOperationFailures)
+	metrics.Registry.MustRegister(reconcileDuration, peeringSeries, roundPeerings, gitOperationDuration, gitOperationFailures, repositoryStalled)
 }
 
-var phaseValues = map[gitpeerv1alpha1.PeeringPhase]float64{
-	gitpeerv1alpha1.PhaseFailed: 0, gitpeerv1alpha1.PhaseRequested: 1, gitpeerv1alpha1.PhaseNonceIssued: 2,
-	gitpeerv1alpha1.PhaseAwaitingApproval: 3, gitpeerv1alpha1.PhaseIssued: 4, gitpeerv1alpha1.PhaseReady: 5,
-	gitpeerv1alpha1.PhaseCordoned: 6, gitpeerv1alpha1.PhaseDrained: 7, gitpeerv1alpha1.PhaseRevoked: 8,
+// observeStalled reports whether obj is stalled, as its conditions say after a round.
+func observeStalled(obj *gitpeerv1alpha1.PeeringRepository) {
+	stalled := 0.0
+	if isTrue(obj, meta.StalledCondition) {
+		stalled = 1
+	}
+	repositoryStalled.WithLabelValues(obj.Namespace, obj.Name).Set(stalled)
 }
 
-func phaseValue(p gitpeerv1alpha1.PeeringPhase) float64 { return phaseValues[p] }
+// forgetRepositoryMetrics deletes the series of a PeeringRepository gone.
+func forgetRepositoryMetrics(repo types.NamespacedName) {
+	repositoryStalled.DeleteLabelValues(repo.Namespace, repo.Name)
+}
 
 // The per-peering series, labelled namespace, name, role and peer.
 var (
 	peeringLabels = []string{"namespace", "name", "role", "peer"}
-	phaseDesc     = prometheus.NewDesc("gitpeer_peering_phase",
-		"Phase of each peering as a number: 0 Failed, 1 Requested, 2 NonceIssued, 3 AwaitingApproval, 4 Issued, 5 Ready, 6 Cordoned, 7 Drained, 8 Revoked.", peeringLabels, nil)
+	// The phase is a label, as kube-state-metrics' kube_pod_status_phase: one series per peering, 1,
+	// labelled with its current phase (a series per phase valued 0 would multiply the series of
+	// 10,000 peerings by nine). A peering's series of its previous phase is gone at the next scrape.
+	phaseDesc = prometheus.NewDesc("gitpeer_peering_phase",
+		"The phase of each peering, as the label phase (Failed, Requested, NonceIssued, AwaitingApproval, Issued, Ready, Cordoned, Drained, Revoked); always 1.",
+		[]string{"namespace", "name", "role", "peer", "phase"}, nil)
 	expiryDesc = prometheus.NewDesc("gitpeer_certificate_expiry_timestamp_seconds",
 		"Expiry (Unix time) of the newest certificate issued (provider) or received (consumer) per peer.", peeringLabels, nil)
 	overdueDesc = prometheus.NewDesc("gitpeer_certificate_renewal_overdue",
@@ -101,6 +116,7 @@ func (c *peeringCollector) Collect(ch chan<- prometheus.Metric) {
 		seen = map[[4]string]bool{}
 	}
 	roles := map[gitpeerv1alpha1.PeeringRole]*dto.LabelPair{}
+	phases := map[gitpeerv1alpha1.PeeringPhase]*dto.LabelPair{}
 	for _, byRepo := range repos {
 		for repo, peerings := range byRepo {
 			namespace, name := labelPair("namespace", repo.Namespace), labelPair("name", repo.Name)
@@ -117,9 +133,15 @@ func (c *peeringCollector) Collect(ch chan<- prometheus.Metric) {
 					role = labelPair("role", string(p.role))
 					roles[p.role] = role
 				}
+				phase := phases[p.phase]
+				if phase == nil {
+					phase = labelPair("phase", string(p.phase))
+					phases[p.phase] = phase
+				}
 				// Sorted by name, as a registry wants them.
-				labels := []*dto.LabelPair{name, namespace, labelPair("peer", p.peer), role}
-				ch <- &peeringMetric{desc: phaseDesc, value: phaseValue(p.phase), labels: labels}
+				peer := labelPair("peer", p.peer)
+				labels := []*dto.LabelPair{name, namespace, peer, role}
+				ch <- &peeringMetric{desc: phaseDesc, value: 1, labels: []*dto.LabelPair{name, namespace, peer, phase, role}}
 				if p.cert.expiry != 0 {
 					ch <- &peeringMetric{desc: expiryDesc, value: float64(p.cert.expiry), labels: labels}
 				}

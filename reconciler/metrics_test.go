@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,7 +67,7 @@ func TestPeeringSeries(t *testing.T) {
 	const overdueHelp = `# HELP gitpeer_certificate_renewal_overdue 1 when the certificate issued to a peer passed its renewal point without being renewed (renewal stalled), else 0.
 # TYPE gitpeer_certificate_renewal_overdue gauge
 `
-	const phaseHelp = `# HELP gitpeer_peering_phase Phase of each peering as a number: 0 Failed, 1 Requested, 2 NonceIssued, 3 AwaitingApproval, 4 Issued, 5 Ready, 6 Cordoned, 7 Drained, 8 Revoked.
+	const phaseHelp = `# HELP gitpeer_peering_phase The phase of each peering, as the label phase (Failed, Requested, NonceIssued, AwaitingApproval, Issued, Ready, Cordoned, Drained, Revoked); always 1.
 # TYPE gitpeer_peering_phase gauge
 `
 	expect := func(want string) {
@@ -96,12 +97,13 @@ gitpeer_certificate_expiry_timestamp_seconds{name="peering",namespace="gitpeer-s
 gitpeer_certificate_expiry_timestamp_seconds{name="peering",namespace="gitpeer-system",peer="p1",role="Consumer"} 1.7e+09
 `, stalled.NotAfter.Unix()) + overdueHelp + `gitpeer_certificate_renewal_overdue{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 0
 gitpeer_certificate_renewal_overdue{name="peering",namespace="gitpeer-system",peer="c2",role="Provider"} 1
-` + phaseHelp + `gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 5
-gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="c2",role="Provider"} 4
-gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",role="Consumer"} 5
+` + phaseHelp + `gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="c1",phase="Ready",role="Provider"} 1
+gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="c2",phase="Issued",role="Provider"} 1
+gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",phase="Ready",role="Consumer"} 1
 `)
 
-	// Round 2: c1 carried (nothing noted), c2 gone, p1's identity dropped.
+	// Round 2: c1 carried (nothing noted), c2 gone, p1's identity dropped:
+	// p1's series is that of its new phase, the one of Ready is gone.
 	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
 	s.record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 	s.noteCertificate(gitpeerv1alpha1.ConsumerRole, "p1", certRecord{})
@@ -109,8 +111,8 @@ gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",role="
 	s.publishStatus()
 	expect(help + `gitpeer_certificate_expiry_timestamp_seconds{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 1.8e+09
 ` + overdueHelp + `gitpeer_certificate_renewal_overdue{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 0
-` + phaseHelp + `gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 5
-gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",role="Consumer"} 8
+` + phaseHelp + `gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="c1",phase="Ready",role="Provider"} 1
+gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",phase="Revoked",role="Consumer"} 1
 `)
 
 	// The PeeringRepository deleted: none of its series stay.
@@ -219,4 +221,25 @@ func heapAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// TestRepositoryStalled follows gitpeer_repository_stalled through a stall,
+// its end and the PeeringRepository's deletion.
+func TestRepositoryStalled(t *testing.T) {
+	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "stalled-test"}}
+	stalled := func() float64 { return testutil.ToFloat64(repositoryStalled.WithLabelValues(obj.Namespace, obj.Name)) }
+	markFailure(obj, &Stalling{Reason: meta.ReconciliationFailedReason, Err: fmt.Errorf("authentication failed")})
+	observeStalled(obj)
+	if got := stalled(); got != 1 {
+		t.Errorf("stalled = %v, want 1", got)
+	}
+	markReconciling(obj, meta.ProgressingReason, "retrying")
+	observeStalled(obj)
+	if got := stalled(); got != 0 {
+		t.Errorf("stalled = %v after the stall ended, want 0", got)
+	}
+	forgetRepositoryMetrics(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
+	if repositoryStalled.DeleteLabelValues(obj.Namespace, obj.Name) {
+		t.Error("the series of the PeeringRepository deleted is still there")
+	}
 }

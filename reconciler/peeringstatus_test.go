@@ -169,10 +169,10 @@ func TestStatusListsRecentChanges(t *testing.T) {
 		t.Errorf("%d peerings counted, want 199", total)
 	}
 	phases := gatherSeries(t, &r.phases)
-	if _, ok := phases[`gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p-000",role="Consumer"}`]; ok {
+	if _, ok := phases[`gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p-000",phase="Ready",role="Consumer"}`]; ok {
 		t.Error("the metric of the peering gone is still there")
 	}
-	if _, ok := phases[`gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p-001",role="Consumer"}`]; !ok {
+	if _, ok := phases[`gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p-001",phase="Ready",role="Consumer"}`]; !ok {
 		t.Error("the metric of a peering still there is missing")
 	}
 }

@@ -143,12 +143,13 @@ var _ = Describe("Consumers sharing a records Secret", func() {
 			for _, name := range []string{"gitpeer_peering_phase", "gitpeer_certificate_expiry_timestamp_seconds", "gitpeer_certificate_renewal_overdue"} {
 				for _, m := range gathered(name) {
 					if m.labels["namespace"] == p.object.Namespace && m.labels["name"] == p.object.Name && m.labels["role"] == string(gitpeerv1alpha1.ProviderRole) {
-						series[name+" "+m.labels["peer"]] = m.GetGauge().GetValue()
+						// The phase is a label of its series (1): "gitpeer_peering_phase c1 Issued".
+						series[strings.TrimSpace(name+" "+m.labels["peer"]+" "+m.labels["phase"])] = m.GetGauge().GetValue()
 					}
 				}
 			}
 			for _, id := range ids {
-				g.Expect(series).To(HaveKeyWithValue("gitpeer_peering_phase "+id, 4.0), "Issued")
+				g.Expect(series).To(HaveKeyWithValue("gitpeer_peering_phase "+id+" Issued", 1.0))
 				g.Expect(series).To(HaveKeyWithValue("gitpeer_certificate_expiry_timestamp_seconds "+id, BeNumerically(">", float64(time.Now().Unix()))))
 				g.Expect(series).To(HaveKeyWithValue("gitpeer_certificate_renewal_overdue "+id, 0.0))
 			}
