@@ -23,3 +23,26 @@ app.kubernetes.io/component: agent
 {{- define "gitpeer.dataClaim" -}}
 {{ .Values.data.persistence.existingClaim | default "gitpeer-data" }}
 {{- end }}
+
+{{/* An egress rule of the NetworkPolicy: TCP to .ports, to the peers .to (any when empty). */}}
+{{- define "gitpeer.egressRule" -}}
+{{- if .ports -}}
+- ports:
+  {{- range .ports }}
+  - port: {{ . }}
+    protocol: TCP
+  {{- end }}
+  {{- with .to }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The labels of an alert: its .severity and the chart's alertLabels (.labels). */}}
+{{- define "gitpeer.alertLabels" -}}
+severity: {{ .severity }}
+{{- with .labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
