@@ -153,9 +153,11 @@ $(HELM):
 	cd test/chart && go build -trimpath -ldflags '-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' \
 		-o $@ helm.sh/helm/v3/cmd/helm
 
-# Lints with the default values and with every optional part switched on or off.
+# Lints with the default values, with every optional part switched on or off, and with every
+# optional value set (values.schema.json checks them all).
 helm-lint: $(HELM)
 	$(HELM) lint --strict charts/gitpeer
+	$(HELM) lint --strict charts/gitpeer -f test/chart/testdata/every-value.yaml
 	$(HELM) lint --strict charts/gitpeer --set installLiqoCRDs=false,installTenantRole=false,leaderElection.enabled=false \
 		--set data.persistence.enabled=true,webhook.ingress.enabled=true,metrics.serviceMonitor.enabled=true
 

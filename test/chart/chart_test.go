@@ -8,15 +8,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -276,6 +281,188 @@ func TestValues(t *testing.T) {
 			t.Error("the ServiceMonitor would also select the webhook Service")
 		}
 	})
+}
+
+// everyValue is a values file that sets every optional value of the chart.
+const everyValue = "testdata/every-value.yaml"
+
+// readValues reads a values file as Helm does.
+func readValues(t *testing.T, path string) map[string]any {
+	t.Helper()
+	values, err := chartutil.ReadValuesFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return values
+}
+
+// TestEveryValue renders the chart with every optional value set (testdata/every-value.yaml) and
+// checks each reaches its object.
+func TestEveryValue(t *testing.T) {
+	objs := index(t, render(t, systemNamespace, readValues(t, everyValue)))
+	checkEveryValue(t, objs)
+	rule := objs["PrometheusRule/"+systemNamespace+"/gitpeer-agent"]
+	if rule == nil || rule.GetLabels()["release"] != "prometheus" {
+		t.Fatalf("PrometheusRule %v", rule)
+	}
+	for _, r := range alertRules(t, rule) {
+		if labels := r["labels"].(map[string]any); labels["team"] != "platform" || labels["severity"] == nil {
+			t.Errorf("alert %v labels %v", r["alert"], labels)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(alertRules(t, rule)), "< 21600") {
+		t.Error("certificateExpiryHours 6 is not the expiring alert's 21600 seconds")
+	}
+	if objs["ServiceMonitor/"+systemNamespace+"/gitpeer-agent"] == nil {
+		t.Error("no ServiceMonitor")
+	}
+}
+
+// checkEveryValue checks the objects of testdata/every-value.yaml carry its values, whether
+// rendered or installed.
+func checkEveryValue(t *testing.T, objs map[string]*unstructured.Unstructured) {
+	t.Helper()
+	dep := objs["Deployment/"+systemNamespace+"/gitpeer-agent"]
+	pod := field[map[string]any](t, dep, "spec", "template", "spec")
+	if got := fmt.Sprint(pod["imagePullSecrets"]); got != "[map[name:regcred]]" {
+		t.Errorf("imagePullSecrets %s", got)
+	}
+	if pod["priorityClassName"] != "gitpeer-critical" {
+		t.Errorf("priorityClassName %v", pod["priorityClassName"])
+	}
+	podLabels := field[map[string]any](t, dep, "spec", "template", "metadata", "labels")
+	annotations := field[map[string]any](t, dep, "spec", "template", "metadata", "annotations")
+	if podLabels["team"] != "platform" || podLabels["app.kubernetes.io/name"] != "gitpeer" || annotations["example.com/owner"] != "platform" {
+		t.Errorf("pod labels %v annotations %v", podLabels, annotations)
+	}
+	if dep.GetLabels()["team"] != "" {
+		t.Error("podLabels are on the Deployment too")
+	}
+	c := pod["containers"].([]any)[0].(map[string]any)
+	env := map[string]any{}
+	for _, e := range c["env"].([]any) {
+		env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
+	}
+	if env["HTTPS_PROXY"] != "http://proxy.example.com:3128" || env["NO_PROXY"] == nil || env["HOME"] != "/tmp" {
+		t.Errorf("env %v", env)
+	}
+	if !slices.ContainsFunc(c["volumeMounts"].([]any), func(m any) bool {
+		return m.(map[string]any)["name"] == "webhook-tls" && m.(map[string]any)["mountPath"] == "/tls"
+	}) {
+		t.Errorf("volumeMounts %v", c["volumeMounts"])
+	}
+	if !slices.ContainsFunc(pod["volumes"].([]any), func(v any) bool {
+		return v.(map[string]any)["name"] == "webhook-tls" && v.(map[string]any)["secret"] != nil
+	}) {
+		t.Errorf("volumes %v", pod["volumes"])
+	}
+	if pod["nodeSelector"] == nil || pod["tolerations"] == nil || pod["affinity"] == nil {
+		t.Errorf("scheduling values missing from the pod: %v", pod)
+	}
+	pdb := objs["PodDisruptionBudget/"+systemNamespace+"/gitpeer-agent"]
+	if pdb == nil {
+		t.Fatal("no PodDisruptionBudget")
+	}
+	// float64 as rendered, int64 as stored.
+	if maxUnavailable, _, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "maxUnavailable"); fmt.Sprint(maxUnavailable) != "1" {
+		t.Errorf("PodDisruptionBudget maxUnavailable %v", maxUnavailable)
+	}
+	if sel := field[map[string]any](t, pdb, "spec", "selector", "matchLabels"); !matches(sel, podLabels) {
+		t.Errorf("the PodDisruptionBudget selects %v, not the agent's pod %v", sel, podLabels)
+	}
+	np := objs["NetworkPolicy/"+systemNamespace+"/gitpeer-agent"]
+	if np == nil {
+		t.Fatal("no NetworkPolicy")
+	}
+	if sel := field[map[string]any](t, np, "spec", "podSelector", "matchLabels"); !matches(sel, podLabels) {
+		t.Errorf("the NetworkPolicy selects %v, not the agent's pod %v", sel, podLabels)
+	}
+	policy := fmt.Sprint(field[map[string]any](t, np, "spec"))
+	for _, want := range []string{"port:http-metrics", "port:http-webhook", "kubernetes.io/metadata.name:ingress-nginx", "port:53 protocol:UDP",
+		"cidr:10.96.0.1/32", "port:6443", "port:3128", "cidr:192.0.2.0/24", "port:8443"} {
+		if !strings.Contains(policy, want) {
+			t.Errorf("the NetworkPolicy has no %s: %s", want, policy)
+		}
+	}
+}
+
+// matches reports whether labels has every label of selector.
+func matches(selector, labels map[string]any) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// alertRules returns the rules of the PrometheusRule's groups.
+func alertRules(t *testing.T, rule *unstructured.Unstructured) []map[string]any {
+	t.Helper()
+	var rules []map[string]any
+	for _, g := range field[[]any](t, rule, "spec", "groups") {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			rules = append(rules, r.(map[string]any))
+		}
+	}
+	return rules
+}
+
+// TestSchemaRejectsTypos: values.schema.json refuses a misspelt key, at the top and inside the
+// chart's own objects, and a pod label that would change the pod's selector.
+func TestSchemaRejectsTypos(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"imagePullSecret": []any{map[string]any{"name": "regcred"}}}, "'imagePullSecret' not allowed"},
+		{map[string]any{"networkPolicy": map[string]any{"enable": true}}, "'enable' not allowed"},
+		{map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "certificateExpiry": "4h"}}}, "'certificateExpiry' not allowed"},
+		{map[string]any{"extraEnv": []any{map[string]any{"value": "http://proxy:3128"}}}, "missing property 'name'"},
+		{map[string]any{"podLabels": map[string]any{"app.kubernetes.io/name": "other"}}, "podLabels"},
+		{map[string]any{"podDisruptionBudget": map[string]any{"enabled": true, "maxUnavailable": "half"}}, "maxUnavailable"},
+	} {
+		_, err := renderErr(t, systemNamespace, tc.values)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %v: %v, want an error with %q", tc.values, err, tc.want)
+		}
+	}
+}
+
+// TestAlertRules parses the expression of each alert of the PrometheusRule with Prometheus's own
+// parser and checks it reads only metrics the agent exports (declared in reconciler/metrics.go).
+func TestAlertRules(t *testing.T) {
+	source, err := os.ReadFile("../../reconciler/metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"(gitpeer_[a-z_]+)"`).FindAllStringSubmatch(string(source), -1) {
+		exported[m[1]] = true
+	}
+	objs := index(t, render(t, systemNamespace, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}}}))
+	rules := alertRules(t, objs["PrometheusRule/"+systemNamespace+"/gitpeer-agent"])
+	if len(rules) < 4 {
+		t.Errorf("%d alerts", len(rules))
+	}
+	p := parser.NewParser(parser.Options{})
+	for _, r := range rules {
+		expr, err := p.ParseExpr(r["expr"].(string))
+		if err != nil {
+			t.Errorf("alert %v: %v", r["alert"], err)
+			continue
+		}
+		for _, selector := range parser.ExtractSelectors(expr) {
+			for _, m := range selector {
+				if m.Name == labels.MetricName && !exported[m.Value] {
+					t.Errorf("alert %v reads %s, which the agent does not export (%v)", r["alert"], m.Value, slices.Sorted(maps.Keys(exported)))
+				}
+			}
+		}
+		if _, err := model.ParseDuration(r["for"].(string)); err != nil {
+			t.Errorf("alert %v: for %v", r["alert"], err)
+		}
+	}
 }
 
 // render renders the chart as `helm template` does (client only), with values over the defaults.

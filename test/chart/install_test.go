@@ -10,6 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,6 +121,39 @@ func TestInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("upgrade with every value", func(t *testing.T) {
+		// The pod's priorityClassName must name a PriorityClass: the Priority admission plugin
+		// resolves it for the pod (the dry-run below) and refuses an unknown one.
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "gitpeer-critical"}, Value: 1000000}
+		if err := admin.Create(ctx, pc); err != nil {
+			t.Fatal(err)
+		}
+		values := readValues(t, everyValue)
+		// The control plane has no prometheus-operator CRDs; TestEveryValue renders those objects.
+		metrics := values["metrics"].(map[string]any)
+		metrics["serviceMonitor"].(map[string]any)["enabled"] = false
+		metrics["prometheusRule"].(map[string]any)["enabled"] = false
+		upgrade := action.NewUpgrade(cfg)
+		upgrade.Namespace, upgrade.Timeout, upgrade.ResetValues = systemNamespace, time.Minute, true
+		rel, err := upgrade.RunWithContext(ctx, "gitpeer", loadChart(t), values)
+		if err != nil {
+			t.Fatalf("helm upgrade: %v", err)
+		}
+		// The objects as the API server stored them.
+		checkEveryValue(t, assertInstalled(ctx, t, admin, rel))
+		dep := &appsv1.Deployment{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "gitpeer-agent"}, dep); err != nil {
+			t.Fatal(err)
+		}
+		if err := installed.CheckRestrictedPod(ctx, admin, systemNamespace, dep); err != nil {
+			t.Error(err)
+		}
+		dep.Spec.Template.Spec.PriorityClassName = "no-such-class"
+		if err := installed.CheckRestrictedPod(ctx, admin, systemNamespace, dep); err == nil || !strings.Contains(err.Error(), "no-such-class") {
+			t.Errorf("a pod of an unknown PriorityClass was admitted: %v", err)
+		}
+	})
+
 	t.Run("uninstall keeps the CRDs", func(t *testing.T) {
 		if _, err := action.NewUninstall(cfg).Run("gitpeer"); err != nil {
 			t.Fatalf("helm uninstall: %v", err)
@@ -150,7 +184,8 @@ func helmConfig(t *testing.T, kubeconfig string) *action.Configuration {
 	return cfg
 }
 
-// assertInstalled checks every object of the release exists in the cluster and returns them by key.
+// assertInstalled checks every object of the release exists in the cluster and returns them, as
+// stored, by key.
 func assertInstalled(ctx context.Context, t *testing.T, admin client.Client, rel *release.Release) map[string]*unstructured.Unstructured {
 	t.Helper()
 	if rel.Info.Status != release.StatusDeployed {
@@ -162,7 +197,9 @@ func assertInstalled(ctx context.Context, t *testing.T, admin client.Client, rel
 		got.SetGroupVersionKind(o.GroupVersionKind())
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
 			t.Errorf("%s: %v", k, err)
+			continue
 		}
+		objs[k] = got
 	}
 	if len(objs) < 12 {
 		t.Errorf("the release has only %d objects", len(objs))
