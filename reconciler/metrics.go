@@ -57,9 +57,9 @@ func forgetRepositoryMetrics(repo types.NamespacedName) {
 // The per-peering series, labelled namespace, name, role and peer.
 var (
 	peeringLabels = []string{"namespace", "name", "role", "peer"}
-	// The phase is a label, as kube-state-metrics' kube_pod_status_phase: one series per peering, 1,
-	// labelled with its current phase (a series per phase valued 0 would multiply the series of
-	// 10,000 peerings by nine). A peering's series of its previous phase is gone at the next scrape.
+	// The phase is a label, as in kube-state-metrics' kube_pod_status_phase, but only the current
+	// phase has a series (1): a series per phase valued 0 would multiply the series of 10,000
+	// peerings by nine. A peering's series of its previous phase is gone at the next scrape.
 	phaseDesc = prometheus.NewDesc("gitpeer_peering_phase",
 		"The phase of each peering, as the label phase (Failed, Requested, NonceIssued, AwaitingApproval, Issued, Ready, Cordoned, Drained, Revoked); always 1.",
 		[]string{"namespace", "name", "role", "peer", "phase"}, nil)

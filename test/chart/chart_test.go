@@ -430,9 +430,14 @@ func TestSchemaRejectsTypos(t *testing.T) {
 }
 
 // TestAlertRules parses the expression of each alert of the PrometheusRule with Prometheus's own
-// parser and checks it reads only metrics the agent exports (declared in reconciler/metrics.go).
+// parser and checks it reads only metrics the agent exports (declared in reconciler/metrics.go)
+// and docs/operations.md describes it.
 func TestAlertRules(t *testing.T) {
 	source, err := os.ReadFile("../../reconciler/metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,6 +452,9 @@ func TestAlertRules(t *testing.T) {
 	}
 	p := parser.NewParser(parser.Options{})
 	for _, r := range rules {
+		if !strings.Contains(string(doc), "| `"+r["alert"].(string)+"` |") {
+			t.Errorf("docs/operations.md does not describe alert %v", r["alert"])
+		}
 		expr, err := p.ParseExpr(r["expr"].(string))
 		if err != nil {
 			t.Errorf("alert %v: %v", r["alert"], err)
