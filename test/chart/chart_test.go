@@ -421,6 +421,7 @@ func TestSchemaRejectsTypos(t *testing.T) {
 		{map[string]any{"extraEnv": []any{map[string]any{"value": "http://proxy:3128"}}}, "missing property 'name'"},
 		{map[string]any{"podLabels": map[string]any{"app.kubernetes.io/name": "other"}}, "podLabels"},
 		{map[string]any{"podDisruptionBudget": map[string]any{"enabled": true, "maxUnavailable": "half"}}, "maxUnavailable"},
+		{map[string]any{"extraVolumes": []any{map[string]any{"name": "data", "emptyDir": map[string]any{}}}}, "extraVolumes"},
 	} {
 		_, err := renderErr(t, systemNamespace, tc.values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
