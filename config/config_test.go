@@ -41,6 +41,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/installed"
+	"github.com/gitpeer/gitpeer/test/process"
 )
 
 const (
@@ -58,9 +59,18 @@ func TestInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	kubectlPath, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not on PATH: install kubectl to test `kubectl apply -k config/default`")
+	// make tools builds kubectl of the control plane's version; else the one on PATH.
+	kubectlPath := ""
+	if dir, err := process.Find("GITPEER_TOOLS_BIN", filepath.Join("tools", "*")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "kubectl")); err == nil {
+			kubectlPath = filepath.Join(dir, "kubectl")
+		}
+	}
+	if kubectlPath == "" {
+		var err error
+		if kubectlPath, err = exec.LookPath("kubectl"); err != nil {
+			t.Skip("no kubectl: run `make tools`, or put kubectl on PATH, to test `kubectl apply -k config/default`")
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -17,7 +17,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -255,8 +254,8 @@ func run(ctx context.Context, dir string, env []string, script string) (string, 
 }
 
 // startInstalledAgent does what the kubelet would for the Deployment gitpeer-agent the page
-// installed on c: it runs the gitpeer binary with the Deployment's arguments and environment, as
-// its ServiceAccount (test/installed), with the addresses disabled (both agents share the host).
+// installed on c: it runs the gitpeer binary with the Deployment's arguments, as its
+// ServiceAccount (test/installed), with the addresses disabled (both agents share the host).
 func startInstalledAgent(ctx context.Context, c *cluster, work string) *installed.Agent {
 	GinkgoHelper()
 	admin, err := client.New(c.cp.Config, client.Options{})
@@ -268,28 +267,14 @@ func startInstalledAgent(ctx context.Context, c *cluster, work string) *installe
 	kubeconfig := filepath.Join(dir, "agent.kubeconfig")
 	Expect(os.MkdirAll(dir, 0o700)).To(Succeed())
 	Expect(installed.ServiceAccountKubeconfig(ctx, c.cp.Config, dep.Namespace, pod.ServiceAccountName, kubeconfig)).To(Succeed())
-	args := installed.AgentArgs(dep, containerEnv(dep.Namespace, pod.Containers[0]), map[string]string{
+	// The Deployment passes its namespace as RUNTIME_NAMESPACE (a field reference), as test/installed resolves it.
+	args := installed.AgentArgs(dep, map[string]string{"RUNTIME_NAMESPACE": dep.Namespace}, map[string]string{
 		"--kubeconfig": kubeconfig, "--data-dir": filepath.Join(dir, "data"),
 		"--metrics-addr": "0", "--health-addr": "0", "--webhook-addr": "0",
 	})
 	agent, err := installed.StartAgent(filepath.Join(work, ".bin", "gitpeer"), args, dir, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	return agent
-}
-
-// containerEnv resolves the container's environment as the kubelet would: values, and the pod's
-// namespace for a metadata.namespace field reference.
-func containerEnv(namespace string, c corev1.Container) map[string]string {
-	env := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env[e.Name] = e.Value
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			env[e.Name] = namespace
-		}
-	}
-	return env
 }
 
 // tail returns the last n lines of s.
