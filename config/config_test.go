@@ -168,6 +168,38 @@ func TestInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("a PeeringRepository elsewhere is warned of", func(t *testing.T) {
+		sample, err := os.ReadFile("samples/provider.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// kubectl's stderr when it creates the sample in namespace (dry run: admission runs, nothing is stored).
+		apply := func(namespace string) string {
+			manifest := strings.Replace(string(sample), "namespace: gitpeer-system", "namespace: "+namespace, 1)
+			cmd := exec.CommandContext(ctx, kubectlPath, "apply", "--dry-run=server", "-f", "-", "--kubeconfig", cp.KubeconfigPath)
+			cmd.Stdin = strings.NewReader(manifest)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if out, err := cmd.Output(); err != nil {
+				t.Fatalf("kubectl apply in %s: %v\n%s%s", namespace, err, out, stderr.String())
+			}
+			return stderr.String()
+		}
+		want := "no gitpeer agent acts on PeeringRepository default/peerings-provider: the agent gitpeer-system/gitpeer-agent watches namespace gitpeer-system only (--watch-namespace); create it, and its Secrets, there"
+		// The API server compiles a new policy and starts watching its parameter asynchronously.
+		var got string
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			got = apply("default")
+			return strings.HasPrefix(got, "Warning: ") && strings.Contains(got, want), nil
+		})
+		if err != nil {
+			t.Fatalf("kubectl never warned %q; last: %q", want, got)
+		}
+		if got := apply("gitpeer-system"); strings.Contains(got, "no gitpeer agent") {
+			t.Errorf("warned in the agent's namespace: %s", got)
+		}
+	})
+
 	t.Run("agent permissions", func(t *testing.T) {
 		testAgentAccess(ctx, t, cp.Config, admin)
 	})
