@@ -50,9 +50,9 @@ type cluster struct {
 var _ = Describe("The quickstart", Ordered, func() {
 	blocks, parseErr := readPage()
 	var (
-		work    string
-		env     []string
-		vars    string
+		work     string
+		env      []string
+		vars     string
 		clusters = map[string]*cluster{}
 	)
 
