@@ -198,6 +198,18 @@ func TestInstall(t *testing.T) {
 		if got := apply("gitpeer-system"); strings.Contains(got, "no gitpeer agent") {
 			t.Errorf("warned in the agent's namespace: %s", got)
 		}
+		// An agent without --watch-namespace watches every namespace: nothing to warn of.
+		kubectl(t, "-n", "gitpeer-system", "patch", "deployment", "gitpeer-agent", "--type=json", "-p",
+			`[{"op":"test","path":"/spec/template/spec/containers/0/args/1","value":"--watch-namespace=$(RUNTIME_NAMESPACE)"},`+
+				`{"op":"remove","path":"/spec/template/spec/containers/0/args/1"}]`)
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			got = apply("default")
+			return !strings.Contains(got, "no gitpeer agent"), nil
+		})
+		if err != nil {
+			t.Errorf("warned with an agent of all namespaces: %s", got)
+		}
+		kubectl(t, "apply", "-k", "default", "--server-side", "--field-manager", "gitpeer-install", "--force-conflicts")
 	})
 
 	t.Run("agent permissions", func(t *testing.T) {
