@@ -8,7 +8,8 @@ ETCD_VERSION := $(shell awk '$$1=="go.etcd.io/etcd/server/v3" && NF>1 {print $$2
 # Built test binaries are cached here (gitignored), keyed by version so a bump rebuilds.
 TOOLS_BIN ?= $(CURDIR)/.cache/tools/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
 export GITPEER_TOOLS_BIN := $(TOOLS_BIN)
-TOOLS := $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager $(TOOLS_BIN)/etcd
+# kubectl, of the same version: the quickstart test (test/quickstart) runs docs/quickstart.md's commands.
+TOOLS := $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager $(TOOLS_BIN)/etcd $(TOOLS_BIN)/kubectl
 # Gitea, the real forge of the pull-request tests (test/gitea), from the tools module
 # test/giteatools (Gitea's own replace lines) with cgo sqlite. It reads its locales and templates
 # from its module directory in the module cache (STATIC_ROOT_PATH), which the build downloads.
@@ -32,7 +33,7 @@ endif
 .PHONY: tools test deps demo build image
 tools: $(TOOLS) $(GITEA)
 
-$(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager:
+$(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager $(TOOLS_BIN)/kubectl:
 	@mkdir -p $(TOOLS_BIN)
 	@echo ">> building $(@F) $(K8S_VERSION) from the Go module proxy (first time only, takes minutes)"
 	cd test/tools && go build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(@F)

@@ -41,6 +41,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/installed"
+	"github.com/gitpeer/gitpeer/test/process"
 )
 
 const (
@@ -58,9 +59,18 @@ func TestInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	kubectlPath, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not on PATH: install kubectl to test `kubectl apply -k config/default`")
+	// make tools builds kubectl of the control plane's version; else the one on PATH.
+	kubectlPath := ""
+	if dir, err := process.Find("GITPEER_TOOLS_BIN", filepath.Join("tools", "*")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "kubectl")); err == nil {
+			kubectlPath = filepath.Join(dir, "kubectl")
+		}
+	}
+	if kubectlPath == "" {
+		var err error
+		if kubectlPath, err = exec.LookPath("kubectl"); err != nil {
+			t.Skip("no kubectl: run `make tools`, or put kubectl on PATH, to test `kubectl apply -k config/default`")
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -156,6 +166,50 @@ func TestInstall(t *testing.T) {
 				}
 			}
 		}
+	})
+
+	t.Run("a PeeringRepository elsewhere is warned of", func(t *testing.T) {
+		sample, err := os.ReadFile("samples/provider.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// kubectl's stderr when it creates the sample in namespace (dry run: admission runs, nothing is stored).
+		apply := func(namespace string) string {
+			manifest := strings.Replace(string(sample), "namespace: gitpeer-system", "namespace: "+namespace, 1)
+			cmd := exec.CommandContext(ctx, kubectlPath, "apply", "--dry-run=server", "-f", "-", "--kubeconfig", cp.KubeconfigPath)
+			cmd.Stdin = strings.NewReader(manifest)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if out, err := cmd.Output(); err != nil {
+				t.Fatalf("kubectl apply in %s: %v\n%s%s", namespace, err, out, stderr.String())
+			}
+			return stderr.String()
+		}
+		want := "no gitpeer agent acts on PeeringRepository default/peerings-provider: the agent gitpeer-system/gitpeer-agent watches namespace gitpeer-system only (--watch-namespace); create it, and its Secrets, there"
+		// The API server compiles a new policy and starts watching its parameter asynchronously.
+		var got string
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			got = apply("default")
+			return strings.HasPrefix(got, "Warning: ") && strings.Contains(got, want), nil
+		})
+		if err != nil {
+			t.Fatalf("kubectl never warned %q; last: %q", want, got)
+		}
+		if got := apply("gitpeer-system"); strings.Contains(got, "no gitpeer agent") {
+			t.Errorf("warned in the agent's namespace: %s", got)
+		}
+		// An agent without --watch-namespace watches every namespace: nothing to warn of.
+		kubectl(t, "-n", "gitpeer-system", "patch", "deployment", "gitpeer-agent", "--type=json", "-p",
+			`[{"op":"test","path":"/spec/template/spec/containers/0/args/1","value":"--watch-namespace=$(RUNTIME_NAMESPACE)"},`+
+				`{"op":"remove","path":"/spec/template/spec/containers/0/args/1"}]`)
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			got = apply("default")
+			return !strings.Contains(got, "no gitpeer agent"), nil
+		})
+		if err != nil {
+			t.Errorf("warned with an agent of all namespaces: %s", got)
+		}
+		kubectl(t, "apply", "-k", "default", "--server-side", "--field-manager", "gitpeer-install", "--force-conflicts")
 	})
 
 	t.Run("agent permissions", func(t *testing.T) {

@@ -22,8 +22,9 @@ given) report in their status (at most 50 each: those that need attention, then 
 changed) with its Tenant (provider role) or Identity (consumer role), the Tenant's condition and the
 certificate's expiry; then the Tenants and Identities a PeeringRepository owns but does not list,
 and any Tenant or Identity no PeeringRepository accounts for; then, per PeeringRepository, the
-number of peerings by role and phase. The gitpeer_peering_phase metric has the phase of every
-peering.`,
+number of peerings by role and phase; last, a warning for each PeeringRepository in a namespace
+that none of the cluster's agent Deployments watches (their --watch-namespace), which no agent
+acts on. The gitpeer_peering_phase metric has the phase of every peering.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {

@@ -10,11 +10,26 @@ import (
 )
 
 // Print writes the report as two tables, the peerings then the
-// PeeringRepositories' counts, or as a JSON or YAML object.
+// PeeringRepositories' counts, and a warning per PeeringRepository no agent
+// watches; or as a JSON or YAML object.
 func Print(w io.Writer, report *Report, format string) error {
 	if format != printer.Table {
 		return printer.WriteStructured(w, format, report)
 	}
+	if err := printTables(w, report); err != nil {
+		return err
+	}
+	for _, u := range report.Unwatched {
+		if _, err := fmt.Fprintf(w, "\nWarning: no gitpeer agent acts on PeeringRepository %s/%s: its namespace is not one the agents watch (%s); create it in the namespace of an agent\n",
+			u.Namespace, u.Name, strings.Join(u.Agents, "; ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printTables writes the peerings and the PeeringRepositories' counts.
+func printTables(w io.Writer, report *Report) error {
 	rows := make([][]string, 0, len(report.Peerings))
 	for _, p := range report.Peerings {
 		rows = append(rows, []string{p.Namespace, p.Repository, string(p.Role), p.Peer, p.Phase, stamp(p.Since),

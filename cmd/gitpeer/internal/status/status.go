@@ -52,6 +52,9 @@ type Report struct {
 	// Peerings are the peerings listed by the PeeringRepositories' status, the
 	// Tenants and Identities they own, and those no PeeringRepository accounts for.
 	Peerings []Row `json:"peerings"`
+	// Unwatched are the PeeringRepositories in a namespace none of the cluster's agent
+	// Deployments watches: no agent acts on them.
+	Unwatched []Unwatched `json:"unwatched,omitempty"`
 }
 
 // Repository sums up the peerings of one PeeringRepository.
@@ -68,7 +71,7 @@ type Repository struct {
 
 // Collect reports the PeeringRepositories in namespace (all namespaces when
 // empty) and their peerings, and, for all namespaces, the Tenants and
-// Identities none of them accounts for.
+// Identities none of them accounts for; and the PeeringRepositories no installed agent watches.
 func Collect(ctx context.Context, c client.Reader, namespace string) (*Report, error) {
 	var repos gitpeerv1alpha1.PeeringRepositoryList
 	if err := c.List(ctx, &repos, client.InNamespace(namespace)); err != nil {
@@ -78,7 +81,7 @@ func Collect(ctx context.Context, c client.Reader, namespace string) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	report := &Report{Repositories: []Repository{}, Peerings: []Row{}}
+	report := &Report{Repositories: []Repository{}, Peerings: []Row{}, Unwatched: unwatched(repos.Items, installedAgents(ctx, c))}
 	take := func(k string) (Row, bool) {
 		p, ok := objects[k]
 		delete(objects, k)

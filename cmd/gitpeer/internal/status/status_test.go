@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -161,6 +165,70 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	}
 	if empty, err := Collect(ctx, c, "elsewhere"); err != nil || len(empty.Peerings) != 0 || len(empty.Repositories) != 0 {
 		t.Fatalf("other namespace: %v %+v", err, empty)
+	}
+
+	// The installed agent (config/manager's Deployment) watches its own namespace only: a
+	// PeeringRepository elsewhere is reported, the one in gitpeer-system is not.
+	data, err := os.ReadFile("../../../../config/manager/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{}
+	if err := yaml.UnmarshalStrict(data, dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Namespace = "gitpeer-system"
+	create(ctx, t, c, dep)
+	create(ctx, t, c, &gitpeerv1alpha1.PeeringRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "misplaced"},
+		Spec: gitpeerv1alpha1.PeeringRepositorySpec{URL: "ssh://git@example.com/peers.git", ClusterID: "consumer-3",
+			Consumer: &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"provider-a"}}},
+	})
+	all, err = Collect(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Unwatched{{Namespace: "default", Name: "misplaced", Agents: []string{"gitpeer-system/gitpeer-agent watches gitpeer-system"}}}
+	if !reflect.DeepEqual(all.Unwatched, want) {
+		t.Fatalf("unwatched: %+v, want %+v", all.Unwatched, want)
+	}
+	table.Reset()
+	if err := Print(&table, all, ""); err != nil {
+		t.Fatal(err)
+	}
+	if w := "Warning: no gitpeer agent acts on PeeringRepository default/misplaced: its namespace is not one the agents watch (gitpeer-system/gitpeer-agent watches gitpeer-system)"; !strings.Contains(table.String(), w) {
+		t.Fatalf("table lacks %q:\n%s", w, table.String())
+	}
+}
+
+func TestWatchNamespace(t *testing.T) {
+	env := []corev1.EnvVar{
+		{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "OTHER", Value: "team"},
+		{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+	}
+	for args, want := range map[string]string{
+		"agent --watch-namespace=$(NS)":      "ns-a",
+		"agent --watch-namespace $(OTHER)-x": "team-x",
+		"agent --watch-namespace=literal":    "literal",
+		"agent --log-level=info":             "",
+	} {
+		if got := watchNamespace("ns-a", corev1.Container{Args: strings.Fields(args), Env: env}); got != want {
+			t.Errorf("%s: %q, want %q", args, got, want)
+		}
+	}
+	repos := []gitpeerv1alpha1.PeeringRepository{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: "in"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-b", Name: "out"}},
+	}
+	if got := unwatched(repos, nil); got != nil {
+		t.Errorf("no agents found: %+v, want nothing said", got)
+	}
+	if got := unwatched(repos, []agent{{deployment: "x/a", watches: ""}}); got != nil {
+		t.Errorf("an agent of all namespaces: %+v", got)
+	}
+	if got := unwatched(repos, []agent{{deployment: "ns-a/a", watches: "ns-a"}}); len(got) != 1 || got[0].Name != "out" {
+		t.Errorf("an agent of ns-a: %+v", got)
 	}
 }
 
