@@ -29,7 +29,8 @@ ifeq ($(origin VERSION),undefined)
 VERSION := $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact-match --dirty 2>/dev/null)),$(RELEASE_VERSION),$(RELEASE_VERSION)-$(or $(shell git describe --always --dirty --exclude='*' 2>/dev/null),dev))
 endif
 
-.PHONY: tools test deps demo build image
+.PHONY: tools test deps demo build image dist linux-only
+# Everything the tests need: the control plane's binaries (TOOLS) and Gitea.
 tools: $(TOOLS) $(GITEA)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager:
@@ -51,11 +52,18 @@ $(GITEA): | deps
 # Every test in the repository: unit tests and the ginkgo suites, which start real
 # control planes (from `make tools`) and real Git servers.
 GO_TEST_FLAGS ?= -timeout 60m
-# The image test (test/image, its own module) checks what `make image` built.
-test: tools deps image
+# The image test (test/image, its own module) checks what `make image` built; the chart tests
+# (chart-test) run in their module.
+test: linux-only tools deps image chart-test
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/image && GITPEER_IMAGE_DIR=$(IMAGE_DIR) GITPEER_IMAGE_VERSION=$(VERSION) \
 		GITPEER_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" go test $(GO_TEST_FLAGS) ./...
+
+# The test harness (test/process) ties the processes it starts to its own life with Linux's
+# parent-death signal: the tests, the demo and the benchmarks run on Linux only. Checked first, so
+# another system fails at once rather than after minutes of building.
+linux-only:
+	@test "$$(uname -s)" = Linux || { echo "this target runs on Linux only (its process harness uses Linux's parent-death signal), not on $$(uname -s): use a Linux machine, VM or container" >&2; exit 1; }
 
 # Programs the tests drive besides Go: git (the Git server and the reviewer), ssh-keygen (git's SSH
 # commit signing), gcc (cgo for the Gitea build), and the CA bundle `make image` copies into the image. Installed from Debian when
@@ -116,7 +124,7 @@ image: deps
 N ?= 100
 BENCH_DIR := $(CURDIR)/.cache/bench
 .PHONY: bench bench-scale bench-gitsync bench-controlplane
-bench-scale: tools build
+bench-scale: linux-only $(TOOLS) build
 	@mkdir -p $(BENCH_DIR)
 	go run ./test/scale -n $(N) -agent bin/gitpeer -json $(BENCH_DIR)/scale-$(N).json \
 		-agent-log $(BENCH_DIR)/scale-$(N)-agent.log $(BENCH_SCALE_FLAGS)
@@ -126,14 +134,15 @@ bench-gitsync:
 	go test ./gitsync/ -run '^$$' -bench . -benchtime 10x -benchmem
 
 # How long one test control plane takes to become ready.
-bench-controlplane: tools
+bench-controlplane: linux-only $(TOOLS)
 	go test ./test/controlplane/ -run '^$$' -bench Start -benchtime 3x
 
 # Every benchmark.
 bench: bench-gitsync bench-controlplane bench-scale
 
-# The whole handshake locally: two control planes, a Git server, two agents.
-demo: tools build
+# The whole handshake locally: two control planes, a Git server, two agents. It needs only the
+# control plane's binaries (TOOLS), not Gitea.
+demo: linux-only $(TOOLS) build
 	go run ./test/demo --gitpeer bin/gitpeer $(DEMO_FLAGS)
 
 # The Helm chart charts/gitpeer. Its CRDs, RBAC, admission policy and tenant role are generated
@@ -163,5 +172,3 @@ helm-lint: $(HELM)
 # config/default, values, and a Helm SDK install and upgrade on a real control plane.
 chart-test: tools helm-lint
 	cd test/chart && go test $(GO_TEST_FLAGS) ./...
-
-test: chart-test
