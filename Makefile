@@ -98,6 +98,30 @@ GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(V
 build:
 	$(GO_BUILD) -o bin/gitpeer ./cmd/gitpeer
 
+# $(call cross_build,PLATFORMS,PREFIX,SUFFIX) builds gitpeer for each os/arch of PLATFORMS into
+# PREFIX<os>-<arch>SUFFIX.
+cross_build = for p in $(1); do \
+		echo ">> building gitpeer $(VERSION) for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p\#*/} $(GO_BUILD) -o $(2)$${p/\//-}$(3) ./cmd/gitpeer || exit 1; \
+	done
+
+# The CLI binaries of a release, as the release workflow attaches them: dist/gitpeer-<os>-<arch>
+# for DIST_PLATFORMS and their checksums, dist/SHA256SUMS (`sha256sum --check` format).
+DIST_DIR ?= $(CURDIR)/dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+SHA256SUM := $(if $(shell command -v sha256sum),sha256sum,shasum -a 256)
+dist:
+	@rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)
+	@$(call cross_build,$(DIST_PLATFORMS),$(DIST_DIR)/gitpeer-,)
+	cd $(DIST_DIR) && $(SHA256SUM) gitpeer-* > SHA256SUMS
+
+# The release notes of VERSION (the GitHub release's body): its section of CHANGELOG.md, without
+# the heading. Fails when CHANGELOG.md has no section for it.
+.PHONY: release-notes
+release-notes:
+	@awk -v h='## [$(RELEASE_VERSION)]' 'index($$0, "## [") == 1 { on = index($$0, h) == 1; found = found || on; next } \
+		/^\[[^]]*\]: / { on = 0 } on { print } END { exit !found }' CHANGELOG.md
+
 # The container image the Dockerfile describes, built without a daemon (test/image, with
 # go-containerregistry): static binaries for IMAGE_PLATFORMS, over scratch with Debian's CA bundle
 # and the nonroot user. Writes .cache/image/oci (an OCI image layout: one index, tagged
@@ -109,10 +133,7 @@ CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 image: deps
 	@rm -rf $(IMAGE_DIR)
-	@for p in $(IMAGE_PLATFORMS); do \
-		echo ">> building gitpeer $(VERSION) for $$p"; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o $(IMAGE_DIR)/bin/$${p/\//-}/gitpeer ./cmd/gitpeer || exit 1; \
-	done
+	@$(call cross_build,$(IMAGE_PLATFORMS),$(IMAGE_DIR)/bin/,/gitpeer)
 	cd test/image && go run . -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null) \
 		-created $(SOURCE_DATE_EPOCH) -ca $(CA_BUNDLE) -out $(IMAGE_DIR) \
 		$(foreach p,$(IMAGE_PLATFORMS),$(p)=$(IMAGE_DIR)/bin/$(subst /,-,$(p))/gitpeer)

@@ -7,6 +7,7 @@
 package docscheck
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -40,6 +41,10 @@ type Checker struct {
 	Targets map[string]bool
 	// CLI answers which commands and flags gitpeer has; nil skips the CLI check.
 	CLI *CLI
+	// Repository is the repository's web address (https://github.com/owner/name): links to its
+	// files at any ref (.../blob/<ref>/<path>, .../tree/<ref>/<path>), as release notes need,
+	// are checked as links to the checked-out files.
+	Repository string
 
 	docs map[string]*doc // parsed files by path relative to Root
 }
@@ -87,6 +92,9 @@ func (c *Checker) Check(files []string) ([]Problem, error) {
 			problems = append(problems, c.checkCode(f, code)...)
 		}
 	}
+	slices.SortStableFunc(problems, func(a, b Problem) int {
+		return cmp.Or(strings.Compare(a.File, b.File), a.Line-b.Line)
+	})
 	return problems, nil
 }
 
@@ -170,7 +178,9 @@ func (c *Checker) checkLink(from, dest string) string {
 		return fmt.Sprintf("link %q: %v", dest, err)
 	}
 	if u.Scheme != "" || u.Host != "" {
-		return "" // absolute: not checked offline
+		if u.Path = c.repositoryPath(u); u.Path == "" {
+			return "" // elsewhere: not checked offline
+		}
 	}
 	target := from
 	if u.Path != "" {
@@ -197,6 +207,24 @@ func (c *Checker) checkLink(from, dest string) string {
 		return fmt.Sprintf("link %q: %s has no heading with anchor #%s", dest, target, u.Fragment)
 	}
 	return ""
+}
+
+// repositoryPath is the path from the repository's root ("/docs/x.md") of an absolute link to a
+// file of Repository at some ref, or "".
+func (c *Checker) repositoryPath(u *url.URL) string {
+	if c.Repository == "" {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(u.Scheme+"://"+u.Host+u.Path, strings.TrimSuffix(c.Repository, "/")+"/")
+	if !ok {
+		return ""
+	}
+	kind, rest, _ := strings.Cut(rest, "/")
+	if kind != "blob" && kind != "tree" {
+		return ""
+	}
+	_, file, _ := strings.Cut(rest, "/") // after the ref (a tag or branch without '/')
+	return "/" + file
 }
 
 // plainText is the text of a node as GitHub renders it, without markup.

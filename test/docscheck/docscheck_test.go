@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func checker(t *testing.T, root string) *Checker {
+func checker(t *testing.T, root, repository string) *Checker {
 	t.Helper()
 	bin, err := gitpeer()
 	if err != nil {
@@ -46,13 +46,13 @@ func checker(t *testing.T, root string) *Checker {
 	for t := range targets {
 		set[t] = true
 	}
-	return &Checker{Root: root, Targets: set, CLI: &CLI{Binary: bin}}
+	return &Checker{Root: root, Targets: set, CLI: &CLI{Binary: bin}, Repository: repository}
 }
 
 // TestFixture checks the checker on testdata/: each broken link, anchor, make target, gitpeer
 // command and flag is reported at its line, and nothing that exists is.
 func TestFixture(t *testing.T) {
-	c := checker(t, "testdata")
+	c := checker(t, "testdata", "https://github.com/example/fixture")
 	files, err := Files("testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +77,7 @@ func TestFixture(t *testing.T) {
 		`README.md:16: gitpeer frobnicate: no command "frobnicate"`,
 		`README.md:19: gitpeer version --short: gitpeer version has no flag --short`,
 		`README.md:19: gitpeer audit PATH [--since 72h] [--until now]: gitpeer audit has no flag --until`,
+		`README.md:22: link "https://github.com/example/fixture/blob/v1.0.0/docs/gone.md": docs/gone.md does not exist`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -119,7 +120,7 @@ func TestSlug(t *testing.T) {
 // README and every other Markdown file. The Makefile defines each target once.
 func TestRepository(t *testing.T) {
 	root := filepath.Join("..", "..")
-	c := checker(t, root)
+	c := checker(t, root, "https://github.com/gitpeer/gitpeer")
 	files, err := Files(root)
 	if err != nil {
 		t.Fatal(err)
