@@ -77,7 +77,8 @@ deps:
 	if [ -n "$$missing" ]; then echo ">> installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 # Regenerates the deepcopy functions in apis/ and the CRDs in config/crd/bases with controller-gen,
-# pinned by the tools module test/codegen (so gitpeer itself never depends on controller-tools).
+# pinned by the tools module test/codegen (so gitpeer itself never depends on controller-tools),
+# then the field table of docs/configuration.md from the CRD (test/crddoc).
 # Built into .cache/codegen, not .cache/tools, whose single entry the control-plane harness finds.
 CONTROLLER_GEN := $(CURDIR)/.cache/codegen/controller-gen-$(shell awk '$$1=="sigs.k8s.io/controller-tools" {print $$2; exit}' test/codegen/go.mod)
 .PHONY: generate
@@ -85,6 +86,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	gofmt -l -w apis
+	go run ./test/crddoc
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(@D)
