@@ -3,20 +3,36 @@ package docscheck
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
-// name is a word that may be a make target or a command's name; placeholders (<target>, PATH,
-// ...) are not.
-var name = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+// target is a word that may be a make target, and command one that may be a gitpeer command;
+// placeholders (<target>, PATH, ...) and versions (gitpeer 0.1.0, as `gitpeer version` prints)
+// are neither.
+var (
+	target      = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+	commandName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+)
 
-// checkCode checks the make and gitpeer command lines in a code span or block.
+// checkCode checks the make and gitpeer command lines in a code span or block. In a block whose
+// commands have a prompt ("$ "), the lines without one are their output, and not checked.
 func (c *Checker) checkCode(file string, code located) []Problem {
 	var problems []Problem
-	for i, line := range strings.Split(strings.ReplaceAll(code.dest, "\\\n", " "), "\n") {
+	lines := strings.Split(code.dest, "\n")
+	prompted := slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "$ ") })
+	for i := 0; i < len(lines); i++ {
+		first, line := i, lines[i]
+		for strings.HasSuffix(line, "\\") && i+1 < len(lines) { // a continued line
+			i++
+			line = strings.TrimSuffix(line, "\\") + " " + lines[i]
+		}
+		if prompted && !strings.HasPrefix(line, "$ ") {
+			continue
+		}
 		for _, words := range commands(line) {
 			for _, msg := range c.checkCommand(words) {
-				problems = append(problems, Problem{file, code.line + i, msg})
+				problems = append(problems, Problem{file, code.line + first, msg})
 			}
 		}
 	}
@@ -35,10 +51,10 @@ func commands(line string) [][]string {
 		cur = nil
 	}
 	for i, w := range strings.Fields(line) {
-		if strings.HasPrefix(w, "#") || (i == 0 && w == "$") {
-			if i == 0 && w == "$" {
-				continue
-			}
+		if i == 0 && w == "$" {
+			continue
+		}
+		if strings.HasPrefix(w, "#") {
 			break
 		}
 		switch w {
@@ -98,7 +114,7 @@ func (c *Checker) checkMake(args []string) []string {
 		case a == "-C" || a == "-f" || a == "-j":
 			i++ // their value
 		case strings.HasPrefix(a, "-") || strings.Contains(a, "="):
-		case name.MatchString(a) && !c.Targets[a]:
+		case target.MatchString(a) && !c.Targets[a]:
 			msgs = append(msgs, fmt.Sprintf("make %s: the Makefile has no target %q", strings.Join(args, " "), a))
 		}
 	}
@@ -129,7 +145,7 @@ func (c *Checker) checkGitpeer(args []string, strict bool) []string {
 			}
 		case len(cmdPath) == 0 && !strict:
 			return nil // a name, not the gitpeer command
-		case len(cmd.subcommands) > 0 && name.MatchString(a):
+		case len(cmd.subcommands) > 0 && commandName.MatchString(a):
 			return []string{fmt.Sprintf("gitpeer %s: no command %q (gitpeer %s has %s)",
 				strings.Join(args, " "), a, strings.Join(cmdPath, " "), strings.Join(cmd.names(), ", "))}
 		default:

@@ -78,6 +78,8 @@ func TestFixture(t *testing.T) {
 		`README.md:19: gitpeer version --short: gitpeer version has no flag --short`,
 		`README.md:19: gitpeer audit PATH [--since 72h] [--until now]: gitpeer audit has no flag --until`,
 		`README.md:22: link "https://github.com/example/fixture/blob/v1.0.0/docs/gone.md": docs/gone.md does not exist`,
+		`README.md:29: gitpeer status --bogus: gitpeer status has no flag --bogus`,
+		`README.md:33: gitpeer verify --base main --nope .: gitpeer verify has no flag --nope`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
