@@ -99,6 +99,9 @@ func TestReleaseNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !regexp.MustCompile(`(?m)^## \[` + regexp.QuoteMeta(v) + `\] - \d{4}-\d{2}-\d{2}$`).Match(changelog) {
+		t.Errorf("CHANGELOG.md has no heading ## [%s] - YYYY-MM-DD (Keep a Changelog)", v)
+	}
 	if !regexp.MustCompile(`(?m)^\[` + regexp.QuoteMeta(v) + `\]: https://github.com/gitpeer/gitpeer/releases/tag/v` + regexp.QuoteMeta(v) + `$`).Match(changelog) {
 		t.Errorf("CHANGELOG.md has no link for [%s]", v)
 	}
