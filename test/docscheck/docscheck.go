@@ -32,6 +32,7 @@ type Problem struct {
 	Msg  string
 }
 
+// String is the problem as file:line: message.
 func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg) }
 
 // Checker checks Markdown files of the repository at Root.
