@@ -30,7 +30,8 @@ ifeq ($(origin VERSION),undefined)
 VERSION := $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact-match --dirty 2>/dev/null)),$(RELEASE_VERSION),$(RELEASE_VERSION)-$(or $(shell git describe --always --dirty --exclude='*' 2>/dev/null),dev))
 endif
 
-.PHONY: tools test deps demo build image
+.PHONY: tools test deps demo build image dist linux-only
+# Everything the tests need: the control plane's binaries (TOOLS) and Gitea.
 tools: $(TOOLS) $(GITEA)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager $(TOOLS_BIN)/kubectl:
@@ -52,11 +53,18 @@ $(GITEA): | deps
 # Every test in the repository: unit tests and the ginkgo suites, which start real
 # control planes (from `make tools`) and real Git servers.
 GO_TEST_FLAGS ?= -timeout 60m
-# The image test (test/image, its own module) checks what `make image` built.
-test: tools deps image
+# The image test (test/image, its own module) checks what `make image` built; the chart tests
+# (chart-test) run in their module.
+test: linux-only tools deps image chart-test
 	go test $(GO_TEST_FLAGS) ./...
 	cd test/image && GITPEER_IMAGE_DIR=$(IMAGE_DIR) GITPEER_IMAGE_VERSION=$(VERSION) \
 		GITPEER_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" go test $(GO_TEST_FLAGS) ./...
+
+# The test harness (test/process) ties the processes it starts to its own life with Linux's
+# parent-death signal: the tests, the demo and the benchmarks run on Linux only. Checked first, so
+# another system fails at once rather than after minutes of building.
+linux-only:
+	@test "$$(uname -s)" = Linux || { echo "this target runs on Linux only (its process harness uses Linux's parent-death signal), not on $$(uname -s): use a Linux machine, VM or container" >&2; exit 1; }
 
 # Programs the tests drive besides Go: git (the Git server and the reviewer), ssh-keygen (git's SSH
 # commit signing), gcc (cgo for the Gitea build), and the CA bundle `make image` copies into the image. Installed from Debian when
@@ -70,7 +78,8 @@ deps:
 	if [ -n "$$missing" ]; then echo ">> installing$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 # Regenerates the deepcopy functions in apis/ and the CRDs in config/crd/bases with controller-gen,
-# pinned by the tools module test/codegen (so gitpeer itself never depends on controller-tools).
+# pinned by the tools module test/codegen (so gitpeer itself never depends on controller-tools),
+# then the field table of docs/configuration.md from the CRD (test/crddoc).
 # Built into .cache/codegen, not .cache/tools, whose single entry the control-plane harness finds.
 CONTROLLER_GEN := $(CURDIR)/.cache/codegen/controller-gen-$(shell awk '$$1=="sigs.k8s.io/controller-tools" {print $$2; exit}' test/codegen/go.mod)
 .PHONY: generate
@@ -78,6 +87,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	gofmt -l -w apis
+	go run ./test/crddoc
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(@D)
@@ -91,6 +101,30 @@ GO_BUILD := CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(V
 build:
 	$(GO_BUILD) -o bin/gitpeer ./cmd/gitpeer
 
+# $(call cross_build,PLATFORMS,PREFIX,SUFFIX) builds gitpeer for each os/arch of PLATFORMS into
+# PREFIX<os>-<arch>SUFFIX.
+cross_build = for p in $(1); do \
+		echo ">> building gitpeer $(VERSION) for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p\#*/} $(GO_BUILD) -o $(2)$${p/\//-}$(3) ./cmd/gitpeer || exit 1; \
+	done
+
+# The CLI binaries of a release, as the release workflow attaches them: dist/gitpeer-<os>-<arch>
+# for DIST_PLATFORMS and their checksums, dist/SHA256SUMS (`sha256sum --check` format).
+DIST_DIR ?= $(CURDIR)/dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+SHA256SUM := $(if $(shell command -v sha256sum),sha256sum,shasum -a 256)
+dist:
+	@rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)
+	@$(call cross_build,$(DIST_PLATFORMS),$(DIST_DIR)/gitpeer-,)
+	cd $(DIST_DIR) && $(SHA256SUM) gitpeer-* > SHA256SUMS
+
+# The release notes of VERSION (the GitHub release's body): its section of CHANGELOG.md, without
+# the heading. Fails when CHANGELOG.md has no section for it.
+.PHONY: release-notes
+release-notes:
+	@awk -v h='## [$(RELEASE_VERSION)]' 'index($$0, "## [") == 1 { on = index($$0, h) == 1; found = found || on; next } \
+		/^\[[^]]*\]: / { on = 0 } on { print } END { exit !found }' CHANGELOG.md
+
 # The container image the Dockerfile describes, built without a daemon (test/image, with
 # go-containerregistry): static binaries for IMAGE_PLATFORMS, over scratch with Debian's CA bundle
 # and the nonroot user. Writes .cache/image/oci (an OCI image layout: one index, tagged
@@ -102,10 +136,7 @@ CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
 image: deps
 	@rm -rf $(IMAGE_DIR)
-	@for p in $(IMAGE_PLATFORMS); do \
-		echo ">> building gitpeer $(VERSION) for $$p"; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o $(IMAGE_DIR)/bin/$${p/\//-}/gitpeer ./cmd/gitpeer || exit 1; \
-	done
+	@$(call cross_build,$(IMAGE_PLATFORMS),$(IMAGE_DIR)/bin/,/gitpeer)
 	cd test/image && go run . -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null) \
 		-created $(SOURCE_DATE_EPOCH) -ca $(CA_BUNDLE) -out $(IMAGE_DIR) \
 		$(foreach p,$(IMAGE_PLATFORMS),$(p)=$(IMAGE_DIR)/bin/$(subst /,-,$(p))/gitpeer)
@@ -117,7 +148,7 @@ image: deps
 N ?= 100
 BENCH_DIR := $(CURDIR)/.cache/bench
 .PHONY: bench bench-scale bench-gitsync bench-controlplane
-bench-scale: tools build
+bench-scale: linux-only $(TOOLS) build
 	@mkdir -p $(BENCH_DIR)
 	go run ./test/scale -n $(N) -agent bin/gitpeer -json $(BENCH_DIR)/scale-$(N).json \
 		-agent-log $(BENCH_DIR)/scale-$(N)-agent.log $(BENCH_SCALE_FLAGS)
@@ -127,14 +158,15 @@ bench-gitsync:
 	go test ./gitsync/ -run '^$$' -bench . -benchtime 10x -benchmem
 
 # How long one test control plane takes to become ready.
-bench-controlplane: tools
+bench-controlplane: linux-only $(TOOLS)
 	go test ./test/controlplane/ -run '^$$' -bench Start -benchtime 3x
 
 # Every benchmark.
 bench: bench-gitsync bench-controlplane bench-scale
 
-# The whole handshake locally: two control planes, a Git server, two agents.
-demo: tools build
+# The whole handshake locally: two control planes, a Git server, two agents. It needs only the
+# control plane's binaries (TOOLS), not Gitea.
+demo: linux-only $(TOOLS) build
 	go run ./test/demo --gitpeer bin/gitpeer $(DEMO_FLAGS)
 
 # The Helm chart charts/gitpeer. Its CRDs, RBAC, admission policy and tenant role are generated
@@ -166,5 +198,3 @@ helm-lint: $(HELM)
 # config/default, values, and a Helm SDK install and upgrade on a real control plane.
 chart-test: tools helm-lint
 	cd test/chart && go test $(GO_TEST_FLAGS) ./...
-
-test: chart-test

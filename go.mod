@@ -22,6 +22,7 @@ require (
 	github.com/prometheus/common v0.67.5
 	github.com/skeema/knownhosts v1.3.1
 	github.com/spf13/cobra v1.10.2
+	github.com/yuin/goldmark v1.8.2
 	gitlab.com/gitlab-org/api/client-go v1.46.0
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/crypto v0.58.0

@@ -66,6 +66,40 @@ func TestWorkflow(t *testing.T) {
 	}
 }
 
+// TestWorkflowPinsTheRelease checks the CI workflow installs the release of VERSION (bump both
+// together): the release's binary, whose SHA256SUMS it verifies as signed by gitpeer's release
+// workflow at that tag, and which it checks against SHA256SUMS.
+func TestWorkflowPinsTheRelease(t *testing.T) {
+	data, err := os.ReadFile("ci/verify.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct{ Env map[string]string }
+	}
+	if err := yaml.Unmarshal(data, &wf); err != nil {
+		t.Fatal(err)
+	}
+	v, err := os.ReadFile("../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := wf.Jobs["verify"].Env["GITPEER_VERSION"], "v"+strings.TrimSpace(string(v)); got != want {
+		t.Errorf("the workflow pins gitpeer %s, VERSION is %s", got, want)
+	}
+	for _, want := range []string{
+		`base="https://github.com/gitpeer/gitpeer/releases/download/${GITPEER_VERSION}"`,
+		`"${base}/SHA256SUMS" "${base}/SHA256SUMS.sigstore.json"`,
+		"cosign verify-blob SHA256SUMS --bundle SHA256SUMS.sigstore.json",
+		`--certificate-identity "https://github.com/gitpeer/gitpeer/.github/workflows/release.yaml@refs/tags/${GITPEER_VERSION}"`,
+		"sha256sum --check --ignore-missing SHA256SUMS",
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("workflow lacks %q", want)
+		}
+	}
+}
+
 // TestCodeowners checks the sample CODEOWNERS gives every provider folder of the sample
 // repository its team, and the CODEOWNERS file and CI workflows to the repository's owners.
 func TestCodeowners(t *testing.T) {
