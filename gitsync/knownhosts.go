@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 
+	fluxknownhosts "github.com/fluxcd/pkg/ssh/knownhosts"
 	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
 )
@@ -15,24 +15,10 @@ import (
 // knownHosts, plus the host-key algorithms to negotiate for the URL's host so
 // the server is asked for a key type we can check.
 func knownHostsCallback(knownHosts []byte, rawURL string) (ssh.HostKeyCallback, []string, error) {
-	// knownhosts parses files only; the file lives just long enough to be read.
-	f, err := os.CreateTemp("", "gitsync-known-hosts-*")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.Remove(f.Name())
-	_, werr := f.Write(knownHosts)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return nil, nil, werr
-	}
-	db, err := knownhosts.NewDB(f.Name())
+	check, _, err := fluxknownhosts.New(knownHosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gitsync: known_hosts: %w", err)
 	}
-	check := db.HostKeyCallback()
 	cb := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 		err := check(hostname, remote, key)
 		switch {
@@ -46,7 +32,10 @@ func knownHostsCallback(knownHosts []byte, rawURL string) (ssh.HostKeyCallback, 
 		}
 		return fmt.Errorf("%w: %v", ErrHostKeyMismatch, err)
 	}
-	return cb, db.HostKeyAlgorithms(sshHostPort(rawURL)), nil
+	// The algorithms flux returns span every host in the file and name key
+	// types only (ssh-rsa, not rsa-sha2-*); skeema's lookup is per host and
+	// adds the SHA-2 RSA algorithms that current OpenSSH servers require.
+	return cb, knownhosts.HostKeyAlgorithms(check, sshHostPort(rawURL)), nil
 }
 
 // insecureIgnoreHostKey accepts any host key; used only on explicit opt-in.
