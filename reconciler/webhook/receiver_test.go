@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -43,7 +45,11 @@ const (
 
 // hmacHex is computed here, independently of the package under test.
 func hmacHex(key, body string) string {
-	m := hmac.New(sha256.New, []byte(key))
+	return hmacHexWith(sha256.New, key, body)
+}
+
+func hmacHexWith(h func() hash.Hash, key, body string) string {
+	m := hmac.New(h, []byte(key))
 	m.Write([]byte(body))
 	return hex.EncodeToString(m.Sum(nil))
 }
@@ -210,6 +216,7 @@ func testRequests(t *testing.T, k8s client.Client, srv *httptest.Server) {
 		{name: "github signed with another key", path: "github", body: pushGH, header: github("push", other, pushGH), want: 401},
 		{name: "github signature of another body", path: "github", body: pushGH, header: github("push", token, `{"ref":"refs/heads/main"}`), want: 401},
 		{name: "github sha1 signature only", path: "github", body: pushGH, header: hdr("X-GitHub-Event", "push", "X-Hub-Signature", "sha1=abcd"), want: 401},
+		{name: "github sha1 signature in the sha256 header", path: "github", body: pushGH, header: hdr("X-GitHub-Event", "push", "X-Hub-Signature-256", "sha1="+hmacHexWith(sha1.New, token, pushGH)), want: 401},
 		{name: "github unsigned", path: "github", body: pushGH, header: hdr("X-GitHub-Event", "push"), want: 401},
 		{name: "github signature not hex", path: "github", body: pushGH, header: hdr("X-GitHub-Event", "push", "X-Hub-Signature-256", "sha256=zz"), want: 401},
 		{name: "github ping", path: "github", body: `{"zen":"hi"}`, header: github("ping", token, `{"zen":"hi"}`), want: 200},
@@ -234,6 +241,7 @@ func testRequests(t *testing.T, k8s client.Client, srv *httptest.Server) {
 		{name: "gitea push", path: "gitea", body: pushGH, header: hdr("X-Gitea-Event", "push", "X-Gitea-Signature", hmacHex(token, pushGH)), want: 202, triggers: true},
 		{name: "forgejo push", path: "gitea", body: pushGH, header: hdr("X-Forgejo-Event", "push", "X-Forgejo-Signature", hmacHex(token, pushGH)), want: 202, triggers: true},
 		{name: "gitea wrong key", path: "gitea", body: pushGH, header: hdr("X-Gitea-Event", "push", "X-Gitea-Signature", hmacHex(other, pushGH)), want: 401},
+		{name: "forgejo wrong key", path: "gitea", body: pushGH, header: hdr("X-Forgejo-Event", "push", "X-Forgejo-Signature", hmacHex(other, pushGH)), want: 401},
 		{name: "gitea signature with sha256= prefix", path: "gitea", body: pushGH, header: hdr("X-Gitea-Event", "push", "X-Gitea-Signature", "sha256="+hmacHex(token, pushGH)), want: 401},
 		{name: "gitea unsigned", path: "gitea", body: pushGH, header: hdr("X-Gitea-Event", "push"), want: 401},
 		{name: "gitea create event", path: "gitea", body: pushGH, header: hdr("X-Gitea-Event", "create", "X-Gitea-Signature", hmacHex(token, pushGH)), want: 200},
