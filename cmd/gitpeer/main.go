@@ -34,6 +34,7 @@ func newRootCmd() *cobra.Command {
 		newRequestCmd(),
 		newRevokeCmd(),
 		newAgentCmd(),
+		newInitCmd(),
 	)
 	return root
 }
