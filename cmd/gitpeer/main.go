@@ -35,6 +35,7 @@ func newRootCmd() *cobra.Command {
 		newRevokeCmd(),
 		newAgentCmd(),
 		newInitCmd(),
+		newCheckCmd(),
 	)
 	return root
 }
