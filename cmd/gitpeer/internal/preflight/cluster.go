@@ -18,6 +18,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/status"
 	"github.com/gitpeer/gitpeer/config/crd"
+	liqomode "github.com/gitpeer/gitpeer/reconciler/liqo"
 )
 
 // MinKubernetes is the oldest Kubernetes gitpeer supports (docs/install.md): its
@@ -164,25 +165,36 @@ const (
 	liqoDeployment = "liqo-controller-manager"
 )
 
-// liqo says whether Liqo is installed and its version; informational, as gitpeer runs with or without it.
+// liqo says whether Liqo is installed, its version, and whether a PeeringRepository in Auto mode
+// would run in Liqo mode here (Liqo's cluster-ID ConfigMap in its default namespace: the agent
+// also needs its key Secret, which check does not read). Informational: gitpeer runs with or
+// without Liqo.
 func liqo(ctx context.Context, cl clients) Check {
 	const name = "liqo"
+	var found []string
 	var d apiextensionsv1.CustomResourceDefinition
-	if err := cl.c.Get(ctx, client.ObjectKey{Name: liqoCRD}, &d); apierrors.IsNotFound(err) {
-		return info(name, "not installed (no CRD %s): gitpeer runs standalone", liqoCRD)
-	} else if err != nil {
+	if err := cl.c.Get(ctx, client.ObjectKey{Name: liqoCRD}, &d); err == nil {
+		found = append(found, "CRD "+liqoCRD)
+	} else if !apierrors.IsNotFound(err) {
 		return info(name, "unknown: %v", err)
 	}
-	deps, err := cl.kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + liqoDeployment})
-	if err != nil || len(deps.Items) == 0 {
-		return info(name, "installed (CRD %s); version unknown: no Deployment %s readable", liqoCRD, liqoDeployment)
+	ns := gitpeerv1alpha1.DefaultLiqoNamespace
+	cm, err := cl.kube.CoreV1().ConfigMaps(ns).Get(ctx, liqomode.ClusterIDConfigMap, metav1.GetOptions{})
+	if err == nil {
+		found = append(found, fmt.Sprintf("cluster ID %q in namespace %s", cm.Data[liqomode.ClusterIDKey], ns))
 	}
-	dep := deps.Items[0]
-	tag := "unknown"
-	if ctrs := dep.Spec.Template.Spec.Containers; len(ctrs) > 0 {
-		tag = imageTag(ctrs[0].Image)
+	if deps, err := cl.kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + liqoDeployment}); err == nil && len(deps.Items) > 0 {
+		dep := deps.Items[0]
+		tag := "unknown"
+		if ctrs := dep.Spec.Template.Spec.Containers; len(ctrs) > 0 {
+			tag = imageTag(ctrs[0].Image)
+		}
+		found = append(found, fmt.Sprintf("version %s (Deployment %s/%s)", tag, dep.Namespace, dep.Name))
 	}
-	return info(name, "installed: Deployment %s/%s, version %s", dep.Namespace, dep.Name, tag)
+	if len(found) == 0 {
+		return info(name, "not installed (no CRD %s, no ConfigMap %s/%s): gitpeer runs standalone", liqoCRD, ns, liqomode.ClusterIDConfigMap)
+	}
+	return info(name, "installed: %s", strings.Join(found, ", "))
 }
 
 // imageTag returns the tag of an image reference ("unknown" without one).

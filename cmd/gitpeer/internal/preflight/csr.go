@@ -2,11 +2,9 @@ package preflight
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"time"
@@ -16,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	gitpeercrypto "github.com/gitpeer/gitpeer/crypto"
 )
 
 const signerCheck = "csr signer"
@@ -56,11 +56,12 @@ func signer(ctx context.Context, cl clients) Check {
 // signTest creates a labelled CSR of the kube-apiserver-client signer with the shortest
 // lifetime the API allows, approves it, waits for its certificate and deletes it.
 func signTest(ctx context.Context, cl clients) Check {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	// A request of the agent's kind: Ed25519 as Liqo's keys, CN=<cluster ID>, O=liqo.io.
+	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return failed(signerCheck, "%v", err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "gitpeer-check"}}, key)
+	request, err := gitpeercrypto.BuildCSR(key, "gitpeer-check")
 	if err != nil {
 		return failed(signerCheck, "%v", err)
 	}
@@ -68,7 +69,7 @@ func signTest(ctx context.Context, cl clients) Check {
 	csr, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "gitpeer-check-", Labels: map[string]string{SignTestLabel: "sign-test"}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			Request:           request,
 			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
 			ExpirationSeconds: ptr.To[int32](600), // the API's minimum
 			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
@@ -113,7 +114,7 @@ func signTest(ctx context.Context, cl clients) Check {
 }
 
 // matches checks the issued certificate is for key.
-func matches(certPEM []byte, key *ecdsa.PrivateKey) error {
+func matches(certPEM []byte, key ed25519.PrivateKey) error {
 	block, _ := pem.Decode(certPEM)
 	if block == nil {
 		return fmt.Errorf("the certificate is not PEM")
@@ -122,7 +123,7 @@ func matches(certPEM []byte, key *ecdsa.PrivateKey) error {
 	if err != nil {
 		return err
 	}
-	if !key.PublicKey.Equal(cert.PublicKey) {
+	if !key.Public().(ed25519.PublicKey).Equal(cert.PublicKey) {
 		return fmt.Errorf("the certificate is not for the CSR's key")
 	}
 	return nil
