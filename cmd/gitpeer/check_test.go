@@ -146,6 +146,17 @@ func TestCheck(t *testing.T) {
 		"✔ crd peeringrepositories.gitpeer.io: serves v1alpha1", "✔ crd tenants.authentication.liqo.io: serves v1beta1", "• peeringrepositories: none yet", "✗ agent: ")
 }
 
+// TestCheckUnreachable checks an API server that does not answer makes one failed check.
+func TestCheckUnreachable(t *testing.T) {
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetArgs([]string{"check", "--kubeconfig", writeKubeconfig(t, &rest.Config{Host: "https://127.0.0.1:1"})})
+	if err := root.Execute(); err == nil || !strings.HasPrefix(out.String(), "✗ kubernetes: server version: ") || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("error %v, output:\n%s", err, out.String())
+	}
+}
+
 // issueCSR has the control plane's signer issue a kube-apiserver-client certificate, as the
 // provider's agent does, and returns the CSR's name.
 func issueCSR(ctx context.Context, t *testing.T, kube kubernetes.Interface) string {

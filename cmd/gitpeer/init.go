@@ -75,8 +75,8 @@ Next steps:
    and let only the provider agents push to it (%[4]s/examples/forge/README.md).
 4. Require the status check gitpeer/verify, from GitHub Actions. (It fails on %[2]s until a
    provider's agent has published its terms.yaml: there is nothing to verify before.)
-5. Install the agent on each cluster and give it a PeeringRepository with spec.branch %[2]s
-   (%[4]s/docs/quickstart.md).
+5. Check each cluster (gitpeer check --pre), install the agent, and give each a
+   PeeringRepository with spec.branch %[2]s (%[4]s/docs/quickstart.md).
 `, filepath.Join(dir, scaffold.CodeownersPath), branch, dir, docs, gitInit)
 	return err
 }

@@ -36,7 +36,7 @@ func TestInitPinsTheCLIRelease(t *testing.T) {
 		if dev := strings.Contains(stderr.String(), "development build"); dev != (cli != "0.3.1") {
 			t.Errorf("gitpeer %s: stderr %q", cli, stderr.String())
 		}
-		for _, line := range []string{"wrote " + filepath.Join(dir, "cluster-a", "README.md"), "\n1. ", "\n5. Install the agent"} {
+		for _, line := range []string{"wrote " + filepath.Join(dir, "cluster-a", "README.md"), "\n1. ", "\n5. Check each cluster (gitpeer check --pre)"} {
 			if !strings.Contains(stdout.String(), line) {
 				t.Errorf("gitpeer %s: output lacks %q:\n%s", cli, line, stdout.String())
 			}

@@ -25,20 +25,25 @@ import (
 // ValidatingAdmissionPolicies are admissionregistration.k8s.io/v1, GA in 1.30.
 var MinKubernetes = version.MustParseGeneric("1.30.0")
 
-func kubernetesVersion(cl clients) Check {
+// kubernetesVersion checks the server's version; reached is false when the server did not answer.
+func kubernetesVersion(cl clients) (c Check, reached bool) {
 	const name = "kubernetes"
 	info, err := cl.kube.Discovery().ServerVersion()
 	if err != nil {
-		return failed(name, "server version: %v", err)
+		return failed(name, "server version: %v", err), false
 	}
-	v, err := version.ParseGeneric(info.GitVersion)
+	return checkVersion(name, info.GitVersion), true
+}
+
+func checkVersion(name, gitVersion string) Check {
+	v, err := version.ParseGeneric(gitVersion)
 	if err != nil {
-		return failed(name, "server version %q: %v", info.GitVersion, err)
+		return failed(name, "server version %q: %v", gitVersion, err)
 	}
 	if !v.AtLeast(MinKubernetes) {
-		return failed(name, "%s, gitpeer needs >= %d.%d", info.GitVersion, MinKubernetes.Major(), MinKubernetes.Minor())
+		return failed(name, "%s, gitpeer needs >= %d.%d", gitVersion, MinKubernetes.Major(), MinKubernetes.Minor())
 	}
-	return ok(name, "%s >= %d.%d", info.GitVersion, MinKubernetes.Major(), MinKubernetes.Minor())
+	return ok(name, "%s >= %d.%d", gitVersion, MinKubernetes.Major(), MinKubernetes.Minor())
 }
 
 // crds checks that every CRD this gitpeer installs is installed, established, and serves the

@@ -64,7 +64,8 @@ type clients struct {
 }
 
 // Run runs the checks against the cluster of cfg. An error is returned only
-// when no client can be built; a check that cannot reach the cluster fails.
+// when no client can be built; when the API server does not answer, the
+// report has that one failed check.
 func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -78,7 +79,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	}
 	cl := clients{kube: kube, c: c}
 	r := &Report{}
-	r.add(kubernetesVersion(cl))
+	version, reached := kubernetesVersion(cl)
+	if r.add(version); !reached {
+		return r, nil // every other check would fail the same way
+	}
 	if !o.Pre {
 		r.add(crds(ctx, cl)...)
 		r.add(agents(ctx, cl, o.Namespace)...)
