@@ -20,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/preflight"
@@ -193,16 +191,11 @@ func issueCSR(ctx context.Context, t *testing.T, kube kubernetes.Interface) stri
 	return csr.Name
 }
 
-// writeKubeconfig writes a kubeconfig of cfg (certificate authentication) and returns its path.
+// writeKubeconfig writes a kubeconfig of cfg in a temporary directory and returns its path.
 func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	if err := controlplane.WriteKubeconfig(cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return path
