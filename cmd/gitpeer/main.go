@@ -34,6 +34,8 @@ func newRootCmd() *cobra.Command {
 		newRequestCmd(),
 		newRevokeCmd(),
 		newAgentCmd(),
+		newInitCmd(),
+		newCheckCmd(),
 	)
 	return root
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
@@ -30,9 +29,7 @@ acts on. The gitpeer_peering_phase metric has the phase of every peering.`,
 			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
 				return err
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext}).ClientConfig()
+			cfg, err := restConfig(kubeconfig, kubecontext)
 			if err != nil {
 				return err
 			}

@@ -53,14 +53,7 @@ func generate(out string) error {
 	if err != nil {
 		return err
 	}
-	if err := repofixture.Write(out, provider+"/terms.yaml", terms); err != nil {
-		return err
-	}
-	return repofixture.Write(out, "CODEOWNERS", []byte(codeowners))
+	// CODEOWNERS is not generated: it is kept by hand, and `gitpeer init`
+	// scaffolds from it (examples.Codeowners).
+	return repofixture.Write(out, provider+"/terms.yaml", terms)
 }
-
-const codeowners = `# Each provider's team owns its folder: merging a tenant.yaml there approves a
-# peering, deleting one revokes it. Require review from code owners on the
-# branch (branch protection) so that only this team can approve.
-/provider-eu/ @example-org/provider-eu-admins
-`

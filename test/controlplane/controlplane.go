@@ -201,7 +201,7 @@ func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, e
 		return cp, err
 	}
 	cp.KubeconfigPath = filepath.Join(cp.Dir, "admin.kubeconfig")
-	if err = writeKubeconfig(cp.Config, cp.KubeconfigPath); err != nil {
+	if err = WriteKubeconfig(cp.Config, cp.KubeconfigPath); err != nil {
 		return cp, err
 	}
 	cmConfig, err := cp.clientConfig("system:kube-controller-manager", []string{"system:masters"})
@@ -209,7 +209,7 @@ func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, e
 		return cp, err
 	}
 	cmKubeconfig := filepath.Join(cp.Dir, "controller-manager.kubeconfig")
-	if err = writeKubeconfig(cmConfig, cmKubeconfig); err != nil {
+	if err = WriteKubeconfig(cmConfig, cmKubeconfig); err != nil {
 		return cp, err
 	}
 	if err = cp.waitAPIServer(ctx); err != nil {
@@ -347,7 +347,9 @@ func (cp *ControlPlane) Logs(lines int) string {
 	return out
 }
 
-func writeKubeconfig(cfg *rest.Config, path string) error {
+// WriteKubeconfig writes a kubeconfig of cfg (its server, CA and client
+// certificate, as UserConfig returns them) to path.
+func WriteKubeconfig(cfg *rest.Config, path string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["local"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
