@@ -35,5 +35,7 @@ func newRootCmd() *cobra.Command {
 		newRevokeCmd(),
 		newAgentCmd(),
 	)
+	// Flux's habits: reconcile, suspend and resume a PeeringRepository.
+	root.AddCommand(newReconcileCmd(), newSuspendCmd(), newResumeCmd())
 	return root
 }
