@@ -35,6 +35,9 @@ func newRootCmd() *cobra.Command {
 		newRevokeCmd(),
 		newAgentCmd(),
 	)
+	// --version prints what `gitpeer version` prints.
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
 	// Flux's habits: reconcile, suspend and resume a PeeringRepository.
 	root.AddCommand(newReconcileCmd(), newSuspendCmd(), newResumeCmd())
 	return root
