@@ -80,6 +80,12 @@ func testReconcileSuspendResume(t *testing.T, k8s client.Client, kubeconfig stri
 	}
 	handledNotReady("resume --all", before, err)
 
+	// Shell completion (cobra's __complete, which the completion scripts call) offers the names.
+	out, _, err := runGitpeer("__complete", "suspend", "-n", key.Namespace, "--kubeconfig", kubeconfig, "")
+	if err != nil || !strings.HasPrefix(out, key.Name+"\n") {
+		t.Errorf("completion of suspend's NAME: %q, %v", out, err)
+	}
+
 	if _, _, err := runGitpeer("reconcile", "missing", "-n", key.Namespace, "--kubeconfig", kubeconfig); err == nil || !strings.Contains(err.Error(), `"missing" not found`) {
 		t.Errorf("reconcile of a missing PeeringRepository: %v", err)
 	}
