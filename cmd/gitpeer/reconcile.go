@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 // defaultNamespace is the namespace of the install (config/default, the chart's
@@ -56,15 +55,11 @@ func (t *repoTargets) addTimeout(cmd *cobra.Command) {
 
 // connect returns a client of the cluster and the namespace the flags select.
 func (t *repoTargets) connect() (client.Client, string, error) {
-	cfg, err := t.kube.ToRESTConfig()
+	c, err := kubeClient(t.kube)
 	if err != nil {
 		return nil, "", err
 	}
 	ns, _, err := t.kube.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return nil, "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: reconciler.NewScheme()})
 	return c, ns, err
 }
 

@@ -3,11 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/status"
-	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -30,11 +28,7 @@ acts on. The gitpeer_peering_phase metric has the phase of every peering.`,
 			if err := output.Check(); err != nil {
 				return err
 			}
-			cfg, err := kube.ToRESTConfig()
-			if err != nil {
-				return err
-			}
-			c, err := client.New(cfg, client.Options{Scheme: reconciler.NewScheme()})
+			c, err := kubeClient(kube)
 			if err != nil {
 				return err
 			}
