@@ -29,12 +29,18 @@ type repoTargets struct {
 	timeout time.Duration
 }
 
-func newRepoTargets(cmd *cobra.Command, verb string) *repoTargets {
+// newRepoCmd completes cmd (reconcile, suspend or resume) with kubectl's
+// flags, NAME or --all, --timeout when it waits for the agent, and a RunE
+// that applies change to each PeeringRepository, saying done on stderr.
+func newRepoCmd(cmd *cobra.Command, done string, waits bool, change func(*gitpeerv1alpha1.PeeringRepository) error) *cobra.Command {
 	t := &repoTargets{kube: genericclioptions.NewConfigFlags(true)}
 	*t.kube.Namespace = defaultNamespace
 	t.kube.AddFlags(cmd.Flags())
 	cmd.Flags().Lookup("namespace").Usage = "namespace of the PeeringRepositories"
-	cmd.Flags().BoolVar(&t.all, "all", false, verb+" every PeeringRepository of the namespace")
+	cmd.Flags().BoolVar(&t.all, "all", false, cmd.Name()+" every PeeringRepository of the namespace")
+	if waits {
+		cmd.Flags().DurationVar(&t.timeout, "timeout", 5*time.Minute, "how long to wait for the agent to handle the request")
+	}
 	cmd.Args = func(_ *cobra.Command, args []string) error {
 		switch {
 		case t.all && len(args) > 0:
@@ -45,12 +51,10 @@ func newRepoTargets(cmd *cobra.Command, verb string) *repoTargets {
 		return nil
 	}
 	cmd.ValidArgsFunction = t.completeNames
-	return t
-}
-
-// addTimeout adds --timeout, for the commands that wait for the agent.
-func (t *repoTargets) addTimeout(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&t.timeout, "timeout", 5*time.Minute, "how long to wait for the agent to handle the request")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return t.patch(cmd, args, done, change)
+	}
+	return cmd
 }
 
 // connect returns a client of the cluster and the namespace the flags select.
@@ -201,18 +205,13 @@ message when Ready is not True. A suspended PeeringRepository is not reconciled:
 		Example: `  gitpeer reconcile peering -n gitpeer-system
   gitpeer reconcile --all --timeout 2m`,
 	}
-	t := newRepoTargets(cmd, "reconcile")
-	t.addTimeout(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return t.patch(cmd, args, "requested a reconcile of", func(obj *gitpeerv1alpha1.PeeringRepository) error {
-			if obj.Spec.Suspend {
-				return errSuspended(obj)
-			}
-			requestReconcile(obj)
-			return nil
-		})
-	}
-	return cmd
+	return newRepoCmd(cmd, "requested a reconcile of", true, func(obj *gitpeerv1alpha1.PeeringRepository) error {
+		if obj.Spec.Suspend {
+			return errSuspended(obj)
+		}
+		requestReconcile(obj)
+		return nil
+	})
 }
 
 func newSuspendCmd() *cobra.Command {
@@ -223,14 +222,10 @@ func newSuspendCmd() *cobra.Command {
 revokes nothing for it until it is resumed; what it already issued stays in place.`,
 		Example: `  gitpeer suspend peering -n gitpeer-system`,
 	}
-	t := newRepoTargets(cmd, "suspend")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return t.patch(cmd, args, "suspended", func(obj *gitpeerv1alpha1.PeeringRepository) error {
-			obj.Spec.Suspend = true
-			return nil
-		})
-	}
-	return cmd
+	return newRepoCmd(cmd, "suspended", false, func(obj *gitpeerv1alpha1.PeeringRepository) error {
+		obj.Spec.Suspend = true
+		return nil
+	})
 }
 
 func newResumeCmd() *cobra.Command {
@@ -242,14 +237,9 @@ reconcile does, and waits (--timeout) until the agent has handled it, printing t
 condition's message; it fails with that message when Ready is not True.`,
 		Example: `  gitpeer resume peering -n gitpeer-system`,
 	}
-	t := newRepoTargets(cmd, "resume")
-	t.addTimeout(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return t.patch(cmd, args, "resumed", func(obj *gitpeerv1alpha1.PeeringRepository) error {
-			obj.Spec.Suspend = false
-			requestReconcile(obj)
-			return nil
-		})
-	}
-	return cmd
+	return newRepoCmd(cmd, "resumed", true, func(obj *gitpeerv1alpha1.PeeringRepository) error {
+		obj.Spec.Suspend = false
+		requestReconcile(obj)
+		return nil
+	})
 }
