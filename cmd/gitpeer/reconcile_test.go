@@ -86,6 +86,11 @@ func testReconcileSuspendResume(t *testing.T, k8s client.Client, kubeconfig stri
 		t.Errorf("completion of suspend's NAME: %q, %v", out, err)
 	}
 
+	// status reads the cluster through the same kubectl flags.
+	if out, _, err := runGitpeer("status", "-n", key.Namespace, "--kubeconfig", kubeconfig, "-o", "wide"); err != nil || !strings.Contains(out, key.Namespace+"   "+key.Name) {
+		t.Errorf("status: %v\n%s", err, out)
+	}
+
 	if _, _, err := runGitpeer("reconcile", "missing", "-n", key.Namespace, "--kubeconfig", kubeconfig); err == nil || !strings.Contains(err.Error(), `"missing" not found`) {
 		t.Errorf("reconcile of a missing PeeringRepository: %v", err)
 	}
