@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
@@ -69,14 +68,7 @@ in Git. What it cannot read or verify is reported on stderr.`,
 			if err != nil {
 				return err
 			}
-			if output.Format == printer.Name {
-				objs := make([]runtime.Object, len(secrets))
-				for i, s := range secrets {
-					objs[i] = s
-				}
-				return printer.WriteNames(cmd.OutOrStdout(), objs...)
-			}
-			return printer.WriteStructured(cmd.OutOrStdout(), output.Format, records.NewList(secrets))
+			return printer.WriteObject(cmd.OutOrStdout(), output.Format, records.NewList(secrets))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Provider, "provider", "", "the provider's cluster ID (PeeringRepository spec.clusterID)")

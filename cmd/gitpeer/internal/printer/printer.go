@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
@@ -53,6 +54,28 @@ func (o *Output) Check() error {
 		return nil
 	}
 	return fmt.Errorf("--output (-o) %q is not supported here: use one of %s", o.Format, strings.Join(o.allowed, ", "))
+}
+
+// WriteObject writes a Kubernetes object, which has its apiVersion and kind,
+// as kubectl -o json, yaml or name does, with k8s.io/cli-runtime's printers;
+// -o name writes each item of a List.
+func WriteObject(w io.Writer, format string, obj runtime.Object) error {
+	switch format {
+	case JSON:
+		return (&printers.JSONPrinter{}).PrintObj(obj, w)
+	case YAML:
+		return (&printers.YAMLPrinter{}).PrintObj(obj, w)
+	case Name:
+		if !meta.IsListType(obj) {
+			return WriteNames(w, obj)
+		}
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return err
+		}
+		return WriteNames(w, items...)
+	}
+	return fmt.Errorf("unknown output format %q", format)
 }
 
 // WriteNames writes kind.group/name of each object, as kubectl's -o name

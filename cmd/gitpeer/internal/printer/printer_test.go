@@ -2,11 +2,13 @@ package printer
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestOutputCheck(t *testing.T) {
@@ -31,5 +33,14 @@ func TestWriteNames(t *testing.T) {
 	}
 	if err := WriteNames(&out, &corev1.Secret{}); err == nil {
 		t.Error("an object without its kind was named")
+	}
+	list := &corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []runtime.RawExtension{{Object: secret}}}
+	out.Reset()
+	if err := WriteObject(&out, Name, list); err != nil || out.String() != "secret/a\n" {
+		t.Errorf("-o name of a List: %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := WriteObject(&out, JSON, list); err != nil || !strings.Contains(out.String(), `"kind": "Secret"`) {
+		t.Errorf("-o json of a List: %q, %v", out.String(), err)
 	}
 }
