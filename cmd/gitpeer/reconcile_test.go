@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -86,9 +87,16 @@ func testReconcileSuspendResume(t *testing.T, k8s client.Client, kubeconfig stri
 		t.Errorf("completion of suspend's NAME: %q, %v", out, err)
 	}
 
-	// status reads the cluster through the same kubectl flags.
-	if out, _, err := runGitpeer("status", "-n", key.Namespace, "--kubeconfig", kubeconfig, "-o", "wide"); err != nil || !strings.Contains(out, key.Namespace+"   "+key.Name) {
+	// status reads the cluster through the same kubectl flags, as the quickstart runs it (--context).
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := runGitpeer("status", "-n", key.Namespace, "--kubeconfig", kubeconfig, "--context", cfg.CurrentContext, "-o", "wide"); err != nil || !strings.Contains(out, key.Namespace+"   "+key.Name) {
 		t.Errorf("status: %v\n%s", err, out)
+	}
+	if _, _, err := runGitpeer("status", "--kubeconfig", kubeconfig, "--context", "nowhere"); err == nil || !strings.Contains(err.Error(), `--context`) || !strings.Contains(err.Error(), `"nowhere"`) {
+		t.Errorf("status --context nowhere: %v", err)
 	}
 
 	if _, _, err := runGitpeer("reconcile", "missing", "-n", key.Namespace, "--kubeconfig", kubeconfig); err == nil || !strings.Contains(err.Error(), `"missing" not found`) {
