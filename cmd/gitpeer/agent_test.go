@@ -49,7 +49,8 @@ func TestAgentProcess(t *testing.T) {
 
 // TestAgent runs `gitpeer agent` against a real control plane: probes answer,
 // a signed push webhook makes the agent reconcile although the poll interval
-// is ten minutes, and SIGTERM stops it cleanly.
+// is ten minutes, gitpeer reconcile, suspend and resume drive it, and SIGTERM
+// stops it cleanly.
 func TestAgent(t *testing.T) {
 	cp := controlplane.Start(t)
 	scheme := reconciler.NewScheme()
@@ -133,6 +134,7 @@ func TestAgent(t *testing.T) {
 		v := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]
 		return v != "" && obj.Status.LastHandledReconcileAt == v
 	})
+	testReconcileSuspendResume(t, k8s, cp.KubeconfigPath, key)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -14,9 +14,10 @@ import (
 
 func newAuditCmd() *cobra.Command {
 	var (
-		opts          audit.Options
-		since, output string
-		agentKeys     []string
+		opts      audit.Options
+		since     string
+		output    *printer.Output
+		agentKeys []string
 	)
 	cmd := &cobra.Command{
 		Use:   "audit PATH",
@@ -30,12 +31,13 @@ SOURCE says how much of each event is proven: "agent" for the Gitpeer-* trailers
 signed with the agent's key (--agent-key, the public key of spec.commit.signingKey); "claim" for
 trailers on any other commit (anyone who can push may write them, and its author and date);
 "branch" for what a commit of the branch's first-parent chain changed (tenant.yaml added, changed
-or removed, request.yaml added by a person). Dates are the commits' own, vouched for only by "agent".`,
+or removed, request.yaml added by a person). Dates are the commits' own, vouched for only by "agent".
+-o wide adds the committer, whether the commit is a merge, and the whole commit hash.`,
 		Example: `  gitpeer audit .
   gitpeer audit --consumer consumer-1 --since 720h -o json .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
+			if err := output.Check(); err != nil {
 				return err
 			}
 			var err error
@@ -52,7 +54,7 @@ or removed, request.yaml added by a person). Dates are the commits' own, vouched
 			if err != nil {
 				return err
 			}
-			return audit.Print(cmd.OutOrStdout(), events, output)
+			return audit.Print(cmd.OutOrStdout(), events, output.Format)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Branch, "branch", "main", "the authoritative branch")
@@ -61,7 +63,7 @@ or removed, request.yaml added by a person). Dates are the commits' own, vouched
 	cmd.Flags().StringVar(&opts.Consumer, "consumer", "", "only events of this consumer cluster ID")
 	cmd.Flags().StringVar(&since, "since", "", "events from the first one (in graph order) dated at or after this time: RFC 3339, YYYY-MM-DD, or a duration back from now (72h)")
 	cmd.Flags().StringArrayVar(&agentKeys, "agent-key", nil, agentKeyUsage)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: table)")
+	output = printer.AddFlag(cmd, printer.Table, printer.JSON, printer.YAML, printer.Wide)
 	return cmd
 }
 

@@ -4,15 +4,17 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/preflight"
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
 )
 
 func newCheckCmd() *cobra.Command {
+	kube := genericclioptions.NewConfigFlags(true)
 	var (
-		kubeconfig, kubecontext, output string
-		o                               preflight.Options
+		output *printer.Output
+		o      preflight.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -29,18 +31,19 @@ throwaway key), approves it, waits for the certificate and deletes the CSR. The 
 non-zero when a check failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
+			if err := output.Check(); err != nil {
 				return err
 			}
-			cfg, err := restConfig(kubeconfig, kubecontext)
+			cfg, err := kube.ToRESTConfig()
 			if err != nil {
-				return err
+				return fmt.Errorf("loading the kubeconfig (--kubeconfig, --context): %w", err)
 			}
+			o.Namespace = *kube.Namespace
 			report, err := preflight.Run(cmd.Context(), cfg, o)
 			if err != nil {
 				return err
 			}
-			if err := preflight.Print(cmd.OutOrStdout(), report, output); err != nil {
+			if err := preflight.Print(cmd.OutOrStdout(), report, output.Format); err != nil {
 				return err
 			}
 			if report.Failed > 0 {
@@ -49,11 +52,11 @@ non-zero when a check failed.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "path to the kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
-	cmd.Flags().StringVar(&kubecontext, "context", "", "kubeconfig context to use")
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "gitpeer-system", "namespace of the agent")
+	*kube.Namespace = defaultNamespace
+	kube.AddFlags(cmd.Flags())
+	cmd.Flags().Lookup("namespace").Usage = "namespace of the agent"
 	cmd.Flags().BoolVar(&o.Pre, "pre", false, "check only the prerequisites of an installation")
 	cmd.Flags().BoolVar(&o.SignTest, "sign-test", false, "have the CSR signer issue a throwaway certificate (creates, approves and deletes a CSR)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: lines)")
+	output = printer.AddFlag(cmd, printer.Table, printer.JSON, printer.YAML)
 	return cmd
 }

@@ -33,10 +33,11 @@ runs git, and prints what it wrote and what to do next.`,
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			release, ok := scaffold.ReleaseVersion(version)
+			cli := cliVersion()
+			release, ok := scaffold.ReleaseVersion(cli)
 			if !ok {
 				release = scaffold.ExampleVersion()
-				fmt.Fprintf(cmd.ErrOrStderr(), "gitpeer %s is a development build: the workflow pins %s, the release of its source tree\n", version, release)
+				fmt.Fprintf(cmd.ErrOrStderr(), "gitpeer %s is a development build: the workflow pins %s, the release of its source tree\n", cli, release)
 			}
 			files, err := scaffold.Files(scaffold.Options{Providers: providers, Branch: branch, Version: release})
 			if err != nil {

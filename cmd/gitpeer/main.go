@@ -37,5 +37,10 @@ func newRootCmd() *cobra.Command {
 		newInitCmd(),
 		newCheckCmd(),
 	)
+	// --version prints what `gitpeer version` prints.
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
+	// Flux's habits: reconcile, suspend and resume a PeeringRepository.
+	root.AddCommand(newReconcileCmd(), newSuspendCmd(), newResumeCmd())
 	return root
 }

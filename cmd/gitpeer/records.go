@@ -13,9 +13,10 @@ import (
 
 func newRecordsCmd() *cobra.Command {
 	var (
-		opts                           records.Options
-		name, namespace, owner, output string
-		agentKeys                      []string
+		opts                   records.Options
+		name, namespace, owner string
+		output                 *printer.Output
+		agentKeys              []string
 	)
 	cmd := &cobra.Command{
 		Use:   "records PATH --provider CLUSTER_ID --name PEERINGREPOSITORY --namespace NS",
@@ -43,10 +44,10 @@ in Git. What it cannot read or verify is reported on stderr.`,
   kubectl apply -k config/default`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output == printer.Table {
-				output = printer.YAML
+			if output.Format == printer.Table {
+				output.Format = printer.YAML
 			}
-			if err := printer.CheckFormat(output, printer.JSON, printer.YAML); err != nil {
+			if err := output.Check(); err != nil {
 				return err
 			}
 			var err error
@@ -67,7 +68,7 @@ in Git. What it cannot read or verify is reported on stderr.`,
 			if err != nil {
 				return err
 			}
-			return printer.WriteStructured(cmd.OutOrStdout(), output, records.NewList(secrets))
+			return printer.WriteObject(cmd.OutOrStdout(), output.Format, records.NewList(secrets))
 		},
 	}
 	cmd.Flags().StringVar(&opts.Provider, "provider", "", "the provider's cluster ID (PeeringRepository spec.clusterID)")
@@ -76,7 +77,7 @@ in Git. What it cannot read or verify is reported on stderr.`,
 	cmd.Flags().StringVar(&owner, "owner-uid", "", "UID of the PeeringRepository, for the gitpeer.io/owner label (default: none; the agent adds it at its next write)")
 	cmd.Flags().StringVar(&opts.Branch, "branch", "main", "the authoritative branch")
 	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the repository (PeeringRepository spec.path)")
-	cmd.Flags().StringVarP(&output, "output", "o", printer.YAML, "output format: yaml or json")
+	output = printer.AddFlag(cmd, printer.YAML, printer.YAML, printer.JSON, printer.Name)
 	cmd.Flags().StringArrayVar(&agentKeys, "agent-key", nil, agentKeyUsage)
 	for _, f := range []string{"provider", "name", "namespace"} {
 		_ = cmd.MarkFlagRequired(f)

@@ -19,7 +19,7 @@ var (
 func newVerifyCmd() *cobra.Command {
 	var (
 		opts       verify.Options
-		output     string
+		output     *printer.Output
 		verbose    bool
 		allowEmpty bool
 	)
@@ -50,7 +50,7 @@ the commit it judged first: post a status on that commit, never on a branch name
   gitpeer verify --revision origin/main --path peers -o json .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := printer.CheckFormat(output, printer.JSON); err != nil {
+			if err := output.Check(); err != nil {
 				return err
 			}
 			rep, err := verify.Check(args[0], opts)
@@ -58,13 +58,13 @@ the commit it judged first: post a status on that commit, never on a branch name
 				return err
 			}
 			judged := cmd.OutOrStdout()
-			if output != printer.Table {
+			if output.Format != printer.Table {
 				judged = cmd.ErrOrStderr() // keep the structured output parseable
 			}
 			if err := verify.PrintJudged(judged, rep, opts.Base); err != nil {
 				return err
 			}
-			if err := verify.Print(cmd.OutOrStdout(), rep.Results, output, verbose); err != nil {
+			if err := verify.Print(cmd.OutOrStdout(), rep.Results, output.Format, verbose); err != nil {
 				return err
 			}
 			// A CI job that checks nothing must not pass: a wrong --path would let every pull
@@ -86,7 +86,7 @@ the commit it judged first: post a status on that commit, never on a branch name
 	cmd.Flags().StringVar(&opts.Path, "path", "", "peering root inside the repository (PeeringRepository spec.path)")
 	cmd.Flags().StringVar(&opts.Revision, "revision", "", "commit to check: a branch, tag or hash (default HEAD)")
 	cmd.Flags().StringVar(&opts.Base, "base", "", "judge the commit as a pull request into this branch, tag or hash: it may change only its consumer's request.yaml and tenant.yaml")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: table)")
+	output = printer.AddFlag(cmd, printer.Table, printer.JSON, printer.YAML)
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the files gitpeer ignores")
 	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "exit 0 when no gitpeer file is found (a repository with no peers yet)")
 	return cmd

@@ -182,6 +182,15 @@ func TestPrint(t *testing.T) {
 	if !strings.Contains(table.String(), "approved") || !strings.Contains(lines[4], "Rita Reviewer") || !strings.Contains(lines[5], "serial ab12, expires 2030-01-03T03:00:00Z") {
 		t.Fatalf("table:\n%s", table.String())
 	}
+	var wide bytes.Buffer
+	if err := Print(&wide, events, "wide"); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(wide.String()), "\n")
+	if !strings.Contains(lines[0], " COMMITTER ") || !strings.Contains(lines[0], " MERGE ") || len(lines) != 9 ||
+		!strings.Contains(lines[4], events[3].Commit) || !strings.Contains(lines[4], events[3].Committer.Name) || !events[3].Merge || !strings.Contains(lines[4], " true ") {
+		t.Fatalf("wide table:\n%s", wide.String())
+	}
 	var js bytes.Buffer
 	if err := Print(&js, events, "json"); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,6 @@
 // Package printer writes the CLI's output the way kubectl does: an aligned
-// table by default, or JSON / YAML with -o.
+// table by default, more columns with -o wide, JSON / YAML, or the objects'
+// kind/name with -o name.
 package printer
 
 import (
@@ -10,22 +11,83 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 )
 
 // Output formats accepted by -o.
 const (
 	Table = ""
+	Wide  = "wide"
+	Name  = "name"
 	JSON  = "json"
 	YAML  = "yaml"
 )
 
-// CheckFormat returns an error unless format is the table format or one of allowed.
-func CheckFormat(format string, allowed ...string) error {
-	if format == Table || slices.Contains(allowed, format) {
+// Output is the -o (--output) flag of a command.
+type Output struct {
+	// Format is the flag's value.
+	Format  string
+	allowed []string
+}
+
+// AddFlag adds -o/--output to cmd: def (Table, or one of allowed) unless
+// given, and one of allowed otherwise; its values complete in the shell.
+func AddFlag(cmd *cobra.Command, def string, allowed ...string) *Output {
+	o := &Output{allowed: allowed}
+	usage := "output format: " + strings.Join(allowed, ", ")
+	if def == Table {
+		usage += " (default: table)"
+	}
+	cmd.Flags().StringVarP(&o.Format, "output", "o", def, usage)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(allowed, cobra.ShellCompDirectiveNoFileComp))
+	return o
+}
+
+// Check returns an error, naming the flag and the formats it takes, unless
+// the format is the table or one of the allowed.
+func (o *Output) Check() error {
+	if o.Format == Table || slices.Contains(o.allowed, o.Format) {
 		return nil
 	}
-	return fmt.Errorf("unknown output format %q (want one of: %s)", format, strings.Join(allowed, ", "))
+	return fmt.Errorf("--output (-o) %q is not supported here: use one of %s", o.Format, strings.Join(o.allowed, ", "))
+}
+
+// WriteObject writes a Kubernetes object, which has its apiVersion and kind,
+// as kubectl -o json, yaml or name does, with k8s.io/cli-runtime's printers;
+// -o name writes each item of a List.
+func WriteObject(w io.Writer, format string, obj runtime.Object) error {
+	switch format {
+	case JSON:
+		return (&printers.JSONPrinter{}).PrintObj(obj, w)
+	case YAML:
+		return (&printers.YAMLPrinter{}).PrintObj(obj, w)
+	case Name:
+		if !meta.IsListType(obj) {
+			return WriteNames(w, obj)
+		}
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return err
+		}
+		return WriteNames(w, items...)
+	}
+	return fmt.Errorf("unknown output format %q", format)
+}
+
+// WriteNames writes kind.group/name of each object, as kubectl's -o name
+// (k8s.io/cli-runtime's NamePrinter); each needs its apiVersion and kind.
+func WriteNames(w io.Writer, objs ...runtime.Object) error {
+	p := &printers.NamePrinter{}
+	for _, o := range objs {
+		if err := p.PrintObj(o, w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteTable writes header and rows as tab-aligned columns; an empty cell is

@@ -29,6 +29,7 @@ import (
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/audit"
@@ -510,13 +511,11 @@ func Secrets(namespace, name string, owner types.UID, records map[string]reconci
 	return out, nil
 }
 
-// List is a v1 List of Secrets, as `kubectl apply -f` takes it.
-type List struct {
-	metav1.TypeMeta `json:",inline"`
-	Items           []*corev1.Secret `json:"items"`
-}
-
-// NewList returns the List of secrets.
-func NewList(secrets []*corev1.Secret) *List {
-	return &List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: secrets}
+// NewList returns the v1 List of secrets, as `kubectl apply -f` takes it.
+func NewList(secrets []*corev1.Secret) *corev1.List {
+	items := make([]runtime.RawExtension, len(secrets))
+	for i, s := range secrets {
+		items[i].Object = s
+	}
+	return &corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: items}
 }

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +13,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
@@ -257,13 +260,17 @@ func agentKey(t *testing.T) *repofixture.AgentKey {
 // back as the API server stores them after `kubectl apply`.
 func roundTrip(t *testing.T, secrets []*corev1.Secret) []*corev1.Secret {
 	t.Helper()
-	out, err := yaml.Marshal(NewList(secrets))
-	if err != nil {
+	var out bytes.Buffer
+	if err := printer.WriteObject(&out, printer.YAML, NewList(secrets)); err != nil {
 		t.Fatal(err)
 	}
-	var applied List
-	if err := yaml.UnmarshalStrict(out, &applied); err != nil || applied.Kind != "List" || applied.APIVersion != "v1" {
-		t.Fatalf("%v\n%s", err, out)
+	var applied struct {
+		metav1.TypeMeta `json:",inline"`
+		metav1.ListMeta `json:"metadata"`
+		Items           []*corev1.Secret `json:"items"`
+	}
+	if err := yaml.UnmarshalStrict(out.Bytes(), &applied); err != nil || applied.Kind != "List" || applied.APIVersion != "v1" {
+		t.Fatalf("%v\n%s", err, out.String())
 	}
 	return applied.Items
 }

@@ -116,7 +116,7 @@ func TestStatusOnAControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	var table bytes.Buffer
-	if err := Print(&table, all, ""); err != nil {
+	if err := Print(&table, all, "wide"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", table.String())
@@ -144,6 +144,25 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	}
 	if len(lines) != 9 {
 		t.Fatalf("%d lines", len(lines))
+	}
+
+	// The default table leaves out SINCE, OBJECT, CONDITION and REASON.
+	table.Reset()
+	if err := Print(&table, all, ""); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(table.String()), "\n")
+	if h := strings.Fields(lines[0]); len(lines) != 9 || !reflect.DeepEqual(h, []string{"NAMESPACE", "REPOSITORY", "ROLE", "PEER", "PHASE", "CERT", "EXPIRES", "MESSAGE"}) ||
+		!strings.Contains(lines[1], expires) || strings.Contains(lines[1], "liqo-tenant-consumer-1/consumer-1") {
+		t.Errorf("default table:\n%s", table.String())
+	}
+	var names bytes.Buffer
+	if err := Print(&names, all, "name"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "tenant.authentication.liqo.io/consumer-1\nidentity.authentication.liqo.io/controlplane-provider-b\n" +
+		"tenant.authentication.liqo.io/consumer-5\ntenant.authentication.liqo.io/consumer-9\n"; names.String() != want {
+		t.Errorf("-o name:\n%s\nwant:\n%s", names.String(), want)
 	}
 
 	scoped, err := Collect(ctx, c, "gitpeer-system")

@@ -11,7 +11,7 @@ import (
 
 // Print writes the results as a PATH VALID REASON table (with a verdict line
 // per peering directory, its path ending in "/") followed by a summary of
-// the files, or as JSON (a list of {path, valid, reason}). Ignored files are
+// the files, or as JSON or YAML (a list of {path, valid, reason}). Ignored files are
 // included only when verbose.
 func Print(w io.Writer, results []Result, format string, verbose bool) error {
 	shown := make([]Result, 0, len(results))
