@@ -87,6 +87,14 @@ func (s *session) commitRound(ctx context.Context, results []result) error {
 	failed := map[string]error{}
 	msg, changes := roundMessage(string(s.obj.Spec.ClusterID), steps)
 	pushed, err := s.write(ctx, msg, changes...)
+	if pushed && s.loader != nil {
+		// The next round acts on these directories again, even if a push reverted them meanwhile.
+		paths := make([]string, len(changes))
+		for i, c := range changes {
+			paths[i] = c.Path
+		}
+		s.loader.Wrote(paths...)
+	}
 	for _, st := range steps {
 		switch written := len(st.changes) > 0; {
 		case st.err != nil:

@@ -365,3 +365,45 @@ func TestLoaderCarriedDirectoryLost(t *testing.T) {
 		t.Errorf("consumer-v: identity %v, invalid %v", v.Identity, v.Invalid)
 	}
 }
+
+// TestLoaderWroteReadsAgain: after the reader's own commit changed a peering
+// directory, a push may bring it back to the tree the Loader read before the
+// commit (a replaced identity.yaml); the next Load must still report it
+// changed, or a provider would never repair its identity.yaml. The other
+// directories stay carried.
+func TestLoaderWroteReadsAgain(t *testing.T) {
+	r := newHostileRepo(t)
+	ca := newCA(t)
+	head := r.Commit(r.Tree(rawgit.Dir("provider-a", r.providerTree(map[string]plumbing.Hash{
+		"consumer-w": r.peering("consumer-w", repofixture.Issued, ca), "consumer-v": r.peering("consumer-v", repofixture.Issued, ca)}))))
+	repo, err := gitsync.OpenLocal(r.Dir, gitsync.Config{MaxFileSize: protocol.MaxFileSize, Limits: protocol.Limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = repo.Close() })
+	loader := new(protocol.Loader)
+	load := func() *protocol.Loaded {
+		t.Helper()
+		loaded, err := reconciler.LoadChanged(loader, repo, head, providerA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loaded
+	}
+	load()
+	if loaded := load(); len(loaded.Changed) != 0 {
+		t.Fatalf("the same head again: changed %v, want none", loaded.Changed)
+	}
+	// The agent's commit wrote identity.yaml; the branch is back at the tree read before it.
+	loader.Wrote("provider-a/consumer-w/identity.yaml", "provider-a/terms.yaml")
+	loaded := load()
+	if want := []string{"provider-a/consumer-w"}; !slices.Equal(loaded.Changed, want) {
+		t.Fatalf("changed %v, want %v", loaded.Changed, want)
+	}
+	if pe := loaded.Documents("provider-a", "consumer-w"); pe == nil || pe.Identity == nil {
+		t.Fatalf("documents of the directory read again: %+v", pe)
+	}
+	if loaded := load(); len(loaded.Changed) != 0 {
+		t.Fatalf("after it was read again: changed %v, want none", loaded.Changed)
+	}
+}

@@ -131,6 +131,23 @@ func (l *Loader) Load(repo Reader, commit plumbing.Hash, scope Scope) (*Loaded, 
 	return loaded, nil
 }
 
+// Wrote tells the Loader that a commit the reader itself pushed changed
+// paths (files relative to the root): their peering directories are read
+// again by the next Load and reported changed (Loaded.Changed) whatever their
+// tree. The tree it keeps is the one it read before the write; if a push
+// then reverted the write before the next Load, the directory would be back
+// at that tree and carried, and the reader would not act on it again (a
+// provider would leave a replaced identity.yaml unrepaired).
+func (l *Loader) Wrote(paths ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range paths {
+		if k := l.dirs[peeringDirOf(p)]; k != nil {
+			k.final = false
+		}
+	}
+}
+
 // known reports whether the peering directory dir is carried with tree h.
 func (l *Loader) known(dir string, h plumbing.Hash) bool {
 	k := l.dirs[dir]

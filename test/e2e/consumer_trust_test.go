@@ -252,16 +252,28 @@ var _ = Describe("Consumer trust", Ordered, func() {
 		Expect(yaml.Unmarshal([]byte(published), &id)).To(Succeed())
 		id.Spec.AuthParams.APIServer = "https://attacker.invalid:6443"
 		path := dir + "identity.yaml"
-		commit("Point "+tConsumerID+" elsewhere, terms unchanged", map[string][]byte{path: must(yaml.Marshal(&id))})
+		tampered := must(yaml.Marshal(&id))
+		commit("Point "+tConsumerID+" elsewhere, terms unchanged", map[string][]byte{path: tampered})
 		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected",
 			`identity.yaml points at API server "https://attacker.invalid:6443", the provider's terms publish "`+provider.cp.URL+`"`)
-		provider.startAgent()
-		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseReady)
-		// Leave main as the provider published it for the next spec. (The provider does not
-		// rewrite an identity.yaml a push replaced until it renews: see the issue #23 note.)
-		if strings.Contains(show("main", path), "attacker.invalid") {
-			commit("Restore "+path, map[string][]byte{path: []byte(published)})
+		// The Warning comes before the round's status: wait for it, or Ready is the last round's.
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
+
+		// The provider puts back the identity.yaml it issued, in a commit of its agent: on
+		// its first round after a restart, and on its visit of the changed directory.
+		cert := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT))
+		restored := func() {
+			GinkgoHelper()
+			Eventually(func() string { return show("main", path) }).WithTimeout(time.Minute).Should(Equal(published))
+			Expect(identityCommits(dir)[0]).To(MatchRegexp(`^(Issue|Renew) identity of %s on %s \(serial %s\)\|Gitpeer-Action: (issue|renew)-identity,`,
+				tConsumerID, tProviderID, cert.SerialNumber.Text(16)))
 		}
+		provider.startAgent()
+		restored()
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseReady)
+		commit("Point "+tConsumerID+" elsewhere again", map[string][]byte{path: tampered})
+		restored()
+		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseReady)
 	})
 
 	It("trusts on first use only when told to, with a Warning, and then refuses another API server", func(ctx SpecContext) {
