@@ -133,7 +133,7 @@ func run(opts *liqocontrollermanager.Options, kubeconfig, liqoSrc, webhookHost, 
 		Scheme:                 scheme,
 		Metrics:                server.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.ProbeAddr,
-		WebhookServer: webhook.NewServer(webhook.Options{Host: wh.host, Port: wh.port, CertDir: wh.certDir}),
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: wh.host, Port: wh.port, CertDir: wh.certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("manager creation failed: %w", err)
