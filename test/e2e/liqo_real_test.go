@@ -7,11 +7,13 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/test/liqoreal"
 )
 
@@ -52,5 +54,13 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		review := must(cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))
 		Expect(review.Status.UserInfo.Username).To(Equal(consumerID))
 		Expect(can(ctx, cs, "create", "authentication.liqo.io", "resourceslices", authv1beta1.TenantNamespaceName(consumerID))).To(BeTrue())
+
+		By("the same Identity and RoleBinding as the double gives (test/liqo)")
+		applied := &authv1beta1.Tenant{}
+		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(consumerID), Name: consumerID}, applied)).To(Succeed())
+		want := must(liqo.GenerateIdentity(applied, providerID))
+		Expect(id.Name).To(Equal(want.Name))
+		Expect(id.Spec).To(Equal(want.Spec))
+		Expect(roleBindings(ctx, provider, authv1beta1.TenantNamespaceName(consumerID))).To(ConsistOf(liqo.TenantRoleBinding))
 	})
 })
