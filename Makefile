@@ -18,6 +18,17 @@ GITEA := $(CURDIR)/.cache/gitea/gitea-$(GITEA_VERSION)
 GITEA_TAGS := sqlite sqlite_unlock_notify
 export GITPEER_GITEA := $(GITEA)
 export GITPEER_GITEA_ROOT := $(shell go env GOMODCACHE)/code.gitea.io/gitea@$(GITEA_VERSION)
+# liqo-auth-harness (test/liqotools): Liqo's own authentication module and Tenant webhooks, built
+# from Liqo's source, which is not on the Go module proxy. LIQO_SRC is Liqo's source tree: by default
+# ../shared/liqo-$(LIQO_VERSION) beside the repository when present, otherwise a shallow clone of
+# the tag into .cache/liqo/ (needs the internet). The build uses a copy of test/liqotools/go.mod
+# (-modfile) whose replace points at LIQO_SRC, so the committed go.mod never changes. For another
+# Liqo checkout set both: make tools LIQO_SRC=/path/to/liqo LIQO_VERSION=v1.x.y.
+LIQO_VERSION ?= $(shell awk '$$1=="github.com/liqotech/liqo" && NF>1 {print $$2; exit}' test/liqotools/go.mod)
+LIQO_SRC ?= $(or $(wildcard $(abspath $(CURDIR)/../shared/liqo-$(LIQO_VERSION))),$(CURDIR)/.cache/liqo/src-$(LIQO_VERSION))
+LIQO_HARNESS := $(CURDIR)/.cache/liqo/$(LIQO_VERSION)/liqo-auth-harness
+export GITPEER_LIQO_HARNESS := $(LIQO_HARNESS)
+export GITPEER_LIQO_SRC := $(abspath $(LIQO_SRC))
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
@@ -31,8 +42,8 @@ VERSION := $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact
 endif
 
 .PHONY: tools test deps demo build image dist linux-only
-# Everything the tests need: the control plane's binaries (TOOLS) and Gitea.
-tools: $(TOOLS) $(GITEA)
+# Everything the tests need: the control plane's binaries (TOOLS), Gitea and Liqo's harness.
+tools: $(TOOLS) $(GITEA) $(LIQO_HARNESS)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager $(TOOLS_BIN)/kubectl:
 	@mkdir -p $(TOOLS_BIN)
@@ -198,3 +209,13 @@ helm-lint: $(HELM)
 # config/default, values, and a Helm SDK install and upgrade on a real control plane.
 chart-test: tools helm-lint
 	cd test/chart && go test $(GO_TEST_FLAGS) ./...
+
+$(abspath $(LIQO_SRC))/go.mod:
+	git clone --depth 1 --branch $(LIQO_VERSION) https://github.com/liqotech/liqo.git $(abspath $(LIQO_SRC))
+
+$(LIQO_HARNESS): test/liqotools/go.mod test/liqotools/go.sum $(wildcard test/liqotools/liqo-auth-harness/*.go) | $(abspath $(LIQO_SRC))/go.mod
+	@mkdir -p $(@D)
+	@echo ">> building liqo-auth-harness from Liqo $(LIQO_VERSION) at $(abspath $(LIQO_SRC)) (first time only, takes minutes)"
+	cp test/liqotools/go.mod $(@D)/liqotools.mod && cp test/liqotools/go.sum $(@D)/liqotools.sum
+	cd test/liqotools && go mod edit -modfile=$(@D)/liqotools.mod -replace=github.com/liqotech/liqo=$(abspath $(LIQO_SRC)) && \
+		go build -modfile=$(@D)/liqotools.mod -mod=mod -trimpath -ldflags '-s -w' -o $@ ./liqo-auth-harness
