@@ -37,10 +37,7 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 		startLiqoDouble(ctx, provider, &clock)
 		double = must(liqodouble.New(ctx, consumer.k8s, liqodouble.Options{ClusterID: bConsumerID}))
 		DeferCleanup(startDouble(double, consumer.cp.Config, liqodouble.RunOptions{}))
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
-			enableLiqo(s)
-		})
+		applyLiqoProvider(provider)
 		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{bProviderID}, Direct: true, TrustedCAs: anchors(provider)}
 			enableLiqo(s)

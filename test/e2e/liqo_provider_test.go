@@ -52,10 +52,7 @@ var _ = Describe("Liqo provider", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		provider = newCluster(lpProviderID)
 		startLiqoDouble(ctx, provider, &clock)
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
-			enableLiqo(s)
-		})
+		applyLiqoProvider(provider)
 		provider.startAgent()
 		liqoKey = newClusterKey()
 	})
@@ -186,6 +183,16 @@ var _ = Describe("Liqo provider", Ordered, func() {
 // enableLiqo requires Liqo mode in a PeeringRepository spec.
 func enableLiqo(s *gitpeerv1alpha1.PeeringRepositorySpec) {
 	s.Liqo = &gitpeerv1alpha1.LiqoSpec{Mode: gitpeerv1alpha1.LiqoEnabled}
+}
+
+// applyLiqoProvider makes c's PeeringRepository a provider in Liqo mode
+// publishing c's API server.
+func applyLiqoProvider(c *cluster) {
+	GinkgoHelper()
+	c.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: c.cp.URL}
+		enableLiqo(s)
+	})
 }
 
 // startLiqoDouble installs the Liqo double on c (cluster ID c.id, its

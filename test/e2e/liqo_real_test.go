@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/liqo"
@@ -32,10 +31,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		provider = newCluster(providerID)
 		h := must(liqoreal.Start(ctx, provider.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: provider.cp.URL}))
 		DeferCleanup(h.Stop)
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL}
-			enableLiqo(s)
-		})
+		applyLiqoProvider(provider)
 		provider.startAgent()
 		liqoKey = newClusterKey()
 	})
