@@ -34,9 +34,9 @@ non-zero when a check failed.`,
 			if err := output.Check(); err != nil {
 				return err
 			}
-			cfg, err := kube.ToRESTConfig()
+			cfg, err := kubeConfig(kube)
 			if err != nil {
-				return fmt.Errorf("loading the kubeconfig (--kubeconfig, --context): %w", err)
+				return err
 			}
 			o.Namespace = *kube.Namespace
 			report, err := preflight.Run(cmd.Context(), cfg, o)
