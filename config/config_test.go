@@ -281,6 +281,11 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"get", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
 		{"get", "", "secrets", "", "liqo", "authentication-keys"},
 		{"delete", "", "secrets", "", tenantNS, "liqo-remote-certificate"},
+		// Liqo mode, revocation: drains the consumer as Liqo's Drained does.
+		{"list", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
+		{"delete", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
+		{"list", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
+		{"delete", "offloading.liqo.io", "namespacemaps", "", tenantNS, "map-1"},
 	}
 	denied := []access{
 		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeletServingSignerName},
@@ -312,6 +317,10 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"list", "", "configmaps", "", "liqo", ""},
 		{"update", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
 		{"delete", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
+		{"create", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
+		{"update", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
+		{"create", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
+		{"watch", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
 	}
 	for _, a := range allowed {
 		if !can(a) {
@@ -354,6 +363,13 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 	expectDenied(t, "create liqo-remote-certificate outside tenant namespaces", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "liqo-remote-certificate"}}, client.DryRunAll))
 	expectAllowed(t, "delete liqo-remote-certificate (revocation in Liqo mode)", agent.Delete(ctx, cache))
+	sliceCache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "liqo-remote-certificate-slice-1"}}
+	expectAllowed(t, "create a ResourceSlice's certificate cache (admin)", admin.Create(ctx, sliceCache))
+	expectDenied(t, "update liqo-remote-certificate-slice-1", agent.Update(ctx, sliceCache, client.DryRunAll))
+	expectAllowed(t, "delete liqo-remote-certificate-slice-1 (revocation in Liqo mode)", agent.Delete(ctx, sliceCache))
+	lookalike := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "liqo-remote-certificates"}}
+	expectAllowed(t, "create liqo-remote-certificates (admin)", admin.Create(ctx, lookalike))
+	expectDenied(t, "delete liqo-remote-certificates, not a cache", agent.Delete(ctx, lookalike, client.DryRunAll))
 	expectDenied(t, "create Secret other in tenant namespace", agent.Create(ctx,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "other"}}, client.DryRunAll))
 	expectDenied(t, "create liqo-nonce outside tenant namespaces", agent.Create(ctx,

@@ -335,11 +335,18 @@ func (s *session) moveRecords(ctx context.Context, legacy *corev1.Secret) error 
 	return nil
 }
 
-// recordIssued remembers a certificate issued to consumer.
-func (s *session) recordIssued(ctx context.Context, consumer string, cert *x509.Certificate) error {
+// recordIssued remembers certificates issued to consumer, in one write.
+func (s *session) recordIssued(ctx context.Context, consumer string, certs ...*x509.Certificate) error {
+	if len(certs) == 0 {
+		return nil
+	}
 	return s.updateRecords(ctx, consumer, func(r *ConsumerRecords) bool {
-		var changed bool
-		r.Certificates, changed = WithIssued(r.Certificates, cert.SerialNumber.Text(16), cert.NotAfter)
+		changed := false
+		for _, cert := range certs {
+			var added bool
+			r.Certificates, added = WithIssued(r.Certificates, cert.SerialNumber.Text(16), cert.NotAfter)
+			changed = changed || added
+		}
 		return changed
 	})
 }

@@ -3,11 +3,15 @@ package reconciler
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -31,9 +35,9 @@ import (
 
 // LiqoCertificateCacheSecret is the Secret in a tenant namespace where Liqo's
 // tenant controller caches the certificate it issued with the CSR it was
-// issued for (pkg/identityManager). Revocation deletes it, or a new peering
-// of the consumer would be stuck on a CSR that does not match the cache.
-const LiqoCertificateCacheSecret = "liqo-remote-certificate"
+// issued for (provider.LiqoCertificateCache). Revocation deletes it, or a new
+// peering of the consumer would be stuck on a CSR that does not match the cache.
+const LiqoCertificateCacheSecret = provider.LiqoCertificateCache
 
 // createLiqoNonce creates the consumer's nonce Secret as `liqoctl create
 // nonce` does: labels only, for Liqo's nonce creator to fill data.nonce. It
@@ -103,28 +107,112 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	return issuedOutcome(tenant, cert)
 }
 
-// revokeConsumer marks every certificate of consumer revoked, the one in the
-// status of its Tenant included (Liqo may have renewed it since the last
-// round), and deletes what this PeeringRepository created for it (deleteOwned)
-// and then Liqo's certificate cache, or a new peering would get the revoked
-// certificate back from it. Without Liqo there is no cache to delete.
+// revokeConsumer takes back everything issued or bound for consumer, in
+// Liqo's order: every certificate is recorded (the one in the status of its
+// Tenant, as Liqo may have renewed it since the last round, and Liqo's
+// ResourceSlice certificates, from the slices' status and from Liqo's caches)
+// and marked revoked; the consumer is drained as Liqo's Drained drains it
+// (its ResourceSlices and NamespaceMaps go, and with them Liqo's bindings of
+// Group <consumer> in offloaded namespaces); then what this PeeringRepository
+// created for it goes (deleteOwned: the Tenant, whose deletion makes Liqo
+// unbind it), and last Liqo's certificate caches, or a new peering would get a
+// revoked certificate back from them. Without Liqo there is nothing to drain
+// and no cache to delete.
 func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
+	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
+	drained, err := s.liqoDrained(ctx, consumer, ns)
+	if err != nil {
+		return err
+	}
+	var slices []string
+	for _, obj := range drained {
+		if obj.GetKind() == provider.LiqoDrainedKinds[0].Kind {
+			slices = append(slices, obj.GetName())
+		}
+	}
+	caches := provider.LiqoCertificateCaches(slices)
 	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
+		return err
+	}
+	if err := s.recordLiqoCertificates(ctx, consumer, ns, drained, caches); err != nil {
 		return err
 	}
 	if err := s.recordRevoked(ctx, consumer); err != nil {
 		return err
 	}
+	for i := range drained {
+		uid := drained[i].GetUID()
+		if err := s.r.Delete(ctx, &drained[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("draining %s %s/%s: %w", drained[i].GetKind(), ns, drained[i].GetName(), err)
+		}
+	}
 	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
 		return err
 	}
-	return s.deleteLiqoCache(ctx, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)))
+	return s.deleteLiqoCaches(ctx, ns, caches...)
 }
 
-// deleteLiqoCache deletes Liqo's certificate cache in the tenant namespace ns.
-func (s *session) deleteLiqoCache(ctx context.Context, ns string) error {
-	cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: LiqoCertificateCacheSecret}}
-	return client.IgnoreNotFound(s.r.Delete(ctx, cache))
+// liqoDrained lists, in the tenant namespace ns, what Liqo's Drained deletes
+// for consumer (provider.LiqoDrainedKinds, provider.LiqoDrainSelector): what
+// Liqo's CRD replicator created there for it. It reads from the API server:
+// no informer watches these kinds. A kind whose CRD is not installed (no
+// Liqo) has nothing to drain.
+func (s *session) liqoDrained(ctx context.Context, consumer, ns string) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	for _, gvk := range provider.LiqoDrainedKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		err := s.r.apiReader().List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: provider.LiqoDrainSelector(consumer)})
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the %ss of %s: %w", gvk.Kind, consumer, err)
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+// recordLiqoCertificates records the certificates Liqo issued for the
+// ResourceSlices among drained (from their status) and those in its caches
+// in ns. A certificate that does not parse is no certificate anyone could use.
+func (s *session) recordLiqoCertificates(ctx context.Context, consumer, ns string, drained []unstructured.Unstructured, caches []string) error {
+	var pems [][]byte
+	for i := range drained {
+		pem, err := provider.SliceCertificate(&drained[i])
+		if err == nil && pem != nil {
+			pems = append(pems, pem)
+		}
+	}
+	for _, name := range caches {
+		secret := &corev1.Secret{}
+		if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
+		}
+		pems = append(pems, secret.Data[provider.LiqoCacheCertificateKey])
+	}
+	var certs []*x509.Certificate
+	for _, pem := range pems {
+		if cert, err := crypto.ParseCertificatePEM(pem); err == nil {
+			certs = append(certs, cert)
+		}
+	}
+	return s.recordIssued(ctx, consumer, certs...)
+}
+
+// deleteLiqoCaches deletes Liqo's certificate caches names in the tenant namespace ns.
+func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...string) error {
+	for _, name := range names {
+		cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := s.r.Delete(ctx, cache); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropStaleLiqoCache prepares an approved change of the CSR of an applied
@@ -144,7 +232,7 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
 		return err
 	}
-	return s.deleteLiqoCache(ctx, ns)
+	return s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache)
 }
 
 // recordTenantCertificate records the certificate in the status of the

@@ -3,10 +3,14 @@ package provider
 import (
 	gocrypto "crypto"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
@@ -51,4 +55,62 @@ func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Ident
 		return ""
 	}
 	return protocol.ActionRenewIdentity
+}
+
+// What Liqo issues and binds for a consumer beyond the Tenant, which a
+// revocation takes back (liqotech/liqo v1.2.0). Liqo's remote ResourceSlice
+// controller signs one more certificate per ResourceSlice (CN
+// <slice>-<hash>, O <consumer>: Group <consumer>), puts it in the slice's
+// status and caches it; NamespaceMaps make Liqo bind Group <consumer> in the
+// offloaded namespaces. Liqo's Drained deletes both kinds.
+const (
+	// LiqoCertificateCache is the Secret in a tenant namespace where Liqo's
+	// identity manager caches the control-plane certificate it issued with
+	// the CSR it was issued for; LiqoCertificateCache-<slice> caches a
+	// ResourceSlice's (pkg/identityManager/certificateIdentityProvider.go,
+	// remoteCertificateSecretName).
+	LiqoCertificateCache = "liqo-remote-certificate"
+	// LiqoCacheCertificateKey is the key of the certificate in a cache
+	// (pkg/identityManager/const.go).
+	LiqoCacheCertificateKey = "certificate"
+)
+
+// LiqoDrainedKinds are the kinds Liqo's Drained deletes for a consumer
+// (pkg/liqo-controller-manager/authentication/tenant-controller,
+// handleTenantDrained): its ResourceSlices, then its NamespaceMaps.
+var LiqoDrainedKinds = []schema.GroupVersionKind{
+	{Group: "authentication.liqo.io", Version: "v1beta1", Kind: "ResourceSlice"},
+	{Group: "offloading.liqo.io", Version: "v1beta1", Kind: "NamespaceMap"},
+}
+
+// LiqoDrainSelector selects what Liqo's CRD replicator created for consumer,
+// as Drained selects it (pkg/utils/labels, RemoteLabelSelectorForCluster):
+// liqo.io/replicated=true and liqo.io/originID=<consumer>.
+func LiqoDrainSelector(consumer string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{"liqo.io/replicated": "true", "liqo.io/originID": consumer})
+}
+
+// LiqoCertificateCaches names Liqo's certificate caches of a consumer whose
+// ResourceSlices are slices: the control plane's and one per slice.
+func LiqoCertificateCaches(slices []string) []string {
+	out := []string{LiqoCertificateCache}
+	for _, s := range slices {
+		out = append(out, LiqoCertificateCache+"-"+s)
+	}
+	return out
+}
+
+// SliceCertificate returns the PEM certificate Liqo put in the status of a
+// ResourceSlice (status.authParams.signedCRT, base64 as []byte fields are in
+// JSON), or nil if it holds none.
+func SliceCertificate(slice *unstructured.Unstructured) ([]byte, error) {
+	crt, found, err := unstructured.NestedString(slice.Object, "status", "authParams", "signedCRT")
+	if err != nil || !found {
+		return nil, err
+	}
+	pem, err := base64.StdEncoding.DecodeString(crt)
+	if err != nil {
+		return nil, fmt.Errorf("ResourceSlice %s/%s: status.authParams.signedCRT: %w", slice.GetNamespace(), slice.GetName(), err)
+	}
+	return pem, nil
 }

@@ -5,12 +5,15 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"math/big"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -93,5 +96,57 @@ func TestIdentityAction(t *testing.T) {
 				t.Errorf("IdentityAction = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestLiqoCertificateCaches(t *testing.T) {
+	got := LiqoCertificateCaches([]string{"a", "b"})
+	want := []string{"liqo-remote-certificate", "liqo-remote-certificate-a", "liqo-remote-certificate-b"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("LiqoCertificateCaches = %v, want %v", got, want)
+	}
+	if got := LiqoCertificateCaches(nil); len(got) != 1 || got[0] != LiqoCertificateCache {
+		t.Errorf("without slices = %v, want only the control plane's cache", got)
+	}
+}
+
+func TestLiqoDrainSelector(t *testing.T) {
+	sel := LiqoDrainSelector("c1")
+	for _, tc := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{"liqo.io/replicated": "true", "liqo.io/originID": "c1", "liqo.io/remoteID": "p"}, true},
+		{map[string]string{"liqo.io/replicated": "true", "liqo.io/originID": "c2"}, false},
+		{map[string]string{"liqo.io/originID": "c1"}, false}, // the provider's own, not replicated
+		{map[string]string{"liqo.io/replicated": "false", "liqo.io/originID": "c1"}, false},
+	} {
+		if got := sel.Matches(labels.Set(tc.labels)); got != tc.want {
+			t.Errorf("%v matches %v = %v, want %v", sel, tc.labels, got, tc.want)
+		}
+	}
+}
+
+func TestSliceCertificate(t *testing.T) {
+	slice := func(status map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "ns", "name": "s1"}}}
+		if status != nil {
+			u.Object["status"] = status
+		}
+		return u
+	}
+	want := []byte("-----BEGIN CERTIFICATE-----\n")
+	got, err := SliceCertificate(slice(map[string]any{"authParams": map[string]any{"signedCRT": base64.StdEncoding.EncodeToString(want)}}))
+	if err != nil || string(got) != string(want) {
+		t.Errorf("SliceCertificate = %q, %v; want %q", got, err, want)
+	}
+	for name, status := range map[string]map[string]any{"no status": nil, "no authParams": {"conditions": []any{}}} {
+		if got, err := SliceCertificate(slice(status)); got != nil || err != nil {
+			t.Errorf("%s: SliceCertificate = %q, %v; want none", name, got, err)
+		}
+	}
+	_, err = SliceCertificate(slice(map[string]any{"authParams": map[string]any{"signedCRT": "not base64!"}}))
+	if err == nil || !strings.Contains(err.Error(), "ns/s1: status.authParams.signedCRT") {
+		t.Errorf("bad base64: error %v, want one naming the slice and the field", err)
 	}
 }
