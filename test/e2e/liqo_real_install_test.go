@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,14 +30,10 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 	var provider *cluster
 
 	BeforeAll(func(ctx SpecContext) {
-		provider = newCluster(providerID)
-		h := must(liqoreal.Start(ctx, provider.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: provider.cp.URL}))
-		DeferCleanup(h.Stop)
-		applyLiqoProvider(provider)
-		provider.startAgent()
+		provider = startRealLiqoProvider(ctx, providerID)
 	})
 
-	It("adopts the tenant namespace `liqoctl create nonce` made before gitpeer, replaces Liqo's nonce and peers", func(ctx SpecContext) {
+	It("adopts the tenant namespace `liqoctl create nonce` made before gitpeer, replaces Liqo's nonce, peers, and never deletes it", func(ctx SpecContext) {
 		ns := liqoctlCreateNonce(ctx, provider, consumerID)
 		liqosNonce := filledNonce(ctx, provider, ns)
 
@@ -56,6 +53,23 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		commit("Merge pull request: Tenant of "+consumerID, map[string][]byte{dir + "tenant.yaml": tenantDoc(tenant)})
 		id := waitIdentity(dir, "")
 		Expect(id.Spec.ClusterID).To(Equal(authv1beta1.ClusterID(providerID)))
+
+		By("a revocation, even with deleteNamespaceOnRevoke, leaves the namespace Liqo made")
+		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL, DeleteNamespaceOnRevoke: true}
+			enableLiqo(s)
+		})
+		w := clone()
+		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
+		gitCLI(w, "commit", "-q", "-m", "Revoke "+consumerID)
+		pushMain(w)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(provider.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: consumerID}, &authv1beta1.Tenant{}))
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		Consistently(func(g Gomega) {
+			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+			g.Expect(nsObj.DeletionTimestamp).To(BeNil())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
 	})
 
 	It("refuses a Liqo tenant namespace that grants access already, saying so, until it is cleared", func(ctx SpecContext) {
@@ -119,6 +133,19 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		Eventually(func(g Gomega) metav1.ConditionStatus { return liqoReady(g).Status }).WithTimeout(time.Minute).Should(Equal(metav1.ConditionTrue))
 	})
 })
+
+// startRealLiqoProvider starts cluster id with Liqo's own authentication
+// module (the liqo-auth-harness, advertising the cluster's API server) and
+// its agent, a provider in Liqo mode, until the end of the node.
+func startRealLiqoProvider(ctx context.Context, id string) *cluster {
+	GinkgoHelper()
+	c := newCluster(id)
+	h := must(liqoreal.Start(ctx, c.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: id, APIServer: c.cp.URL}))
+	DeferCleanup(h.Stop)
+	applyLiqoProvider(c)
+	c.startAgent()
+	return c
+}
 
 // liqoctlCreateNonce creates the tenant namespace of consumer and its nonce
 // Secret as `liqoctl create nonce` does, before gitpeer: the namespace as
