@@ -55,10 +55,10 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		Expect(id.Spec.ClusterID).To(Equal(authv1beta1.ClusterID(providerID)))
 
 		By("a revocation, even with deleteNamespaceOnRevoke, leaves the namespace Liqo made")
-		provider.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: provider.cp.URL, DeleteNamespaceOnRevoke: true}
-			enableLiqo(s)
-		})
+		obj := peeringRepository(ctx, Default, provider)
+		patch := client.MergeFrom(obj.DeepCopy())
+		obj.Spec.Provider.DeleteNamespaceOnRevoke = true
+		Expect(provider.k8s.Patch(ctx, obj, patch)).To(Succeed())
 		w := clone()
 		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
 		gitCLI(w, "commit", "-q", "-m", "Revoke "+consumerID)
