@@ -54,11 +54,24 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		id := waitIdentity(dir, "")
 		Expect(id.Spec.ClusterID).To(Equal(authv1beta1.ClusterID(providerID)))
 
+		By("the provider warns when it publishes another API server than Liqo advertises")
+		setProvider := func(mutate func(*gitpeerv1alpha1.ProviderSpec)) {
+			obj := peeringRepository(ctx, Default, provider)
+			patch := client.MergeFrom(obj.DeepCopy())
+			mutate(obj.Spec.Provider)
+			Expect(provider.k8s.Patch(ctx, obj, patch)).To(Succeed())
+		}
+		const elsewhere = "https://gitpeer.example:6443"
+		setProvider(func(p *gitpeerv1alpha1.ProviderSpec) { p.APIServer = elsewhere })
+		Eventually(func(g Gomega) {
+			g.Expect(peeringRepository(ctx, g, provider).Status.Peerings).To(ContainElement(And(
+				HaveField("PeerID", authv1beta1.ClusterID(consumerID)), HaveField("Reason", reconciler.ReasonLiqoAPIServerMismatch))))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		expectEvent(ctx, provider, reconciler.ReasonLiqoAPIServerMismatch, `Liqo advertises API server "`+provider.cp.URL+`"`, `publishes "`+elsewhere+`"`)
+		setProvider(func(p *gitpeerv1alpha1.ProviderSpec) { p.APIServer = provider.cp.URL })
+
 		By("a revocation, even with deleteNamespaceOnRevoke, leaves the namespace Liqo made")
-		obj := peeringRepository(ctx, Default, provider)
-		patch := client.MergeFrom(obj.DeepCopy())
-		obj.Spec.Provider.DeleteNamespaceOnRevoke = true
-		Expect(provider.k8s.Patch(ctx, obj, patch)).To(Succeed())
+		setProvider(func(p *gitpeerv1alpha1.ProviderSpec) { p.DeleteNamespaceOnRevoke = true })
 		w := clone()
 		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
 		gitCLI(w, "commit", "-q", "-m", "Revoke "+consumerID)
