@@ -73,6 +73,11 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 // in its status (issued or renewed) is checked, recorded, then committed as
 // identity.yaml unless the branch carries it already.
 func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
+	if err := protocol.CheckNoAWSConfig(tenant.Status.AuthParams); err != nil {
+		msg := fmt.Sprintf("Liqo answered Tenant %s with an IAM identity, not committed: %v", pe.Consumer, err)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: ReasonLiqoAWSUnsupported, message: msg}
+	}
 	if err := s.syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
 	}
@@ -104,8 +109,23 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
 		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
 	}
-	return issuedOutcome(tenant, cert)
+	o := issuedOutcome(tenant, cert)
+	if advertised, published := tenant.Status.AuthParams.APIServer, s.apiServer(); provider.APIServerDiffers(advertised, published) {
+		msg := fmt.Sprintf("Liqo advertises API server %q (its chart's apiServer.address, or its control-plane node) but this provider publishes %q (spec.provider.apiServer, or the agent's own API server) in terms.yaml: "+
+			"consumers that check the terms refuse identity.yaml; set Liqo's apiServer.address and spec.provider.apiServer to the same address", advertised, published)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
+		o.reason, o.message = ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
+	}
+	return o
 }
+
+// Reasons (events, status.peerings) of what Liqo answered a Tenant with.
+const (
+	// ReasonLiqoAWSUnsupported: Liqo on EKS with IAM answered with awsConfig, which gitpeer does not commit (protocol.ErrAWSConfig).
+	ReasonLiqoAWSUnsupported = "LiqoAWSUnsupported"
+	// ReasonLiqoAPIServerMismatch: the API server Liqo advertises is not the one the provider's terms publish.
+	ReasonLiqoAPIServerMismatch = "LiqoAPIServerMismatch"
+)
 
 // revokeConsumer takes back everything issued or bound for consumer, in
 // Liqo's order: every certificate is recorded (the one in the status of its

@@ -54,12 +54,17 @@ func (e errNotOurs) Error() string {
 // adoptIfLegacy takes over the tenant namespace of peer and the gitpeer
 // objects in it when they come from a version without owner labels and
 // ownership.Adopt allows it (adopt-unowned annotation or one-time migration,
-// sole claimant, peer listed); it refuses any other foreign namespace.
+// sole claimant, peer listed), or the namespace Liqo created for peer when
+// ownership.LiqoClaim allows it (adoptLiqoNamespace); it refuses any other
+// foreign namespace.
 func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Namespace) error {
 	switch ownership.Of(ns.Labels, s.obj.UID) {
 	case ownership.Ours:
 		return nil
 	case ownership.Others:
+		if ownership.LiqoCreated(ns.Name, ns.Labels, peer) {
+			return s.adoptLiqoNamespace(ctx, peer, ns)
+		}
 		return errNotOurs{"namespace " + ns.Name}
 	}
 	refused := fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository, once on upgrade or when the PeeringRepository carries %s=true",
@@ -234,7 +239,8 @@ func (s *session) answeredNotIssued(ctx context.Context, consumer string) (bool,
 
 // deleteOwned deletes the objects of consumer that this PeeringRepository
 // created: its Tenant, every RoleBinding (whatever role it binds), its nonce
-// and its CSRs, and its namespace if deleteNamespace.
+// and its CSRs, and its namespace if deleteNamespace and the agent created it
+// (not one adopted from Liqo).
 func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamespace bool) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
 	var bindings rbacv1.RoleBindingList
@@ -249,7 +255,15 @@ func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamesp
 		objs = append(objs, &bindings.Items[i])
 	}
 	if deleteNamespace {
-		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		nsObj := &corev1.Namespace{}
+		err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		// Only a namespace the agent created: one adopted from Liqo (adoptLiqoNamespace) may hold Liqo's networking.
+		if err == nil && nsObj.Labels[ManagedByLabel] == managedBy {
+			objs = append(objs, nsObj)
+		}
 	}
 	for _, obj := range objs {
 		if err := s.deleteIfOwned(ctx, obj); err != nil {
@@ -361,6 +375,10 @@ func (s *session) tenantNamespace(ctx context.Context, peer, ns string) (*corev1
 // skipForeign reports a peering skipped because its objects belong to
 // someone else; other errors are returned as they are.
 func (s *session) skipForeign(pe *protocol.Documents, err error) outcome {
+	if liqoNS := (errLiqoNamespace{}); errors.As(err, &liqoNS) {
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoNamespaceRefused, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: ReasonLiqoNamespaceRefused, message: err.Error()}
+	}
 	var foreign errNotOurs
 	if !errors.As(err, &foreign) {
 		return outcome{err: err}

@@ -103,9 +103,16 @@ func (r *PeeringRepositoryReconciler) detectLiqo(ctx context.Context, obj *gitpe
 	if mode.Active {
 		reason = gitpeerv1alpha1.LiqoModeReason
 	}
+	if mode.VersionWarning != "" {
+		r.event(obj, corev1.EventTypeWarning, ReasonLiqoVersionWarning, "%s", mode.VersionWarning)
+	}
 	markTrue(obj, ConditionLiqoReady, reason, "%s", mode)
 	return mode, nil
 }
+
+// ReasonLiqoVersionWarning: Liqo mode runs, but Liqo's version was not
+// checked (unknown) or is newer than the one gitpeer is tested with (liqo.CheckVersion).
+const ReasonLiqoVersionWarning = "LiqoVersionWarning"
 
 // sync polls the branch, guards its history, verifies commit signatures and
 // loads the peering documents that concern the local cluster.

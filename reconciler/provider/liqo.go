@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -55,6 +56,22 @@ func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Ident
 		return ""
 	}
 	return protocol.ActionRenewIdentity
+}
+
+// APIServerDiffers reports whether advertised, the API server Liqo put in a
+// Tenant's status, is not published, the one the provider publishes in its
+// terms. Liqo prefixes https:// to an address without a scheme
+// (liqotech/liqo v1.2.0 pkg/utils/apiserver/address.go, GetURL), so both are
+// compared so, without a trailing slash.
+func APIServerDiffers(advertised, published string) bool {
+	norm := func(s string) string {
+		s = strings.TrimSuffix(s, "/")
+		if !strings.Contains(s, "://") {
+			s = "https://" + s
+		}
+		return s
+	}
+	return norm(advertised) != norm(published)
 }
 
 // What Liqo issues and binds for a consumer beyond the Tenant, which a

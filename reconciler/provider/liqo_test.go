@@ -150,3 +150,23 @@ func TestSliceCertificate(t *testing.T) {
 		t.Errorf("bad base64: error %v, want one naming the slice and the field", err)
 	}
 }
+
+// TestAPIServerDiffers: Liqo's advertised address is compared with the
+// published one as Liqo completes it (https:// when it has no scheme).
+func TestAPIServerDiffers(t *testing.T) {
+	for _, tc := range []struct {
+		advertised, published string
+		differs               bool
+	}{
+		{"https://p.example:6443", "https://p.example:6443", false},
+		{"p.example:6443", "https://p.example:6443", false},
+		{"https://p.example:6443/", "https://p.example:6443", false},
+		{"https://10.0.0.1:6443", "https://p.example:6443", true},
+		{"https://p.example:443", "https://p.example:6443", true},
+		{"http://p.example:6443", "https://p.example:6443", true},
+	} {
+		if got := APIServerDiffers(tc.advertised, tc.published); got != tc.differs {
+			t.Errorf("APIServerDiffers(%q, %q) = %v, want %v", tc.advertised, tc.published, got, tc.differs)
+		}
+	}
+}

@@ -31,7 +31,6 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/liqo"
-	"github.com/gitpeer/gitpeer/test/liqoreal"
 )
 
 // The provider in Liqo mode on Liqo's own authentication module (v1.2.0, the
@@ -49,11 +48,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 	tenantNS := authv1beta1.TenantNamespaceName(consumerID)
 
 	BeforeAll(func(ctx SpecContext) {
-		provider = newCluster(providerID)
-		h := must(liqoreal.Start(ctx, provider.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: provider.cp.URL}))
-		DeferCleanup(h.Stop)
-		applyLiqoProvider(provider)
-		provider.startAgent()
+		provider = startRealLiqoProvider(ctx, providerID)
 		liqoKey = newClusterKey()
 	})
 

@@ -48,7 +48,7 @@ var _ = Describe("Liqo mode detection", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(conditionOf(peeringRepository(ctx, g, c), gitpeerv1alpha1.LiqoReadyCondition)).To(And(
 				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", gitpeerv1alpha1.LiqoModeReason),
-				HaveField("Message", "Liqo mode: cluster ID liqo-base-c, key type RSA-2048")))
+				HaveField("Message", "Liqo mode: cluster ID liqo-base-c, key type RSA-2048, Liqo "+liqodouble.Version)))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		var request documents.PeeringRequest
 		Eventually(func(g Gomega) {
