@@ -1,0 +1,351 @@
+package e2e
+
+import (
+	"context"
+	gocrypto "crypto"
+	"crypto/x509"
+	"maps"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
+	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/test/liqoreal"
+)
+
+// Liqo mode with Liqo's own authentication module (v1.2.0, test/liqoreal)
+// on every cluster, three control planes shared by the specs:
+//   - P runs Liqo and a gitpeer provider in Liqo mode;
+//   - C runs Liqo and a gitpeer consumer in Liqo mode, of P (Liqo on both
+//     sides) and of X;
+//   - X runs Liqo without gitpeer (its admin answers with liqoctl and commits
+//     by hand): a plain Liqo provider to C, and a plain Liqo consumer of P.
+//
+// They move "Consumer in Liqo mode" and "Liqo on both sides" from the double
+// to the real Liqo, add the mixed peers, a consumer's ResourceSlice
+// authenticated by P's Liqo, and the re-peering after a Liqo-mode revocation.
+// What stays on the double (test/liqo) and why: Liqo's renewal, which needs
+// its CRD replicator and a clock (liqo_consumer_test.go, liqo_both_test.go,
+// liqo_provider_test.go); the kubeconfig the double's identity controller
+// writes is checked against the real one here (expectDoubleKubeconfig).
+var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers", Ordered, func() {
+	const pID, cID, xID = "realb-p", "realb-c", "realb-x"
+	const sliceName = "slice-1"
+	var p, c, x *cluster
+	liqos := map[string]*liqoreal.Harness{} // the Liqo running on each cluster
+	var cKey, xKey gocrypto.Signer          // the Liqo keys of C and X
+	var serials []string                    // every certificate P's Liqo issued to C
+	dirPC, dirXC, dirPX := pID+"/"+cID+"/", xID+"/"+cID+"/", pID+"/"+xID+"/"
+	cNS := authv1beta1.TenantNamespaceName(pID) // C's tenant namespace for P
+	pNS := authv1beta1.TenantNamespaceName(cID) // P's tenant namespace for C
+	identityKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.ControlPlaneIdentityName(pID)}
+
+	BeforeAll(func(ctx SpecContext) {
+		p, c, x = newCluster(pID), newCluster(cID), newCluster(xID)
+		for _, cl := range []*cluster{p, c, x} {
+			liqos[cl.id] = startRealLiqo(ctx, cl)
+		}
+		DeferCleanup(func() {
+			for _, h := range liqos {
+				h.Stop()
+			}
+		})
+		cKey = must(liqo.ClusterKey(ctx, c.k8s, liqo.DefaultNamespace))
+		xKey = must(liqo.ClusterKey(ctx, x.k8s, liqo.DefaultNamespace))
+		applyLiqoProvider(p)
+		c.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{pID, xID}, Direct: true, TrustedCAs: anchors(p, x)}
+			enableLiqo(s)
+		})
+		p.startAgent()
+		c.startAgent()
+	})
+
+	It("peers both sides with Liqo doing all the crypto: Liqo's nonce signature, key and kubeconfig; the double's kubeconfig is the same", func(ctx SpecContext) {
+		id := waitIdentity(dirPC, "")
+		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
+		serials = append(serials, serial)
+		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
+		expectOnlyLiqoCSRs(ctx, p, 1)
+
+		By("tenant.yaml carries C's Liqo key and the signature C's Liqo nonce signer wrote")
+		var nonce documents.Nonce
+		Expect(yaml.Unmarshal([]byte(show("main", dirPC+"nonce.yaml")), &nonce)).To(Succeed())
+		var tenant authv1beta1.Tenant
+		Expect(yaml.Unmarshal([]byte(show("main", dirPC+"tenant.yaml")), &tenant)).To(Succeed())
+		signed := &corev1.Secret{}
+		Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}, signed)).To(Succeed())
+		Expect(string(signed.Data[authv1beta1.NonceSecretField])).To(Equal(nonce.Spec.Nonce))
+		Expect(crypto.VerifyNonceSignature(cKey.Public(), nonce.Spec.Nonce, signed.Data[authv1beta1.SignedNonceSecretField])).To(Succeed())
+		Expect(tenant.Spec.Signature).To(Equal(signed.Data[authv1beta1.SignedNonceSecretField]))
+		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
+
+		By("C's Liqo kubeconfig Secret is what the double's identity controller writes")
+		expectDoubleKubeconfig(ctx, c, identityKey, cKey)
+	})
+
+	It("keeps C's Identity and Liqo's kubeconfig Secret unchanged over restarts of C's Liqo and gitpeer rounds", func(ctx SpecContext) {
+		identity, secret := &authv1beta1.Identity{}, &corev1.Secret{}
+		secretKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}
+		Expect(c.k8s.Get(ctx, identityKey, identity)).To(Succeed())
+		Expect(c.k8s.Get(ctx, secretKey, secret)).To(Succeed())
+		// A restarted Liqo reconciles every Identity; two restarts keep the spec's cost small.
+		for range 2 {
+			liqos[cID].Stop()
+			liqos[cID] = startRealLiqo(ctx, c)
+			requestRound(ctx, c)
+		}
+		for range 3 {
+			requestRound(ctx, c)
+		}
+		after, afterSecret := &authv1beta1.Identity{}, &corev1.Secret{}
+		Expect(c.k8s.Get(ctx, identityKey, after)).To(Succeed())
+		Expect(after.ResourceVersion).To(Equal(identity.ResourceVersion))
+		Expect(c.k8s.Get(ctx, secretKey, afterSecret)).To(Succeed())
+		Expect(afterSecret.ResourceVersion).To(Equal(secret.ResourceVersion))
+	})
+
+	It("has a ResourceSlice created on C authenticated by P's Liqo, and its certificate works on P", func(ctx SpecContext) {
+		sliceKubeconfig := authenticateSlice(ctx, c, p, sliceName)
+		cs := clientFor(sliceKubeconfig)
+		review := must(cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))
+		Expect(review.Status.UserInfo.Groups).To(ContainElement(cID), "O of the slice certificate is C's cluster ID")
+		cert := must(kubeconfigClientCert(sliceKubeconfig))
+		Expect(review.Status.UserInfo.Username).To(Equal(cert.Subject.CommonName))
+		serials = append(serials, cert.SerialNumber.Text(16))
+		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeTrue(), "Liqo binds the consumer's group cluster-wide")
+	})
+
+	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
+		cpKubeconfig := kubeconfigOf(ctx, c, pID)
+		sliceKubeconfig := sliceKubeconfigOf(ctx, c, pID, sliceName)
+		w := clone()
+		gitCLI(w, "rm", "-q", dirPC+"tenant.yaml")
+		gitCLI(w, "commit", "-q", "-m", "Revoke "+cID)
+		pushMain(w)
+		Eventually(func() string { return show("main", dirPC+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+
+		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func() []string { return liqoCaches(ctx, p, pNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func(g Gomega) {
+			g.Expect(revokedSerials(ctx, p, cID)).To(ContainElements(serials))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(resourceSliceGVR.GroupVersion().WithKind("ResourceSliceList"))
+		Expect(p.k8s.List(ctx, list, client.InNamespace(pNS))).To(Succeed())
+		Expect(list.Items).To(BeEmpty())
+		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeFalse(), "the slice certificate lost its binding")
+		Expect(can(ctx, clientFor(cpKubeconfig), "create", "authentication.liqo.io", "resourceslices", pNS)).To(BeFalse())
+
+		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret goes with the Identity")
+		for _, obj := range []client.Object{
+			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}},
+		} {
+			Eventually(func() bool { return apierrors.IsNotFound(c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).
+				WithTimeout(time.Minute).Should(BeTrue(), "%T %s", obj, obj.GetName())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", pID), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("re-peers C with P after the revocation: refused while a revoked certificate is valid, then a new certificate, never a cached one", func(ctx SpecContext) {
+		annotateRepository(ctx, c, gitpeerv1alpha1.RequestAgainAnnotation, pID)
+		Eventually(func() string { return show("main", dirPC+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		expectReported(ctx, p, dirPC+"tenant.yaml", "re-peering is refused")
+		expectNothingIssuedIn(ctx, p, dirPC, cID)
+
+		annotateRepository(ctx, p, gitpeerv1alpha1.RevivalAnnotationPrefix+cID, gitpeerv1alpha1.AcceptRevivalValue)
+		id := waitIdentity(dirPC, "")
+		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
+		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: no cache survived the revocation")
+		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
+		Expect(liqoCaches(ctx, p, pNS, sliceName)).To(ConsistOf(reconciler.LiqoCertificateCacheSecret), "only the new control-plane certificate is cached")
+	})
+
+	It("peers C with X, a plain Liqo provider whose admin answers with liqoctl", func(ctx SpecContext) {
+		By("X's admin: liqoctl create nonce, committed as nonce.yaml")
+		nonce := must(liqo.CreateNonce(ctx, x.k8s, cID))
+		commit("liqoctl create nonce for "+cID, map[string][]byte{dirXC + "nonce.yaml": must(protocol.NonceDocument(xID, cID, nonce))})
+
+		By("C commits tenant.yaml signed by its Liqo; X's admin applies it and commits liqoctl generate identity")
+		tenant := &authv1beta1.Tenant{}
+		Eventually(func(g Gomega) {
+			g.Expect(yaml.UnmarshalStrict([]byte(show("main", dirXC+"tenant.yaml")), tenant)).To(Succeed())
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
+		tenant.Namespace = authv1beta1.TenantNamespaceName(cID)
+		Expect(x.k8s.Create(ctx, tenant)).To(Succeed(), "X's Liqo webhooks admit the Tenant")
+		Eventually(func(g Gomega) {
+			g.Expect(x.k8s.Get(ctx, client.ObjectKeyFromObject(tenant), tenant)).To(Succeed())
+			g.Expect(tenant.Status.AuthParams).NotTo(BeNil())
+			g.Expect(tenant.Status.AuthParams.SignedCRT).NotTo(BeEmpty())
+		}).WithTimeout(time.Minute).Should(Succeed(), "X's Liqo verified the handshake and issued")
+		id := must(liqo.GenerateIdentity(tenant, xID))
+		commit("liqoctl generate identity for "+cID, map[string][]byte{dirXC + "identity.yaml": must(yaml.Marshal(id))})
+
+		expectLiqoKubeconfig(ctx, c, xID, cID, must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16))
+		applied := &authv1beta1.Identity{}
+		Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(xID), Name: id.Name}, applied)).To(Succeed())
+		Expect(applied.Spec).To(Equal(id.Spec), "the Identity applied is liqoctl's, unchanged")
+	})
+
+	It("peers X, a plain Liqo consumer whose admin commits by hand, with P", func(ctx SpecContext) {
+		By("X's admin: request.yaml with X's Liqo key, then liqoctl generate tenant for the nonce P published")
+		commit("Request peering of "+xID, map[string][]byte{dirPX + "request.yaml": requestFor(pID, xID, xKey)})
+		nonce := waitNonceAt(dirPX, "")
+		tenant := must(liqo.GenerateTenant(ctx, x.k8s, xKey, xID, pID, nonce))
+		commit("Merge pull request: Tenant of "+xID, map[string][]byte{dirPX + "tenant.yaml": tenantDoc(tenant)})
+
+		By("P's Liqo issues; X's admin applies identity.yaml; X's Liqo writes a kubeconfig that is X on P")
+		id := waitIdentity(dirPX, "")
+		id.Namespace = authv1beta1.TenantNamespaceName(pID)
+		Expect(x.k8s.Create(ctx, id)).To(Succeed())
+		Eventually(func(g Gomega) {
+			secret := &corev1.Secret{}
+			g.Expect(x.k8s.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: authv1beta1.KubeconfigSecretName(id.Name)}, secret)).To(Succeed())
+			g.Expect(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(xID))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		expectDoubleKubeconfig(ctx, x, client.ObjectKeyFromObject(id), xKey)
+	})
+})
+
+// authenticateSlice creates ResourceSlice name on the consumer c in its
+// tenant namespace for p, as `liqoctl create resourceslice` does, lets c's
+// Liqo sign its CSR, then plays Liqo's CRD replicator (not run by the harness:
+// an internal package of Liqo) with c's control-plane kubeconfig: the slice to
+// p's tenant namespace, p's status back. c's Liqo then creates the slice's
+// Identity and kubeconfig, which authenticateSlice returns.
+func authenticateSlice(ctx context.Context, c, p *cluster, name string) []byte {
+	GinkgoHelper()
+	cNS, pNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.id)), authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id))
+	local := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": resourceSliceGVR.GroupVersion().String(), "kind": "ResourceSlice",
+		"metadata": map[string]any{"namespace": cNS, "name": name, "labels": map[string]any{
+			"liqo.io/replication": "true", "liqo.io/remoteID": p.id, authv1beta1.RemoteClusterIDLabel: p.id,
+		}},
+		"spec": map[string]any{"class": "default"},
+	}}
+	Expect(c.k8s.Create(ctx, local)).To(Succeed())
+	var spec map[string]any
+	Eventually(func(g Gomega) {
+		g.Expect(c.k8s.Get(ctx, client.ObjectKeyFromObject(local), local)).To(Succeed())
+		csr, _, _ := unstructured.NestedString(local.Object, "spec", "csr")
+		g.Expect(csr).NotTo(BeEmpty(), "c's Liqo signs the slice CSR")
+		spec, _, _ = unstructured.NestedMap(local.Object, "spec")
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	dyn := must(dynamic.NewForConfig(must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id)))))
+	remote := must(dyn.Resource(resourceSliceGVR).Namespace(pNS).Create(ctx, replicated(resourceSliceGVR, c.id, p.id, pNS, name, spec), metav1.CreateOptions{}))
+	var status map[string]any
+	Eventually(func(g Gomega) {
+		remote = must(dyn.Resource(resourceSliceGVR).Namespace(pNS).Get(ctx, name, metav1.GetOptions{}))
+		crt, _, _ := unstructured.NestedString(remote.Object, "status", "authParams", "signedCRT")
+		g.Expect(crt).NotTo(BeEmpty(), "p's Liqo authenticates the slice")
+		status, _, _ = unstructured.NestedMap(remote.Object, "status")
+	}).WithTimeout(time.Minute).Should(Succeed())
+	Expect(unstructured.SetNestedMap(local.Object, status, "status")).To(Succeed())
+	Expect(c.k8s.Status().Update(ctx, local)).To(Succeed())
+	return sliceKubeconfigOf(ctx, c, p.id, name)
+}
+
+// sliceKubeconfigOf waits for the kubeconfig c's Liqo writes for the Identity
+// of its ResourceSlice name for provider (Identity resourceslice-<name>,
+// liqotech/liqo v1.2.0 pkg/liqo-controller-manager/authentication/forge/identity.go).
+func sliceKubeconfigOf(ctx context.Context, c *cluster, provider, name string) []byte {
+	GinkgoHelper()
+	key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)),
+		Name: authv1beta1.KubeconfigSecretName("resourceslice-" + name)}
+	var data []byte
+	Eventually(func(g Gomega) {
+		secret := &corev1.Secret{}
+		g.Expect(c.k8s.Get(ctx, key, secret)).To(Succeed())
+		data = secret.Data[authv1beta1.KubeconfigSecretField]
+		g.Expect(data).NotTo(BeEmpty())
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return data
+}
+
+// kubeconfigClientCert is the client certificate of kubeconfig.
+func kubeconfigClientCert(kubeconfig []byte) (*x509.Certificate, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return crypto.ParseCertificatePEM(cfg.CertData)
+}
+
+// canScrapeMetrics says whether kubeconfig may get Liqo's metrics, the one
+// right of the ClusterRole Liqo binds to the consumer's group cluster-wide
+// (liqo-virtual-kubelet-remote-clusterwide).
+func canScrapeMetrics(ctx context.Context, kubeconfig []byte) bool {
+	GinkgoHelper()
+	return can(ctx, clientFor(kubeconfig), "get", "metrics.liqo.io", "scrape/metrics", "")
+}
+
+// expectDoubleKubeconfig checks that the kubeconfig Secret Liqo's identity
+// controller wrote for the Identity key on c is what the double's
+// (test/liqo IdentityController) writes with the same Liqo key: running the
+// double's reconcile over it changes nothing but the kubeconfig's names, and
+// the kubeconfig reaches the same server, as the same client, the same way.
+func expectDoubleKubeconfig(ctx context.Context, c *cluster, key client.ObjectKey, liqoKey gocrypto.Signer) {
+	GinkgoHelper()
+	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: authv1beta1.KubeconfigSecretName(key.Name)}
+	real := &corev1.Secret{}
+	Expect(c.k8s.Get(ctx, secretKey, real)).To(Succeed())
+	// The double writes into a copy of the Identity in a scratch namespace, not over Liqo's Secret.
+	identity := &authv1beta1.Identity{}
+	Expect(c.k8s.Get(ctx, key, identity)).To(Succeed())
+	scratch := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "double-"}}
+	Expect(c.k8s.Create(ctx, scratch)).To(Succeed())
+	copied := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: scratch.Name, Name: identity.Name, Labels: identity.Labels}, Spec: identity.Spec}
+	Expect(c.k8s.Create(ctx, copied)).To(Succeed())
+	_, err := (&liqo.IdentityController{Client: c.k8s, Key: liqoKey}).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(copied)})
+	Expect(err).NotTo(HaveOccurred())
+	double := &corev1.Secret{}
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: scratch.Name, Name: secretKey.Name}, double)).To(Succeed())
+
+	Expect(double.Labels).To(Equal(real.Labels), "labels of the kubeconfig Secret")
+	Expect(double.Annotations).To(Equal(real.Annotations), "annotations of the kubeconfig Secret")
+	Expect(double.Type).To(Equal(real.Type))
+	Expect(keys(double.Data)).To(Equal(keys(real.Data)))
+	want, got := must(clientcmd.Load(double.Data[authv1beta1.KubeconfigSecretField])), must(clientcmd.Load(real.Data[authv1beta1.KubeconfigSecretField]))
+	wantCtx, gotCtx := want.Contexts[want.CurrentContext], got.Contexts[got.CurrentContext]
+	Expect(gotCtx).NotTo(BeNil(), "Liqo's kubeconfig has a current context")
+	Expect(gotCtx.Namespace).To(Equal(wantCtx.Namespace), "default namespace")
+	Expect(*got.Clusters[gotCtx.Cluster]).To(Equal(*want.Clusters[wantCtx.Cluster]), "cluster: server, CA, proxy")
+	Expect(*got.AuthInfos[gotCtx.AuthInfo]).To(Equal(*want.AuthInfos[wantCtx.AuthInfo]), "user: certificate and Liqo's key")
+}
+
+// keys lists the keys of a Secret's data, sorted.
+func keys(data map[string][]byte) []string {
+	return slices.Sorted(maps.Keys(data))
+}
+
+// startRealLiqo runs Liqo's authentication module on c (test/liqoreal) with
+// c's cluster ID and API server address.
+func startRealLiqo(ctx context.Context, c *cluster) *liqoreal.Harness {
+	GinkgoHelper()
+	return must(liqoreal.Start(ctx, c.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: c.id, APIServer: c.cp.URL}))
+}
