@@ -21,6 +21,10 @@ import (
 // and renews, the consumer's Liqo signs and builds the kubeconfig. A renewal
 // by the provider's Liqo reaches the consumer through exactly one new
 // identity.yaml.
+//
+// The handshake runs on Liqo's own controllers in "Liqo mode on the real
+// Liqo" (liqo_real_consumer_test.go); the double stays here for the renewal,
+// which needs its clock.
 var _ = Describe("Liqo on both sides", Ordered, func() {
 	const bProviderID, bConsumerID = "liqob-p", "liqob-c"
 	dir := bProviderID + "/" + bConsumerID + "/"

@@ -126,7 +126,8 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 	})
 
 	It("has a ResourceSlice created on C authenticated by P's Liqo, and its certificate works on P", func(ctx SpecContext) {
-		sliceKubeconfig := authenticateSlice(ctx, c, p, sliceName)
+		createSlice(ctx, c, pID, sliceName)
+		sliceKubeconfig := replicateSlice(ctx, c, p, sliceName, "")
 		cs := clientFor(sliceKubeconfig)
 		review := must(cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))
 		Expect(review.Status.UserInfo.Groups).To(ContainElement(cID), "O of the slice certificate is C's cluster ID")
@@ -138,7 +139,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 
 	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
 		cpKubeconfig := kubeconfigOf(ctx, c, pID)
-		sliceKubeconfig := sliceKubeconfigOf(ctx, c, pID, sliceName)
+		sliceKubeconfig := must(sliceKubeconfigOf(ctx, c, pID, sliceName))
 		w := clone()
 		gitCLI(w, "rm", "-q", dirPC+"tenant.yaml")
 		gitCLI(w, "commit", "-q", "-m", "Revoke "+cID)
@@ -147,6 +148,9 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 
 		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func() []string { return liqoCaches(ctx, p, pNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: authv1beta1.NonceSecretName}, &corev1.Secret{}))
+		}).WithTimeout(time.Minute).Should(BeTrue(), "the nonce goes: a re-peering signs a new one")
 		Eventually(func(g Gomega) {
 			g.Expect(revokedSerials(ctx, p, cID)).To(ContainElements(serials))
 		}).WithTimeout(time.Minute).Should(Succeed())
@@ -183,6 +187,13 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: no cache survived the revocation")
 		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
 		Expect(liqoCaches(ctx, p, pNS, sliceName)).To(ConsistOf(reconciler.LiqoCertificateCacheSecret), "only the new control-plane certificate is cached")
+
+		By("the CRD replicator brings C's ResourceSlice, its CSR unchanged, back to P: P's Liqo issues a new slice certificate, which works")
+		old := serials[len(serials)-1]
+		sliceKubeconfig := replicateSlice(ctx, c, p, sliceName, old)
+		cert := must(kubeconfigClientCert(sliceKubeconfig))
+		Expect(serials).NotTo(ContainElement(cert.SerialNumber.Text(16)), "no slice certificate cache survived the revocation")
+		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeTrue())
 	})
 
 	It("peers C with X, a plain Liqo provider whose admin answers with liqoctl", func(ctx SpecContext) {
@@ -233,60 +244,69 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 	})
 })
 
-// authenticateSlice creates ResourceSlice name on the consumer c in its
-// tenant namespace for p, as `liqoctl create resourceslice` does, lets c's
-// Liqo sign its CSR, then plays Liqo's CRD replicator (not run by the harness:
-// an internal package of Liqo) with c's control-plane kubeconfig: the slice to
-// p's tenant namespace, p's status back. c's Liqo then creates the slice's
-// Identity and kubeconfig, which authenticateSlice returns.
-func authenticateSlice(ctx context.Context, c, p *cluster, name string) []byte {
+// createSlice creates ResourceSlice name on the consumer c in its tenant
+// namespace for provider, as `liqoctl create resourceslice` does, and waits
+// for c's Liqo to sign its CSR.
+func createSlice(ctx context.Context, c *cluster, provider, name string) {
 	GinkgoHelper()
-	cNS, pNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.id)), authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id))
 	local := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": resourceSliceGVR.GroupVersion().String(), "kind": "ResourceSlice",
-		"metadata": map[string]any{"namespace": cNS, "name": name, "labels": map[string]any{
-			"liqo.io/replication": "true", "liqo.io/remoteID": p.id, authv1beta1.RemoteClusterIDLabel: p.id,
-		}},
+		"metadata": map[string]any{"namespace": authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)), "name": name,
+			"labels": map[string]any{"liqo.io/replication": "true", "liqo.io/remoteID": provider, authv1beta1.RemoteClusterIDLabel: provider}},
 		"spec": map[string]any{"class": "default"},
 	}}
 	Expect(c.k8s.Create(ctx, local)).To(Succeed())
-	var spec map[string]any
 	Eventually(func(g Gomega) {
 		g.Expect(c.k8s.Get(ctx, client.ObjectKeyFromObject(local), local)).To(Succeed())
 		csr, _, _ := unstructured.NestedString(local.Object, "spec", "csr")
 		g.Expect(csr).NotTo(BeEmpty(), "c's Liqo signs the slice CSR")
-		spec, _, _ = unstructured.NestedMap(local.Object, "spec")
 	}).WithTimeout(time.Minute).Should(Succeed())
+}
 
-	dyn := must(dynamic.NewForConfig(must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id)))))
-	remote := must(dyn.Resource(resourceSliceGVR).Namespace(pNS).Create(ctx, replicated(resourceSliceGVR, c.id, p.id, pNS, name, spec), metav1.CreateOptions{}))
+// replicateSlice plays Liqo's CRD replicator (not run by the harness: an
+// internal package of Liqo) for c's ResourceSlice name, with c's control-plane
+// kubeconfig for p: the slice to p's tenant namespace, p's status back. It
+// returns the kubeconfig c's Liqo then writes for the slice's Identity, once
+// its certificate is not notSerial.
+func replicateSlice(ctx context.Context, c, p *cluster, name, notSerial string) []byte {
+	GinkgoHelper()
+	pNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id))
+	local := &unstructured.Unstructured{}
+	local.SetGroupVersionKind(resourceSliceGVR.GroupVersion().WithKind("ResourceSlice"))
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.id)), Name: name}, local)).To(Succeed())
+	spec, _, _ := unstructured.NestedMap(local.Object, "spec")
+	dyn := must(dynamic.NewForConfig(must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id))))).Resource(resourceSliceGVR).Namespace(pNS)
+	must(dyn.Create(ctx, replicated(resourceSliceGVR, c.id, p.id, pNS, name, spec), metav1.CreateOptions{}))
 	var status map[string]any
 	Eventually(func(g Gomega) {
-		remote = must(dyn.Resource(resourceSliceGVR).Namespace(pNS).Get(ctx, name, metav1.GetOptions{}))
+		remote := must(dyn.Get(ctx, name, metav1.GetOptions{}))
 		crt, _, _ := unstructured.NestedString(remote.Object, "status", "authParams", "signedCRT")
 		g.Expect(crt).NotTo(BeEmpty(), "p's Liqo authenticates the slice")
 		status, _, _ = unstructured.NestedMap(remote.Object, "status")
 	}).WithTimeout(time.Minute).Should(Succeed())
 	Expect(unstructured.SetNestedMap(local.Object, status, "status")).To(Succeed())
 	Expect(c.k8s.Status().Update(ctx, local)).To(Succeed())
-	return sliceKubeconfigOf(ctx, c, p.id, name)
-}
 
-// sliceKubeconfigOf waits for the kubeconfig c's Liqo writes for the Identity
-// of its ResourceSlice name for provider (Identity resourceslice-<name>,
-// liqotech/liqo v1.2.0 pkg/liqo-controller-manager/authentication/forge/identity.go).
-func sliceKubeconfigOf(ctx context.Context, c *cluster, provider, name string) []byte {
-	GinkgoHelper()
-	key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)),
-		Name: authv1beta1.KubeconfigSecretName("resourceslice-" + name)}
 	var data []byte
 	Eventually(func(g Gomega) {
-		secret := &corev1.Secret{}
-		g.Expect(c.k8s.Get(ctx, key, secret)).To(Succeed())
-		data = secret.Data[authv1beta1.KubeconfigSecretField]
-		g.Expect(data).NotTo(BeEmpty())
+		var err error
+		data, err = sliceKubeconfigOf(ctx, c, p.id, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		cert, err := kubeconfigClientCert(data)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cert.SerialNumber.Text(16)).NotTo(Equal(notSerial))
 	}).WithTimeout(time.Minute).Should(Succeed())
 	return data
+}
+
+// sliceKubeconfigOf is the kubeconfig c's Liqo wrote for the Identity of its
+// ResourceSlice name for provider (Identity resourceslice-<name>: liqotech/liqo
+// v1.2.0 pkg/liqo-controller-manager/authentication/forge/identity.go).
+func sliceKubeconfigOf(ctx context.Context, c *cluster, provider, name string) ([]byte, error) {
+	secret := &corev1.Secret{}
+	err := c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)),
+		Name: authv1beta1.KubeconfigSecretName("resourceslice-" + name)}, secret)
+	return secret.Data[authv1beta1.KubeconfigSecretField], err
 }
 
 // kubeconfigClientCert is the client certificate of kubeconfig.
