@@ -58,7 +58,7 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 		tenant := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
 		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(double.Key.Public()))))
-		Expect(liqodouble.CheckResourceSliceCSR(tenant, must(crypto.BuildCSR(double.Key, bConsumerID)))).To(Succeed(),
+		Expect(liqodouble.CheckResourceSliceCSR(tenant, "slice-1", must(liqodouble.ResourceSliceCSR(double.Key, "slice-1", bConsumerID)))).To(Succeed(),
 			"the consumer's Liqo signs ResourceSlice CSRs with the key the provider's Tenant carries")
 	})
 

@@ -100,8 +100,8 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		review := must(cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))
 		Expect(review.Status.UserInfo.Username).To(Equal(lpConsumerID))
 		Expect(can(ctx, cs, "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeTrue())
-		Expect(liqo.CheckResourceSliceCSR(applied, must(crypto.BuildCSR(liqoKey, lpConsumerID)))).To(Succeed())
-		Expect(liqo.CheckResourceSliceCSR(applied, must(crypto.BuildCSR(newClusterKey(), lpConsumerID)))).To(MatchError(liqo.ErrInvalidSliceCSR))
+		Expect(liqo.CheckResourceSliceCSR(applied, "slice-1", must(liqo.ResourceSliceCSR(liqoKey, "slice-1", lpConsumerID)))).To(Succeed())
+		Expect(liqo.CheckResourceSliceCSR(applied, "slice-1", must(liqo.ResourceSliceCSR(newClusterKey(), "slice-1", lpConsumerID)))).To(MatchError(liqo.ErrInvalidSliceCSR))
 		Expect(issuedRecords(ctx, provider, lpConsumerID)).To(ContainSubstring(serials[0]))
 	})
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	gocrypto "crypto"
 	"crypto/x509"
+	"encoding/base64"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -135,6 +137,28 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(review.Status.UserInfo.Username).To(Equal(cert.Subject.CommonName))
 		serials = append(serials, cert.SerialNumber.Text(16))
 		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeTrue(), "Liqo binds the consumer's group cluster-wide")
+
+		By("P's Liqo and the double's check (test/liqo CheckResourceSliceCSR) pass and deny the same slice CSRs")
+		tenant := &authv1beta1.Tenant{}
+		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: cID}, tenant)).To(Succeed())
+		slices := remoteSlices(ctx, c, p)
+		csrs := map[string][]byte{
+			sliceName:             must(base64.StdEncoding.DecodeString(must(nestedString(must(slices.Get(ctx, sliceName, metav1.GetOptions{})), "spec", "csr")))),
+			"slice-other-key":     must(liqo.ResourceSliceCSR(newClusterKey(), "slice-other-key", cID)),
+			"slice-renamed":       must(liqo.ResourceSliceCSR(cKey, "slice-elsewhere", cID)),
+			"slice-control-plane": must(crypto.BuildCSR(cKey, cID)),
+		}
+		for name, csr := range csrs {
+			if name != sliceName {
+				must(slices.Create(ctx, replicated(resourceSliceGVR, cID, pID, pNS, name, map[string]any{
+					"consumerClusterID": cID, "providerClusterID": pID, "class": "default", "csr": base64.StdEncoding.EncodeToString(csr),
+				}), metav1.CreateOptions{}))
+			}
+			real := sliceAuthentication(ctx, slices, name)
+			double := liqo.CheckResourceSliceCSR(tenant, name, csr)
+			Expect(real == "Accepted").To(Equal(double == nil), "ResourceSlice %s: Liqo says %s, the double %v", name, real, double)
+			Expect(real == "Accepted").To(Equal(name == sliceName), "ResourceSlice %s: %s", name, real)
+		}
 	})
 
 	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
@@ -275,7 +299,7 @@ func replicateSlice(ctx context.Context, c, p *cluster, name, notSerial string) 
 	local.SetGroupVersionKind(resourceSliceGVR.GroupVersion().WithKind("ResourceSlice"))
 	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.id)), Name: name}, local)).To(Succeed())
 	spec, _, _ := unstructured.NestedMap(local.Object, "spec")
-	dyn := must(dynamic.NewForConfig(must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id))))).Resource(resourceSliceGVR).Namespace(pNS)
+	dyn := remoteSlices(ctx, c, p)
 	must(dyn.Create(ctx, replicated(resourceSliceGVR, c.id, p.id, pNS, name, spec), metav1.CreateOptions{}))
 	var status map[string]any
 	Eventually(func(g Gomega) {
@@ -299,6 +323,33 @@ func replicateSlice(ctx context.Context, c, p *cluster, name, notSerial string) 
 	return data
 }
 
+// remoteSlices is the ResourceSlices of p's tenant namespace for c, through
+// c's control-plane kubeconfig for p, as Liqo's CRD replicator writes them.
+func remoteSlices(ctx context.Context, c, p *cluster) dynamic.ResourceInterface {
+	GinkgoHelper()
+	cfg := must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id)))
+	return must(dynamic.NewForConfig(cfg)).Resource(resourceSliceGVR).Namespace(authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id)))
+}
+
+// sliceAuthentication waits for the provider's Liqo to decide on the
+// ResourceSlice name in slices and returns its decision: the status of its
+// Authentication condition, Accepted or Denied.
+func sliceAuthentication(ctx context.Context, slices dynamic.ResourceInterface, name string) string {
+	GinkgoHelper()
+	var decision string
+	Eventually(func(g Gomega) string {
+		slice := must(slices.Get(ctx, name, metav1.GetOptions{}))
+		conditions, _, _ := unstructured.NestedSlice(slice.Object, "status", "conditions")
+		for _, c := range conditions {
+			if c, ok := c.(map[string]any); ok && c["type"] == "Authentication" {
+				decision, _ = c["status"].(string)
+			}
+		}
+		return decision
+	}).WithTimeout(time.Minute).ShouldNot(BeEmpty(), "Liqo's decision on ResourceSlice %s", name)
+	return decision
+}
+
 // sliceKubeconfigOf is the kubeconfig c's Liqo wrote for the Identity of its
 // ResourceSlice name for provider (Identity resourceslice-<name>: liqotech/liqo
 // v1.2.0 pkg/liqo-controller-manager/authentication/forge/identity.go).
@@ -307,6 +358,15 @@ func sliceKubeconfigOf(ctx context.Context, c *cluster, provider, name string) (
 	err := c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)),
 		Name: authv1beta1.KubeconfigSecretName("resourceslice-" + name)}, secret)
 	return secret.Data[authv1beta1.KubeconfigSecretField], err
+}
+
+// nestedString is the string field of obj at path, an error when it is not one.
+func nestedString(obj *unstructured.Unstructured, path ...string) (string, error) {
+	v, found, err := unstructured.NestedString(obj.Object, path...)
+	if err == nil && !found {
+		err = fmt.Errorf("%s has no %v", obj.GetName(), path)
+	}
+	return v, err
 }
 
 // kubeconfigClientCert is the client certificate of kubeconfig.
