@@ -100,6 +100,14 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(crypto.VerifyNonceSignature(cKey.Public(), nonce.Spec.Nonce, signed.Data[authv1beta1.SignedNonceSecretField])).To(Succeed())
 		Expect(tenant.Spec.Signature).To(Equal(signed.Data[authv1beta1.SignedNonceSecretField]))
 		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
+
+		By("C's Liqo keeps a Renew for the Identity gitpeer applied, owned by it (the double has none)")
+		Eventually(func(g Gomega) {
+			renew := &unstructured.Unstructured{}
+			renew.SetGroupVersionKind(renewGVK)
+			g.Expect(c.k8s.Get(ctx, identityKey, renew)).To(Succeed())
+			g.Expect(renew.GetOwnerReferences()).To(ContainElement(HaveField("Kind", "Identity")))
+		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 
 	It("keeps C's Identity and Liqo's kubeconfig Secret unchanged over restarts of C's Liqo and gitpeer rounds; the double writes the same kubeconfig", func(ctx SpecContext) {
@@ -185,8 +193,12 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeFalse(), "the slice certificate lost its binding")
 		Expect(can(ctx, clientFor(cpKubeconfig), "create", "authentication.liqo.io", "resourceslices", pNS)).To(BeFalse())
 
-		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret goes with the Identity")
-		for _, obj := range []client.Object{
+		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret and Renew go with the Identity")
+		renew := &unstructured.Unstructured{}
+		renew.SetGroupVersionKind(renewGVK)
+		renew.SetNamespace(cNS)
+		renew.SetName(identityKey.Name)
+		for _, obj := range []client.Object{renew,
 			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}},
@@ -267,6 +279,10 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 })
+
+// renewGVK is the kind of the Renew Liqo's local renewer keeps for each
+// control-plane Identity (liqotech/liqo v1.2.0 localrenewer-controller).
+var renewGVK = resourceSliceGVR.GroupVersion().WithKind("Renew")
 
 // createSlice creates ResourceSlice name on the consumer c in its tenant
 // namespace for provider, as `liqoctl create resourceslice` does, and waits
