@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	gocrypto "crypto"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
@@ -37,8 +38,8 @@ import (
 // Liqo mode with Liqo's own authentication module (v1.2.0, test/liqoreal)
 // on every cluster, three control planes shared by the specs:
 //   - P runs Liqo and a gitpeer provider in Liqo mode;
-//   - C runs Liqo and a gitpeer consumer in Liqo mode, of P (Liqo on both
-//     sides) and of X;
+//   - C runs Liqo, with RSA keys (its TLS compatibility mode), and a gitpeer
+//     consumer in Liqo mode, of P (Liqo on both sides) and of X;
 //   - X runs Liqo without gitpeer (its admin answers with liqoctl and commits
 //     by hand): a plain Liqo provider to C, and a plain Liqo consumer of P.
 //
@@ -64,7 +65,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 	BeforeAll(func(ctx SpecContext) {
 		p, c, x = newCluster(pID), newCluster(cID), newCluster(xID)
 		for _, cl := range []*cluster{p, c, x} {
-			liqos[cl.id] = startRealLiqo(ctx, cl)
+			liqos[cl.id] = startRealLiqo(ctx, cl, cl == c)
 		}
 		DeferCleanup(func() {
 			for _, h := range liqos {
@@ -88,6 +89,11 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		serials = append(serials, serial)
 		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
 		expectOnlyLiqoCSRs(ctx, p, 1)
+
+		Expect(cKey).To(BeAssignableToTypeOf(&rsa.PrivateKey{}), "C's Liqo runs in TLS compatibility mode")
+		Eventually(func(g Gomega) {
+			g.Expect(conditionOf(peeringRepository(ctx, g, c), gitpeerv1alpha1.LiqoReadyCondition)).To(HaveField("Message", ContainSubstring("RSA-2048")))
+		}).WithTimeout(time.Minute).Should(Succeed())
 
 		By("tenant.yaml carries C's Liqo key and the signature C's Liqo nonce signer wrote")
 		var nonce documents.Nonce
@@ -122,7 +128,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 				By("while C's Liqo is stopped, the double's identity controller writes the kubeconfig Liqo's wrote")
 				expectDoubleKubeconfig(ctx, c, identityKey, cKey)
 			}
-			liqos[cID] = startRealLiqo(ctx, c)
+			liqos[cID] = startRealLiqo(ctx, c, true)
 			requestRound(ctx, c)
 		}
 		for range 3 {
@@ -447,8 +453,9 @@ func keys(data map[string][]byte) []string {
 }
 
 // startRealLiqo runs Liqo's authentication module on c (test/liqoreal) with
-// c's cluster ID and API server address.
-func startRealLiqo(ctx context.Context, c *cluster) *liqoreal.Harness {
+// c's cluster ID and API server address, with RSA keys if rsa (Liqo's
+// authentication.tlsCompatibilityMode).
+func startRealLiqo(ctx context.Context, c *cluster, rsa bool) *liqoreal.Harness {
 	GinkgoHelper()
-	return must(liqoreal.Start(ctx, c.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: c.id, APIServer: c.cp.URL}))
+	return must(liqoreal.Start(ctx, c.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: c.id, APIServer: c.cp.URL, TLSCompatibilityMode: rsa}))
 }
