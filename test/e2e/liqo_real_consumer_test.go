@@ -43,13 +43,15 @@ import (
 //   - X runs Liqo without gitpeer (its admin answers with liqoctl and commits
 //     by hand): a plain Liqo provider to C, and a plain Liqo consumer of P.
 //
-// They move "Consumer in Liqo mode" and "Liqo on both sides" from the double
-// to the real Liqo, add the mixed peers, a consumer's ResourceSlice
-// authenticated by P's Liqo, and the re-peering after a Liqo-mode revocation.
-// What stays on the double (test/liqo) and why: Liqo's renewal, which needs
-// its CRD replicator and a clock (liqo_consumer_test.go, liqo_both_test.go,
-// liqo_provider_test.go); the kubeconfig the double's identity controller
-// writes is checked against the real one here (expectDoubleKubeconfig).
+// They take over from the double (test/liqo) the restarts and the revocation
+// of "Consumer in Liqo mode" and the re-peering of "Liqo provider", run the
+// handshakes of those and of "Liqo on both sides" on the real Liqo, and add
+// the mixed peers, a consumer's ResourceSlice authenticated by P's Liqo, and
+// the re-peering after a Liqo-mode revocation. The double stays for Liqo's
+// renewal, which needs Liqo's CRD replicator (not in the harness) or a clock
+// the test moves; where both serve, a spec here compares them: the kubeconfig
+// Secret of the identity controller (expectDoubleKubeconfig) and the
+// ResourceSlice CSRs the provider passes or denies (CheckResourceSliceCSR).
 var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers", Ordered, func() {
 	const pID, cID, xID = "realb-p", "realb-c", "realb-x"
 	const sliceName = "slice-1"
@@ -178,11 +180,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
 		cpKubeconfig := kubeconfigOf(ctx, c, pID)
 		sliceKubeconfig := must(sliceKubeconfigOf(ctx, c, pID, sliceName))
-		w := clone()
-		gitCLI(w, "rm", "-q", dirPC+"tenant.yaml")
-		gitCLI(w, "commit", "-q", "-m", "Revoke "+cID)
-		pushMain(w)
-		Eventually(func() string { return show("main", dirPC+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+		revokeByGit(dirPC, cID)
 
 		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func() []string { return liqoCaches(ctx, p, pNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
@@ -285,6 +283,17 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 })
+
+// revokeByGit removes dir/tenant.yaml from main, as a merged revocation
+// does, and waits for the provider to take dir/identity.yaml away.
+func revokeByGit(dir, consumer string) {
+	GinkgoHelper()
+	w := clone()
+	gitCLI(w, "rm", "-q", dir+"tenant.yaml")
+	gitCLI(w, "commit", "-q", "-m", "Revoke "+consumer)
+	pushMain(w)
+	Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+}
 
 // renewGVK is the kind of the Renew Liqo's local renewer keeps for each
 // control-plane Identity (liqotech/liqo v1.2.0 localrenewer-controller).

@@ -104,11 +104,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		Expect(bindingsNaming(ctx, provider, consumerID)).NotTo(BeEmpty(), "Liqo bound the consumer's user and group")
 
 		By("tenant.yaml leaves the branch")
-		w := clone()
-		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
-		gitCLI(w, "commit", "-q", "-m", "Revoke "+consumerID)
-		pushMain(w)
-		Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+		revokeByGit(dir, consumerID)
 
 		Eventually(func() []string { return bindingsNaming(ctx, provider, consumerID) }).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func() []string { return liqoCaches(ctx, provider, tenantNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
