@@ -21,6 +21,10 @@ import (
 // and renews, the consumer's Liqo signs and builds the kubeconfig. A renewal
 // by the provider's Liqo reaches the consumer through exactly one new
 // identity.yaml.
+//
+// The handshake runs on Liqo's own controllers in "Liqo mode on the real
+// Liqo" (liqo_real_consumer_test.go); the double stays here for the renewal,
+// which needs its clock.
 var _ = Describe("Liqo on both sides", Ordered, func() {
 	const bProviderID, bConsumerID = "liqob-p", "liqob-c"
 	dir := bProviderID + "/" + bConsumerID + "/"
@@ -54,7 +58,7 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 		tenant := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
 		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(double.Key.Public()))))
-		Expect(liqodouble.CheckResourceSliceCSR(tenant, must(crypto.BuildCSR(double.Key, bConsumerID)))).To(Succeed(),
+		Expect(liqodouble.CheckResourceSliceCSR(tenant, "slice-1", must(liqodouble.ResourceSliceCSR(double.Key, "slice-1", bConsumerID)))).To(Succeed(),
 			"the consumer's Liqo signs ResourceSlice CSRs with the key the provider's Tenant carries")
 	})
 

@@ -3,13 +3,8 @@ package e2e
 import (
 	"context"
 	gocrypto "crypto"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"fmt"
 	"strings"
 	"time"
 
@@ -83,7 +78,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		const sliceName = "slice-1"
 		slice := replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, map[string]any{
 			"consumerClusterID": consumerID, "providerClusterID": providerID, "class": "default",
-			"csr": base64.StdEncoding.EncodeToString(sliceCSR(liqoKey, sliceName, consumerID)),
+			"csr": base64.StdEncoding.EncodeToString(must(liqo.ResourceSliceCSR(liqoKey, sliceName, consumerID))),
 		})
 		must(dyn.Resource(resourceSliceGVR).Namespace(tenantNS).Create(ctx, slice, metav1.CreateOptions{}))
 		nsMap := replicated(namespaceMapGVR, consumerID, providerID, tenantNS, consumerID+"-map", map[string]any{})
@@ -104,11 +99,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		Expect(bindingsNaming(ctx, provider, consumerID)).NotTo(BeEmpty(), "Liqo bound the consumer's user and group")
 
 		By("tenant.yaml leaves the branch")
-		w := clone()
-		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
-		gitCLI(w, "commit", "-q", "-m", "Revoke "+consumerID)
-		pushMain(w)
-		Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+		revokeByGit(dir, consumerID)
 
 		Eventually(func() []string { return bindingsNaming(ctx, provider, consumerID) }).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func() []string { return liqoCaches(ctx, provider, tenantNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
@@ -144,17 +135,6 @@ func replicated(gvr schema.GroupVersionResource, consumer, provider, ns, name st
 		}},
 		"spec": spec,
 	}}
-}
-
-// sliceCSR is the CSR a consumer's Liqo makes for a ResourceSlice: CN
-// <slice>-<first 6 bytes of sha256(consumer) in hex>, O <consumer>
-// (liqotech/liqo v1.2.0 pkg/liqo-controller-manager/authentication/csr.go).
-func sliceCSR(key gocrypto.Signer, slice, consumer string) []byte {
-	sum := sha256.Sum256([]byte(consumer))
-	der := must(x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: fmt.Sprintf("%s-%x", slice, sum[:6]), Organization: []string{consumer}},
-	}, key))
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
 // bindingsNaming lists the RoleBindings and ClusterRoleBindings of the
