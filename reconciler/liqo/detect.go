@@ -18,15 +18,13 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// Where an installed Liqo keeps its cluster ID and key, in its namespace
+// Where an installed Liqo keeps its cluster ID, in its namespace (its key: crypto.KeySecretName)
 // (liqotech/liqo v1.2.0: pkg/consts/clusterid.go, pkg/liqo-controller-manager/authentication/keys.go).
 const (
 	// ClusterIDConfigMap holds Liqo's cluster ID under ClusterIDKey.
 	ClusterIDConfigMap = "liqo-clusterid-configmap"
 	// ClusterIDKey is the key of the cluster ID in ClusterIDConfigMap.
 	ClusterIDKey = "CLUSTER_ID"
-	// KeysSecret holds Liqo's cluster key pair, laid out as crypto.ParseKeySecret reads it.
-	KeysSecret = crypto.KeySecretName
 )
 
 // Mode is the mode the agent runs in for one PeeringRepository.
@@ -86,7 +84,7 @@ func Detect(ctx context.Context, reader client.Reader, spec *gitpeerv1alpha1.Liq
 	if err != nil {
 		return mode, err
 	}
-	secretFound, err := get(ctx, reader, mode.Namespace, KeysSecret, &secret)
+	secretFound, err := get(ctx, reader, mode.Namespace, crypto.KeySecretName, &secret)
 	if err != nil {
 		return mode, err
 	}
@@ -133,7 +131,7 @@ func requirePresent(mode gitpeerv1alpha1.LiqoMode, namespace string, cmFound, se
 		missing = append(missing, "ConfigMap "+namespace+"/"+ClusterIDConfigMap)
 	}
 	if !secretFound {
-		missing = append(missing, "Secret "+namespace+"/"+KeysSecret)
+		missing = append(missing, "Secret "+namespace+"/"+crypto.KeySecretName)
 	}
 	switch {
 	case len(missing) == 0:

@@ -8,6 +8,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestOf: an object is ours only with our owner label; gitpeer's labels
@@ -18,15 +19,15 @@ func TestOf(t *testing.T) {
 		labels map[string]string
 		want   Owner
 	}{
-		"ours":                                {map[string]string{OwnerLabel: "u1", ManagedByLabel: ManagedBy}, Ours},
-		"another repository's":                {map[string]string{OwnerLabel: "u2", ManagedByLabel: ManagedBy}, Others},
-		"legacy gitpeer":                      {map[string]string{ManagedByLabel: ManagedBy}, Legacy},
+		"ours":                                {map[string]string{vocabulary.OwnerLabel: "u1", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Ours},
+		"another repository's":                {map[string]string{vocabulary.OwnerLabel: "u2", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Others},
+		"legacy gitpeer":                      {map[string]string{vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Legacy},
 		"not gitpeer's (a foreign namespace)": {map[string]string{"liqo.io/tenant-namespace": "true"}, Others},
 		"no labels":                           {nil, Others},
-		"empty owner is not ours":             {map[string]string{OwnerLabel: "", ManagedByLabel: ManagedBy}, Others},
-		"managed by someone else":             {map[string]string{ManagedByLabel: "liqo"}, Others},
-		"owner label, not managed":            {map[string]string{OwnerLabel: "u1"}, Ours},
-		"owner label is a prefix of ours":     {map[string]string{OwnerLabel: "u", ManagedByLabel: ManagedBy}, Others},
+		"empty owner is not ours":             {map[string]string{vocabulary.OwnerLabel: "", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Others},
+		"managed by someone else":             {map[string]string{vocabulary.ManagedByLabel: "liqo"}, Others},
+		"owner label, not managed":            {map[string]string{vocabulary.OwnerLabel: "u1"}, Ours},
+		"owner label is a prefix of ours":     {map[string]string{vocabulary.OwnerLabel: "u", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Others},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := Of(tc.labels, "u1"); got != tc.want {

@@ -15,6 +15,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // In Liqo mode the provider moves files and gates approval, and Liqo's tenant
@@ -50,11 +51,11 @@ func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Ident
 	case status == nil:
 		return ""
 	case published == nil:
-		return protocol.ActionIssueIdentity
+		return vocabulary.ActionIssueIdentity
 	case equality.Semantic.DeepEqual(*status, published.Spec.AuthParams):
 		return ""
 	}
-	return protocol.ActionRenewIdentity
+	return vocabulary.ActionRenewIdentity
 }
 
 // What Liqo issues and binds for a consumer beyond the Tenant, which a

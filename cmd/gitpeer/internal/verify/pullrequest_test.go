@@ -8,8 +8,8 @@ import (
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 

@@ -20,6 +20,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/verdict"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Result is the verdict on one file; the checks of a peering directory are verdict's, which the
@@ -230,7 +231,7 @@ func fileResult(rel string, loaded *protocol.Loaded) (Result, bool) {
 }
 
 func knownName(name string) bool {
-	return slices.Contains(protocol.Kinds, protocol.Kind(name))
+	return slices.Contains(vocabulary.FileKinds, vocabulary.FileKind(name))
 }
 
 // trimPath drops the "path: " and "invalid document: " prefixes protocol puts
