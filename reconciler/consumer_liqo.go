@@ -100,7 +100,7 @@ func (s *session) writeNonce(ctx context.Context, provider, ns, nonce string) er
 }
 
 // markLiqoProposed records, once tenant.yaml is pushed, that the Tenant for
-// nonce was proposed: the annotation ProposedAnnotation on the
+// nonce was proposed: the annotation vocabulary.ProposedAnnotation on the
 // liqo-signed-nonce Secret that holds nonce.
 func (s *session) markLiqoProposed(ctx context.Context, provider, ns, nonce, where string) error {
 	secret := &corev1.Secret{}

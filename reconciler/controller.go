@@ -155,10 +155,10 @@ func (r *PeeringRepositoryReconciler) indexTenants(mgr ctrl.Manager) error {
 	return nil
 }
 
-// ownerIndex indexes the cached Tenants by their OwnerLabel.
+// ownerIndex indexes the cached Tenants by their vocabulary.OwnerLabel.
 const ownerIndex = "gitpeer.io/owner"
 
-// byOwnerLabel returns the OwnerLabel of a cached object, if it has one.
+// byOwnerLabel returns the vocabulary.OwnerLabel of a cached object, if it has one.
 func byOwnerLabel(obj any) ([]string, error) {
 	o, ok := obj.(client.Object)
 	if !ok {

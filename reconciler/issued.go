@@ -127,7 +127,7 @@ func (s *session) writeShard(ctx context.Context, sh *recordsShard, secret *core
 }
 
 // migrateLegacyRecords moves the records of gitpeer 0.1.0's single Secret
-// (IssuedSecretPrefix) to the sharded Secrets, merged with what they hold,
+// (vocabulary.IssuedSecretPrefix) to the sharded Secrets, merged with what they hold,
 // then deletes it (only if unchanged meanwhile). Until it succeeds no record
 // is read: nothing is bound on partial records. Once it found the Secret gone
 // or moved it, it reads it no more in this process (the agent never writes
@@ -225,7 +225,7 @@ func (s *session) recordKeyPin(ctx context.Context, consumer, pin string) error 
 }
 
 // AdoptKeyPin copies annotation, the key pin an earlier version kept only on
-// a consumer's tenant namespace (PinnedKeyAnnotation), into r when r holds
+// a consumer's tenant namespace (vocabulary.PinnedKeyAnnotation), into r when r holds
 // no pin and annotation is a well-formed pin; it reports a change and, for
 // the Adopted event, what it did with the annotation ("" if there was none
 // or it matched). A pin in the records is never replaced: the annotation is

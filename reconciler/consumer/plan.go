@@ -121,7 +121,7 @@ var ErrPinMismatch = errors.New("pin mismatch")
 
 // CheckPin checks apiServer and ca against the pin in the annotations of the
 // consumer-side tenant namespace of provider and returns the pin to record.
-// A legacy CA-only pin (PinnedCAAnnotation) must match the CA; the returned
+// A legacy CA-only pin (vocabulary.PinnedCAAnnotation) must match the CA; the returned
 // pin then replaces it.
 func CheckPin(annotations map[string]string, provider, apiServer string, ca []byte) (string, error) {
 	pin := ProviderPin(apiServer, ca)

@@ -23,7 +23,7 @@ type Message struct {
 	// Action, Provider and Consumer become the Gitpeer-Action,
 	// Gitpeer-Provider and Gitpeer-Consumer trailers when set.
 	Action, Provider, Consumer string
-	// Extra trailers follow, e.g. {TrailerSerial, "42"}.
+	// Extra trailers follow, e.g. {vocabulary.TrailerSerial, "42"}.
 	Extra []Trailer
 }
 

@@ -42,8 +42,8 @@ func CheckLiqoCertificate(certPEM []byte, key gocrypto.PublicKey, consumer strin
 
 // IdentityAction says what the provider commits for the authParams Liqo put
 // in a Tenant's status, given identity.yaml on the branch (nil if none): the
-// first identity.yaml (protocol.ActionIssueIdentity), a new one for a
-// changed status, as after Liqo's renewal (protocol.ActionRenewIdentity), or
+// first identity.yaml (vocabulary.ActionIssueIdentity), a new one for a
+// changed status, as after Liqo's renewal (vocabulary.ActionRenewIdentity), or
 // nothing ("") when the branch carries the status already: each change of the
 // status is committed once.
 func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Identity) string {

@@ -140,7 +140,7 @@ type TenantCheck struct {
 	// Nonce is the provider's own current nonce for the consumer (its
 	// Secret); "" when none was issued.
 	Nonce string
-	// PinnedKey is the key pinned for the consumer (KeyPin), "" if none.
+	// PinnedKey is the key pinned for the consumer (crypto.KeyPin), "" if none.
 	PinnedKey string
 	// Rekey is the value of the consumer's rekey annotation: the pin of the
 	// key an admin accepts in place of the pinned one.
