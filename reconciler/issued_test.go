@@ -21,51 +21,6 @@ import (
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// TestRecordsSecretName pins the shard of a consumer: records are looked up
-// by this name, so it must never change.
-func TestRecordsSecretName(t *testing.T) {
-	for consumer, want := range map[string]string{
-		"consumer-1": "gitpeer-records-peering-07", // sha256("consumer-1")[0] = 0x07
-		"edge-42":    "gitpeer-records-peering-0b", // sha256("edge-42")[0] = 0x4b, modulo 64
-	} {
-		if got := vocabulary.RecordsSecretName("peering", consumer); got != want {
-			t.Errorf("RecordsSecretName(peering, %s) = %s, want %s", consumer, got, want)
-		}
-	}
-	shards := map[string]bool{}
-	for i := range 10000 {
-		shards[vocabulary.RecordsSecretName("p", fmt.Sprintf("consumer-%d", i))] = true
-	}
-	if len(shards) != vocabulary.RecordsShards {
-		t.Errorf("10,000 consumers over %d Secrets, want %d", len(shards), vocabulary.RecordsShards)
-	}
-}
-
-func TestMergeRecords(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	early, late := now.Add(-time.Hour), now
-	a := vocabulary.ConsumerRecords{PinnedKey: "new", Certificates: []vocabulary.IssuedRecord{
-		{Serial: "1", NotAfter: now.Add(time.Hour)}, {Serial: "2", NotAfter: now.Add(time.Hour), RevokedAt: &late}}}
-	b := vocabulary.ConsumerRecords{PinnedKey: "old", Certificates: []vocabulary.IssuedRecord{
-		{Serial: "1", NotAfter: now.Add(time.Hour), RevokedAt: &early}, {Serial: "2", NotAfter: now.Add(time.Hour)}, {Serial: "3", NotAfter: now}}}
-	got := vocabulary.MergeRecords(a, b)
-	want := vocabulary.ConsumerRecords{PinnedKey: "new", Certificates: []vocabulary.IssuedRecord{
-		{Serial: "1", NotAfter: now.Add(time.Hour), RevokedAt: &early}, {Serial: "2", NotAfter: now.Add(time.Hour), RevokedAt: &late}, {Serial: "3", NotAfter: now}}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("MergeRecords = %+v, want %+v", got, want)
-	}
-	if a.Certificates[0].RevokedAt != nil {
-		t.Error("MergeRecords changed its input")
-	}
-	if got := vocabulary.MergeRecords(vocabulary.ConsumerRecords{}, b).PinnedKey; got != "old" {
-		t.Errorf("pin %q, want the only one", got)
-	}
-	kept, changed := vocabulary.WithoutExpired(got.Certificates, now)
-	if !changed || len(kept) != 2 || len(got.Certificates) != 3 {
-		t.Errorf("WithoutExpired = %+v, %v", kept, changed)
-	}
-}
-
 // TestAdoptKeyPin: adopting an earlier version's namespace copies its pin
 // annotation into records without a pin, and never replaces a recorded pin
 // nor records a malformed one.
