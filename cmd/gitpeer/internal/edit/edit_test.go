@@ -12,6 +12,7 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/verdict"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
@@ -195,4 +196,4 @@ func TestRevokeKustomizedDirectory(t *testing.T) {
 }
 
 // resultsOf is the results of a verify.Check.
-func resultsOf(rep verify.Report, err error) ([]verify.Result, error) { return rep.Results, err }
+func resultsOf(rep verify.Report, err error) ([]verdict.Result, error) { return rep.Results, err }
