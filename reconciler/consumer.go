@@ -24,6 +24,7 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // consume runs the consumer side of one peering directory <provider>/<me>:
@@ -44,13 +45,13 @@ func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
 	case consumer.ApplyIdentity:
 		return s.applyIdentity(ctx, pe, ns)
 	case consumer.KeepIdentity:
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[protocol.Identity])}
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[vocabulary.IdentityFile])}
 	case consumer.DropIdentity:
 		return s.dropIdentity(ctx, pe, ns)
 	case consumer.StayRevoked:
 		return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: fmt.Sprintf(
 			"identity revoked by provider %s at %s; not requesting again on its own: to peer again, set annotation %s=%s on this PeeringRepository (or commit a request with gitpeer request)",
-			pe.Provider, nsObj.Annotations[RevokedAnnotation], gitpeerv1alpha1.RequestAgainAnnotation, pe.Provider)}
+			pe.Provider, nsObj.Annotations[vocabulary.RevokedAnnotation], gitpeerv1alpha1.RequestAgainAnnotation, pe.Provider)}
 	case consumer.RequestAgain:
 		if err := s.requestAgain(ctx, nsObj); err != nil {
 			return outcome{err: err}
@@ -79,7 +80,7 @@ func (s *session) observeConsumer(ctx context.Context, provider, ns string) (con
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return o, nil, client.IgnoreNotFound(err)
 	}
-	_, o.Revoked = nsObj.Annotations[RevokedAnnotation]
+	_, o.Revoked = nsObj.Annotations[vocabulary.RevokedAnnotation]
 	o.RequestAgain = s.obj.GetAnnotations()[gitpeerv1alpha1.RequestAgainAnnotation] == provider
 	return o, nsObj, nil
 }
@@ -95,11 +96,11 @@ func (s *session) request(ctx context.Context, pe *protocol.Documents) outcome {
 	}
 	msg := protocol.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
-		Action:  protocol.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  vocabulary.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
-	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)
+	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.RequestFile}.String(), doc)
 	requested := func(where string) {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRequested, pe.Provider, "request.yaml for provider %s pushed to %s", pe.Provider, where)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.RequestedReason, pe.Provider, "request.yaml for provider %s pushed to %s", pe.Provider, where)
 	}
 	if s.obj.Spec.Consumer.Direct {
 		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, func(_ context.Context, pushed bool) error {
@@ -150,7 +151,7 @@ const (
 // warnDirect records a Warning: in direct mode the consumer committed file for provider straight
 // to the branch, approved by no one but itself.
 func (s *session) warnDirect(provider, file string) {
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonDirectMode, provider, "%s for provider %s committed straight to the branch: %s", file, provider, directModeWarning)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.DirectModeReason, provider, "%s for provider %s committed straight to the branch: %s", file, provider, directModeWarning)
 }
 
 // proposeTenant signs the provider's nonce, builds the CSR and pushes
@@ -205,9 +206,9 @@ func (s *session) pushTenant(ctx context.Context, pe *protocol.Documents, tenant
 	msg := protocol.Message{
 		Subject: fmt.Sprintf("Propose Tenant of %s for %s", pe.Consumer, pe.Provider),
 		Body:    "Merging this change approves the peering: the provider's agent then verifies the Tenant and issues an identity.",
-		Action:  protocol.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  vocabulary.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
-	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
+	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), doc)
 	if branch == "" {
 		s.stage(ctx, gitpeerv1alpha1.ConsumerRole, pe.Provider, msg, func(ctx context.Context, pushed bool) error {
 			if pushed {
@@ -233,13 +234,13 @@ func (s *session) markProposed(ctx context.Context, provider, ns, nonce string, 
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, provider)
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
 		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce), authv1beta1.SignedNonceSecretField: signature}
 		return nil
 	}); err != nil {
 		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, provider, "tenant.yaml for provider %s pushed to %s", provider, where)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.TenantProposedReason, provider, "tenant.yaml for provider %s pushed to %s", provider, where)
 	return nil
 }
 
@@ -329,7 +330,7 @@ func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns 
 		return outcome{err: err}
 	}
 	if op != controllerutil.OperationResultNone {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, pe.Provider, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.PeeringReadyReason, pe.Provider, "kubeconfig for provider %s %s (serial %s); it authenticates as %s", pe.Provider, op, cert.SerialNumber.Text(16), user)
 	}
 	return ready
 }
@@ -371,8 +372,8 @@ func (s *session) writeIdentity(ctx context.Context, pe *protocol.Documents, ns 
 // labelConsumerObject sets the labels of an object the consumer creates for provider.
 func (s *session) labelConsumerObject(meta *metav1.ObjectMeta, provider string) {
 	metav1.SetMetaDataLabel(meta, authv1beta1.RemoteClusterIDLabel, provider)
-	metav1.SetMetaDataLabel(meta, ManagedByLabel, managedBy)
-	metav1.SetMetaDataLabel(meta, OwnerLabel, string(s.obj.UID))
+	metav1.SetMetaDataLabel(meta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+	metav1.SetMetaDataLabel(meta, vocabulary.OwnerLabel, string(s.obj.UID))
 }
 
 // dropIdentity deletes the Identity, its kubeconfig Secret, the signed nonce
@@ -385,24 +386,19 @@ func (s *session) dropIdentity(ctx context.Context, pe *protocol.Documents, ns s
 	if err := s.markRevoked(ctx, ns); err != nil {
 		return outcome{err: err}
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, pe.Provider, "identity.yaml for provider %s left the branch: Identity, kubeconfig and pin deleted", pe.Provider)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.RevokedReason, pe.Provider, "identity.yaml for provider %s left the branch: Identity, kubeconfig and pin deleted", pe.Provider)
 	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "identity.yaml removed: Identity, kubeconfig and pin deleted"}
 }
 
 // rejectIdentity reports identity.yaml refused (phase message, Warning, log);
 // nothing is written.
 func (s *session) rejectIdentity(ctx context.Context, pe *protocol.Documents, reason string) outcome {
-	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String()
+	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String()
 	msg := fmt.Sprintf("%s rejected: %s", path, reason)
 	log.FromContext(ctx).Info("identity rejected", "path", path, "reason", reason)
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, path, "%s", msg)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, path, "%s", msg)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 }
-
-// RevokedAnnotation on a consumer-side tenant namespace records when the
-// provider revoked the identity; the agent then does not request again on
-// its own (see gitpeerv1alpha1.RequestAgainAnnotation).
-const RevokedAnnotation = "gitpeer.io/revoked-at"
 
 // markRevoked records on the tenant namespace that the identity was revoked.
 func (s *session) markRevoked(ctx context.Context, ns string) error {
@@ -411,7 +407,7 @@ func (s *session) markRevoked(ctx context.Context, ns string) error {
 		return client.IgnoreNotFound(err)
 	}
 	patch := client.MergeFrom(nsObj.DeepCopy())
-	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, RevokedAnnotation, s.r.Now().UTC().Format(time.RFC3339))
+	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, vocabulary.RevokedAnnotation, s.r.Now().UTC().Format(time.RFC3339))
 	return s.r.Patch(ctx, nsObj, patch)
 }
 
@@ -419,7 +415,7 @@ func (s *session) markRevoked(ctx context.Context, ns string) error {
 // again after a revocation, and the revocation mark of the tenant namespace.
 func (s *session) requestAgain(ctx context.Context, nsObj *corev1.Namespace) error {
 	patch := client.MergeFrom(nsObj.DeepCopy())
-	delete(nsObj.Annotations, RevokedAnnotation)
+	delete(nsObj.Annotations, vocabulary.RevokedAnnotation)
 	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
 		return err
 	}

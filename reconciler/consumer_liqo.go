@@ -20,6 +20,7 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The consumer in Liqo mode (docs/DESIGN.md "Consumer in Liqo mode"): Liqo's
@@ -90,8 +91,8 @@ func (s *session) writeNonce(ctx context.Context, provider, ns, nonce string) er
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, provider)
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
-		delete(secret.Annotations, consumer.ProposedAnnotation)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+		delete(secret.Annotations, vocabulary.ProposedAnnotation)
 		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce)}
 		return nil
 	})
@@ -99,7 +100,7 @@ func (s *session) writeNonce(ctx context.Context, provider, ns, nonce string) er
 }
 
 // markLiqoProposed records, once tenant.yaml is pushed, that the Tenant for
-// nonce was proposed: the annotation ProposedAnnotation on the
+// nonce was proposed: the annotation vocabulary.ProposedAnnotation on the
 // liqo-signed-nonce Secret that holds nonce.
 func (s *session) markLiqoProposed(ctx context.Context, provider, ns, nonce, where string) error {
 	secret := &corev1.Secret{}
@@ -110,11 +111,11 @@ func (s *session) markLiqoProposed(ctx context.Context, provider, ns, nonce, whe
 		return fmt.Errorf("secret %s/%s no longer holds the nonce tenant.yaml was signed for", ns, secret.Name)
 	}
 	// An update, not a patch: the agent's role has no patch on Secrets.
-	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, consumer.ProposedAnnotation, where)
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, vocabulary.ProposedAnnotation, where)
 	if err := s.r.Update(ctx, secret); err != nil {
 		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonTenantProposed, provider, "tenant.yaml for provider %s pushed to %s", provider, where)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.TenantProposedReason, provider, "tenant.yaml for provider %s pushed to %s", provider, where)
 	return nil
 }
 
@@ -152,7 +153,7 @@ func (s *session) applyLiqoIdentity(ctx context.Context, pe *protocol.Documents,
 		return outcome{err: err}
 	}
 	if change == consumer.CreateIdentity || change == consumer.UpdateIdentity {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPeeringReady, pe.Provider, "Identity for provider %s applied (serial %s); Liqo's kubeconfig works", pe.Provider, cert.SerialNumber.Text(16))
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.PeeringReadyReason, pe.Provider, "Identity for provider %s applied (serial %s); Liqo's kubeconfig works", pe.Provider, cert.SerialNumber.Text(16))
 	}
 	kept := ""
 	if change == consumer.KeepRenewed {

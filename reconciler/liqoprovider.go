@@ -20,6 +20,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The provider in Liqo mode: gitpeer moves the files and gates approval, and
@@ -33,12 +34,6 @@ import (
 // makes of the Tenant's status, committed once per change of that status
 // after its certificate is checked and its serial recorded.
 
-// LiqoCertificateCacheSecret is the Secret in a tenant namespace where Liqo's
-// tenant controller caches the certificate it issued with the CSR it was
-// issued for (provider.LiqoCertificateCache). Revocation deletes it, or a new
-// peering of the consumer would be stuck on a CSR that does not match the cache.
-const LiqoCertificateCacheSecret = provider.LiqoCertificateCache
-
 // createLiqoNonce creates the consumer's nonce Secret as `liqoctl create
 // nonce` does: labels only, for Liqo's nonce creator to fill data.nonce. It
 // carries this PeeringRepository's labels too, so that revocation deletes it.
@@ -47,7 +42,7 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 		Namespace: ns, Name: authv1beta1.NonceSecretName,
 		Labels: map[string]string{
 			authv1beta1.NonceSecretLabel: authv1beta1.TrueValue, authv1beta1.RemoteClusterIDLabel: consumer,
-			ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID),
+			vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: string(s.obj.UID),
 		},
 	}}))
 }
@@ -75,8 +70,8 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
 	if err := protocol.CheckNoAWSConfig(tenant.Status.AuthParams); err != nil {
 		msg := fmt.Sprintf("Liqo answered Tenant %s with an IAM identity, not committed: %v", pe.Consumer, err)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: ReasonLiqoAWSUnsupported, message: msg}
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoAWSUnsupported, message: msg}
 	}
 	if err := s.syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
@@ -93,7 +88,7 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	}
 	if err != nil {
 		msg := fmt.Sprintf("certificate in the status of Tenant %s not committed: %v", pe.Consumer, err)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCertificateRejected, pe.Consumer, "%s", msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCertificateRejected, pe.Consumer, "%s", msg)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 	}
 	// Recorded before it is published: a revoked certificate must block a revival.
@@ -106,26 +101,18 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 		if err != nil {
 			return outcome{err: err}
 		}
-		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
-		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
+		reason := map[string]string{vocabulary.ActionIssueIdentity: gitpeerv1alpha1.IdentityIssuedReason, vocabulary.ActionRenewIdentity: gitpeerv1alpha1.IdentityRenewedReason}[action]
+		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String(), doc))
 	}
 	o := issuedOutcome(tenant, cert)
 	if advertised, published := tenant.Status.AuthParams.APIServer, s.apiServer(); provider.APIServerDiffers(advertised, published) {
 		msg := fmt.Sprintf("Liqo advertises API server %q (its chart's apiServer.address, or its control-plane node) but this provider publishes %q (spec.provider.apiServer, or the agent's own API server) in terms.yaml: "+
 			"consumers that check the terms refuse identity.yaml; set Liqo's apiServer.address and spec.provider.apiServer to the same address", advertised, published)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
-		o.reason, o.message = ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
+		o.reason, o.message = vocabulary.ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
 	}
 	return o
 }
-
-// Reasons (events, status.peerings) of what Liqo answered a Tenant with.
-const (
-	// ReasonLiqoAWSUnsupported: Liqo on EKS with IAM answered with awsConfig, which gitpeer does not commit (protocol.ErrAWSConfig).
-	ReasonLiqoAWSUnsupported = "LiqoAWSUnsupported"
-	// ReasonLiqoAPIServerMismatch: the API server Liqo advertises is not the one the provider's terms publish.
-	ReasonLiqoAPIServerMismatch = "LiqoAPIServerMismatch"
-)
 
 // revokeConsumer takes back everything issued or bound for consumer, in
 // Liqo's order: every certificate is recorded (the one in the status of its

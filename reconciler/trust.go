@@ -15,6 +15,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // trust checks the Identity's API server and CA (consumer.Trust) against
@@ -46,15 +47,15 @@ func (s *session) recordProviderPin(ctx context.Context, provider string, nsObj 
 		return nil
 	}
 	patch := client.MergeFrom(nsObj.DeepCopy())
-	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedProviderAnnotation, pin)
-	delete(nsObj.Annotations, PinnedCAAnnotation)
+	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, vocabulary.PinnedProviderAnnotation, pin)
+	delete(nsObj.Annotations, vocabulary.PinnedCAAnnotation)
 	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("provider trusted on first use: pinned without an anchor", "provider", provider, "namespace", nsObj.Name)
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonTrustedOnFirstUse, provider,
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.TrustedOnFirstUseReason, provider,
 		"provider %s trusted on first use (spec.consumer.trustOnFirstUse): its API server and CA are pinned in annotation %s of namespace %s, with no anchor; %s, and add it to spec.consumer.trustedCAs",
-		provider, PinnedProviderAnnotation, nsObj.Name, consumer.CAHashHowTo)
+		provider, vocabulary.PinnedProviderAnnotation, nsObj.Name, consumer.CAHashHowTo)
 	return nil
 }
 
@@ -84,12 +85,12 @@ func (s *session) forgetProvider(ctx context.Context, provider, ns string) error
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if nsObj.Annotations[PinnedProviderAnnotation] == "" && nsObj.Annotations[PinnedCAAnnotation] == "" {
+	if nsObj.Annotations[vocabulary.PinnedProviderAnnotation] == "" && nsObj.Annotations[vocabulary.PinnedCAAnnotation] == "" {
 		return nil
 	}
 	patch := client.MergeFrom(nsObj.DeepCopy())
-	delete(nsObj.Annotations, PinnedProviderAnnotation)
-	delete(nsObj.Annotations, PinnedCAAnnotation)
+	delete(nsObj.Annotations, vocabulary.PinnedProviderAnnotation)
+	delete(nsObj.Annotations, vocabulary.PinnedCAAnnotation)
 	return s.r.Patch(ctx, nsObj, patch)
 }
 
@@ -99,7 +100,7 @@ func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) erro
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if secret.Labels[ManagedByLabel] != managedBy {
+	if secret.Labels[vocabulary.ManagedByLabel] != vocabulary.ManagedBy {
 		return nil
 	}
 	err := s.r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
@@ -117,7 +118,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 		providers = s.obj.Spec.Consumer.Providers
 	}
 	var identities authv1beta1.IdentityList
-	if err := s.r.List(ctx, &identities, client.MatchingLabels{ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)}); err != nil {
+	if err := s.r.List(ctx, &identities, client.MatchingLabels{vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: string(s.obj.UID)}); err != nil {
 		return err
 	}
 	var errs []error
@@ -132,7 +133,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 			continue
 		}
 		s.noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{})
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, provider,
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.RevokedReason, provider,
 			"provider %s left spec.consumer.providers: Identity, kubeconfig, signed nonce and pin deleted", provider)
 	}
 	return errors.Join(errs...)

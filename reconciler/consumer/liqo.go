@@ -11,6 +11,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The consumer in Liqo mode: Liqo's nonce signer signs the provider's nonce
@@ -18,11 +19,6 @@ import (
 // pkg/liqo-controller-manager/authentication/noncesigner-controller and
 // identity-controller); the consumer moves the files, applies the Identity and
 // proves Liqo's kubeconfig.
-
-// ProposedAnnotation on the liqo-signed-nonce Secret, in Liqo mode, records
-// that tenant.yaml for the Secret's nonce was pushed (there the Secret holds
-// the nonce before the push, for Liqo's nonce signer).
-const ProposedAnnotation = "gitpeer.io/proposed"
 
 // NonceStep is where the signing of the provider's nonce stands in Liqo mode.
 type NonceStep int
@@ -53,7 +49,7 @@ func PlanSignedNonce(secret *corev1.Secret, nonce string, key gocrypto.PublicKey
 	if secret == nil || string(secret.Data[authv1beta1.NonceSecretField]) != nonce {
 		return WriteNonce, nil
 	}
-	if _, ok := secret.Annotations[ProposedAnnotation]; ok {
+	if _, ok := secret.Annotations[vocabulary.ProposedAnnotation]; ok {
 		return AlreadyProposed, nil
 	}
 	signature := secret.Data[authv1beta1.SignedNonceSecretField]

@@ -16,6 +16,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func newKey(t *testing.T) gocrypto.Signer {
@@ -45,7 +46,7 @@ func TestPlanSignedNonce(t *testing.T) {
 			s.Data[authv1beta1.SignedNonceSecretField] = signature
 		}
 		if proposed {
-			metav1.SetMetaDataAnnotation(&s.ObjectMeta, ProposedAnnotation, "branch x")
+			metav1.SetMetaDataAnnotation(&s.ObjectMeta, vocabulary.ProposedAnnotation, "branch x")
 		}
 		return s
 	}

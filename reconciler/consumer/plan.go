@@ -17,18 +17,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-)
-
-// Annotations of the consumer-side tenant namespace of a provider.
-const (
-	// PinnedCAAnnotation holds the SHA-256 of the provider's CA, pinned on
-	// first use by earlier versions; it is still honoured and replaced by
-	// PinnedProviderAnnotation.
-	PinnedCAAnnotation = "gitpeer.io/pinned-ca-sha256"
-	// PinnedProviderAnnotation holds the pin taken on first use of a
-	// provider's Identity: the SHA-256 of its API server URL and CA bundle
-	// (see ProviderPin).
-	PinnedProviderAnnotation = "gitpeer.io/pinned-provider-sha256"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Step is what the consumer does for one provider in a round.
@@ -73,7 +62,7 @@ func Decide(pe *protocol.Documents, o Observed) Step {
 	switch {
 	case pe.Identity != nil:
 		return ApplyIdentity
-	case pe.Invalid[protocol.Identity] != nil:
+	case pe.Invalid[vocabulary.IdentityFile] != nil:
 		return KeepIdentity
 	case o.Identity:
 		return DropIdentity
@@ -132,20 +121,20 @@ var ErrPinMismatch = errors.New("pin mismatch")
 
 // CheckPin checks apiServer and ca against the pin in the annotations of the
 // consumer-side tenant namespace of provider and returns the pin to record.
-// A legacy CA-only pin (PinnedCAAnnotation) must match the CA; the returned
+// A legacy CA-only pin (vocabulary.PinnedCAAnnotation) must match the CA; the returned
 // pin then replaces it.
 func CheckPin(annotations map[string]string, provider, apiServer string, ca []byte) (string, error) {
 	pin := ProviderPin(apiServer, ca)
 	howTo := fmt.Sprintf("to trust it, remove the peering (identity.yaml, or %s from spec.consumer.providers) or the annotation %s of namespace %s",
-		provider, PinnedProviderAnnotation, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)))
-	if pinned := annotations[PinnedProviderAnnotation]; pinned != "" {
+		provider, vocabulary.PinnedProviderAnnotation, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)))
+	if pinned := annotations[vocabulary.PinnedProviderAnnotation]; pinned != "" {
 		if pinned != pin {
 			return "", fmt.Errorf("%w: API server %q with CA %s is not the API server and CA pinned for provider %s (%s); %s",
 				ErrPinMismatch, apiServer, caDigest(ca), provider, short(pinned), howTo)
 		}
 		return pin, nil
 	}
-	if legacy := annotations[PinnedCAAnnotation]; legacy != "" {
+	if legacy := annotations[vocabulary.PinnedCAAnnotation]; legacy != "" {
 		sum := sha256.Sum256(ca)
 		if got := hex.EncodeToString(sum[:]); got != legacy {
 			return "", fmt.Errorf("%w: CA %s is not the CA pinned for provider %s (%s); %s",
@@ -295,7 +284,7 @@ func CheckTrustedCA(provider string, trusted TrustedCA, ca []byte) error {
 // namespace must change to record pin (Trust's; "" records nothing): the pin
 // is not there yet, or a legacy CA pin is left to drop.
 func RecordPin(annotations map[string]string, pin string) bool {
-	return pin != "" && (annotations[PinnedProviderAnnotation] != pin || annotations[PinnedCAAnnotation] != "")
+	return pin != "" && (annotations[vocabulary.PinnedProviderAnnotation] != pin || annotations[vocabulary.PinnedCAAnnotation] != "")
 }
 
 // Unlisted reports whether the consumer forgets what it holds for the

@@ -9,12 +9,13 @@ import (
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestDecide(t *testing.T) {
 	request, nonce := &documents.PeeringRequest{}, &documents.Nonce{}
 	identity := &authv1beta1.Identity{}
-	invalid := map[protocol.Kind]error{protocol.Identity: protocol.ErrInvalid}
+	invalid := map[vocabulary.FileKind]error{vocabulary.IdentityFile: protocol.ErrInvalid}
 	for name, tc := range map[string]struct {
 		pe   protocol.Documents
 		o    Observed

@@ -16,6 +16,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // In Liqo mode the provider moves files and gates approval, and Liqo's tenant
@@ -42,8 +43,8 @@ func CheckLiqoCertificate(certPEM []byte, key gocrypto.PublicKey, consumer strin
 
 // IdentityAction says what the provider commits for the authParams Liqo put
 // in a Tenant's status, given identity.yaml on the branch (nil if none): the
-// first identity.yaml (protocol.ActionIssueIdentity), a new one for a
-// changed status, as after Liqo's renewal (protocol.ActionRenewIdentity), or
+// first identity.yaml (vocabulary.ActionIssueIdentity), a new one for a
+// changed status, as after Liqo's renewal (vocabulary.ActionRenewIdentity), or
 // nothing ("") when the branch carries the status already: each change of the
 // status is committed once.
 func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Identity) string {
@@ -51,11 +52,11 @@ func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Ident
 	case status == nil:
 		return ""
 	case published == nil:
-		return protocol.ActionIssueIdentity
+		return vocabulary.ActionIssueIdentity
 	case equality.Semantic.DeepEqual(*status, published.Spec.AuthParams):
 		return ""
 	}
-	return protocol.ActionRenewIdentity
+	return vocabulary.ActionRenewIdentity
 }
 
 // APIServerDiffers reports whether advertised, the API server Liqo put in a

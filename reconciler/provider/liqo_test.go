@@ -18,7 +18,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // liqoCert is a client certificate as Liqo's tenant controller gets it
@@ -84,11 +84,11 @@ func TestIdentityAction(t *testing.T) {
 		want      string
 	}{
 		"Liqo has not issued yet":                 {nil, nil, ""},
-		"first certificate: issue":                {params("crt-1"), nil, protocol.ActionIssueIdentity},
+		"first certificate: issue":                {params("crt-1"), nil, vocabulary.ActionIssueIdentity},
 		"published already: nothing":              {params("crt-1"), published(params("crt-1")), ""},
-		"renewed by Liqo: renew once":             {params("crt-2"), published(params("crt-1")), protocol.ActionRenewIdentity},
-		"proxyURL added to the status":            {proxied, published(params("crt-1")), protocol.ActionRenewIdentity},
-		"published newer than status: republish":  {params("crt-1"), published(params("crt-2")), protocol.ActionRenewIdentity},
+		"renewed by Liqo: renew once":             {params("crt-2"), published(params("crt-1")), vocabulary.ActionRenewIdentity},
+		"proxyURL added to the status":            {proxied, published(params("crt-1")), vocabulary.ActionRenewIdentity},
+		"published newer than status: republish":  {params("crt-1"), published(params("crt-2")), vocabulary.ActionRenewIdentity},
 		"status gone after publishing: no change": {nil, published(params("crt-1")), ""},
 	} {
 		t.Run(name, func(t *testing.T) {

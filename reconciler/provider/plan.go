@@ -21,6 +21,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Step is what the provider does for one peering directory in a round.
@@ -59,7 +60,7 @@ func Decide(pe *protocol.Documents, o Observed) Step {
 	switch {
 	case pe.BuildFailed != nil:
 		return FailClosed
-	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
+	case pe.Tenant == nil && pe.Invalid[vocabulary.TenantFile] != nil:
 		return SkipInvalid
 	case pe.Tenant == nil && (o.Tenant != nil || pe.Identity != nil):
 		return Revoke
@@ -139,7 +140,7 @@ type TenantCheck struct {
 	// Nonce is the provider's own current nonce for the consumer (its
 	// Secret); "" when none was issued.
 	Nonce string
-	// PinnedKey is the key pinned for the consumer (KeyPin), "" if none.
+	// PinnedKey is the key pinned for the consumer (crypto.KeyPin), "" if none.
 	PinnedKey string
 	// Rekey is the value of the consumer's rekey annotation: the pin of the
 	// key an admin accepts in place of the pinned one.
@@ -255,7 +256,7 @@ func Verify(pe *protocol.Documents, c TenantCheck, current *authv1beta1.Tenant) 
 	if v.Rejected == "" {
 		return v, nil
 	}
-	closure := Refuse(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), v.Rejected, current)
+	closure := Refuse(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), v.Rejected, current)
 	return v, &closure
 }
 
@@ -295,10 +296,6 @@ type Renewal struct {
 	// before the certificate expires.
 	Overdue bool
 }
-
-// RenewalOverdue is the reason (condition, event) of a certificate whose
-// renewal is overdue.
-const RenewalOverdue = gitpeerv1alpha1.RenewalOverdueReason
 
 // OverdueAfter is how long after its renewal point a certificate not
 // renewed is overdue: a twelfth of its life, at most an hour. A healthy

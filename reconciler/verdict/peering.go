@@ -11,34 +11,35 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // directory is one <providerID>/<consumerID> folder: the documents that
 // decoded (ok) and are now checked against each other.
 type directory struct {
 	pe protocol.Documents
-	ok map[protocol.Kind]bool
+	ok map[vocabulary.FileKind]bool
 }
 
 // newDirectory returns the directory of pe with the documents that decoded.
 func newDirectory(pe *protocol.Documents) *directory {
-	d := &directory{pe: *pe, ok: map[protocol.Kind]bool{}}
-	for _, k := range protocol.Kinds {
+	d := &directory{pe: *pe, ok: map[vocabulary.FileKind]bool{}}
+	for _, k := range vocabulary.FileKinds {
 		d.ok[k] = pe.Invalid[k] == nil && documentOf(pe, k)
 	}
 	return d
 }
 
 // documentOf reports whether pe holds a decoded document of kind k.
-func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
+func documentOf(pe *protocol.Documents, k vocabulary.FileKind) bool {
 	switch k {
-	case protocol.Request:
+	case vocabulary.RequestFile:
 		return pe.Request != nil
-	case protocol.Nonce:
+	case vocabulary.NonceFile:
 		return pe.Nonce != nil
-	case protocol.Tenant:
+	case vocabulary.TenantFile:
 		return pe.Tenant != nil
-	case protocol.Identity:
+	case vocabulary.IdentityFile:
 		return pe.Identity != nil
 	}
 	return false
@@ -49,24 +50,24 @@ func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
 // the consumer can check.
 func (d *directory) check(now time.Time) []Result {
 	out := []Result{Terms(&d.pe)}
-	for _, k := range protocol.Kinds {
+	for _, k := range vocabulary.FileKinds {
 		if !d.ok[k] {
 			continue
 		}
 		var reason string
 		var err error
 		switch k {
-		case protocol.Request:
+		case vocabulary.RequestFile:
 			reason = fmt.Sprintf("peering request of %s with %s", d.pe.Consumer, d.pe.Provider)
-		case protocol.Nonce:
+		case vocabulary.NonceFile:
 			reason = fmt.Sprintf("nonce for %s", d.pe.Consumer)
-		case protocol.Tenant:
+		case vocabulary.TenantFile:
 			reason, err = d.checkTenant(now)
 			if err == nil && d.pe.Terms != nil {
 				err = protocol.CheckTenantTerms(d.pe.Terms, d.pe.Tenant, d.pe.Consumer)
 			}
 			reason += "; " + ProviderChecks
-		case protocol.Identity:
+		case vocabulary.IdentityFile:
 			reason, err = d.checkIdentity(now)
 			if err == nil && d.pe.Terms != nil {
 				err = protocol.CheckIdentityTerms(d.pe.Terms, d.pe.Identity)
@@ -92,7 +93,7 @@ func Terms(pe *protocol.Documents) Result {
 	switch t := pe.Terms; {
 	case t == nil && (pe.TermsErr == nil || errors.Is(pe.TermsErr, protocol.ErrNoTerms)):
 		r.Reason = fmt.Sprintf("terms missing: %s has not published %s; what a merge grants is unknown", pe.Provider, r.Path)
-		if pe.Tenant == nil && pe.Invalid[protocol.Tenant] == nil {
+		if pe.Tenant == nil && pe.Invalid[vocabulary.TenantFile] == nil {
 			r.Valid, r.Reason = true, r.Reason+" (no tenant.yaml yet: nothing is granted)"
 		}
 	case pe.TermsErr != nil:
@@ -114,13 +115,13 @@ func (d *directory) verdict(results []Result) Result {
 	switch {
 	case pe.BuildFailed != nil:
 		r.Reason = "directory fails closed: its kustomization yields no valid Tenant; the provider drains an issued Tenant (its RoleBinding goes) and issues and renews nothing until it is fixed"
-	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
+	case pe.Tenant == nil && pe.Invalid[vocabulary.TenantFile] != nil:
 		r.Reason = "directory skipped: tenant.yaml is invalid; nothing is issued or revoked until it is fixed or deleted"
-	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[protocol.Identity] != nil):
+	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[vocabulary.IdentityFile] != nil):
 		r.Reason = "directory revokes: tenant.yaml is gone; the provider deletes the Tenant and its RoleBinding and removes identity.yaml"
 	case pe.Tenant == nil:
 		r.Reason = "no tenant.yaml: nothing is issued (waiting for a merged tenant.yaml)"
-	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(protocol.Tenant) }):
+	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(vocabulary.TenantFile) }):
 		r.Reason = fmt.Sprintf("directory issues: tenant.yaml is valid; the Tenant is %s", condition(pe.Tenant.Spec.TenantCondition))
 	default:
 		r.Reason = "directory refused: tenant.yaml does not verify; nothing is issued"
@@ -153,12 +154,12 @@ func (d *directory) checkTenant(now time.Time) (string, error) {
 		return "", err
 	}
 	sigErr := errors.New("tenant signature: no nonce.yaml beside it to verify against")
-	if d.ok[protocol.Nonce] {
+	if d.ok[vocabulary.NonceFile] {
 		if _, sigErr = protocol.CheckTenant(t, d.pe.Nonce.Spec.Nonce, consumer); sigErr == nil {
 			return fmt.Sprintf("signed over nonce.yaml by its key; CSR for CN=%s, O=%s", consumer, authv1beta1.CertificateOrganization), nil
 		}
 	}
-	if d.ok[protocol.Identity] {
+	if d.ok[vocabulary.IdentityFile] {
 		cert, err := protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now)
 		if err == nil {
 			return fmt.Sprintf("issued: identity.yaml certifies its key (serial %s); the nonce it signed has been rotated", cert.SerialNumber.Text(16)), nil
@@ -186,7 +187,7 @@ func (d *directory) checkIdentity(now time.Time) (string, error) {
 			return "", fmt.Errorf("identity: tenant.yaml beside it has no valid key: %w", err)
 		}
 		source = "the key of tenant.yaml"
-	case d.ok[protocol.Request]:
+	case d.ok[vocabulary.RequestFile]:
 		if key, err = crypto.ParsePublicKey(d.pe.Request.Spec.PublicKey); err != nil {
 			return "", err
 		}

@@ -11,9 +11,9 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Both clusters in Liqo mode, each beside the Liqo double: gitpeer on both
@@ -90,7 +90,7 @@ func expectLiqoKubeconfig(ctx SpecContext, consumer *cluster, providerID, consum
 		ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(providerID))
 		secret := &corev1.Secret{}
 		g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.KubeconfigSecretName(authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(providerID)))}, secret)).To(Succeed())
-		g.Expect(secret.Labels).NotTo(HaveKey(reconciler.ManagedByLabel), "gitpeer wrote Liqo's kubeconfig Secret")
+		g.Expect(secret.Labels).NotTo(HaveKey(vocabulary.ManagedByLabel), "gitpeer wrote Liqo's kubeconfig Secret")
 		cert, err := kubeconfigCert(consumer, providerID)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cert.SerialNumber.Text(16)).To(Equal(serial))

@@ -22,9 +22,9 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // A consumer in Liqo mode beside the Liqo double (test/liqo): Liqo's nonce
@@ -89,7 +89,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		Expect(identity.Status.KubeconfigSecretRef).To(Equal(&corev1.LocalObjectReference{Name: kubeconfigKey.Name}))
 		secret := &corev1.Secret{}
 		Expect(consumer.k8s.Get(ctx, kubeconfigKey, secret)).To(Succeed())
-		Expect(secret.Labels).NotTo(HaveKey(reconciler.ManagedByLabel), "gitpeer wrote Liqo's kubeconfig Secret")
+		Expect(secret.Labels).NotTo(HaveKey(vocabulary.ManagedByLabel), "gitpeer wrote Liqo's kubeconfig Secret")
 		cfg := must(clientcmd.Load(secret.Data[authv1beta1.KubeconfigSecretField]))
 		liqoKey := must(crypto.MarshalPrivateKeyPEM(double.Key))
 		for _, user := range cfg.AuthInfos {

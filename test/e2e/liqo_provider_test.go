@@ -21,9 +21,9 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -80,7 +80,7 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		id := waitIdentity(dir, "")
 		applied := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, tenantKey, applied)).To(Succeed())
-		Expect(applied.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(provider.object.UID)))
+		Expect(applied.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(provider.object.UID)))
 		Expect(applied.Finalizers).To(ContainElement(liqo.TenantFinalizer), "Liqo's tenant controller reconciled it")
 		want := must(liqo.GenerateIdentity(applied, lpProviderID))
 		Expect(id.Name).To(Equal(want.Name))

@@ -28,8 +28,8 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	planner "github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/test/liqoreal"
@@ -226,7 +226,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
 		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: no cache survived the revocation")
 		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
-		Expect(liqoCaches(ctx, p, pNS, sliceName)).To(ConsistOf(reconciler.LiqoCertificateCacheSecret), "only the new control-plane certificate is cached")
+		Expect(liqoCaches(ctx, p, pNS, sliceName)).To(ConsistOf(planner.LiqoCertificateCache), "only the new control-plane certificate is cached")
 
 		By("the CRD replicator brings C's ResourceSlice, its CSR unchanged, back to P: P's Liqo issues a new slice certificate, which works")
 		old := serials[len(serials)-1]

@@ -14,11 +14,10 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/liqo"
-	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/liqoreal"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The provider in Liqo mode meets what a user's Liqo install holds before
@@ -45,9 +44,9 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 
 		nsObj := &corev1.Namespace{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
-		Expect(nsObj.Labels).To(HaveKeyWithValue(ownership.OwnerLabel, string(provider.object.UID)))
-		Expect(nsObj.Labels).NotTo(HaveKey(ownership.ManagedByLabel), "a namespace Liqo made is never deleted by gitpeer")
-		Expect(nsObj.Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeLiqo))
+		Expect(nsObj.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(provider.object.UID)))
+		Expect(nsObj.Labels).NotTo(HaveKey(vocabulary.ManagedByLabel), "a namespace Liqo made is never deleted by gitpeer")
+		Expect(nsObj.Annotations).To(HaveKeyWithValue(vocabulary.ModeAnnotation, gitpeerv1alpha1.PeeringModeLiqo))
 
 		tenant := must(protocol.NewTenant(consumerID, key, nonce))
 		commit("Merge pull request: Tenant of "+consumerID, map[string][]byte{dir + "tenant.yaml": tenantDoc(tenant)})
@@ -65,9 +64,9 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		setProvider(func(p *gitpeerv1alpha1.ProviderSpec) { p.APIServer = elsewhere })
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, provider).Status.Peerings).To(ContainElement(And(
-				HaveField("PeerID", authv1beta1.ClusterID(consumerID)), HaveField("Reason", reconciler.ReasonLiqoAPIServerMismatch))))
+				HaveField("PeerID", authv1beta1.ClusterID(consumerID)), HaveField("Reason", vocabulary.ReasonLiqoAPIServerMismatch))))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		expectEvent(ctx, provider, reconciler.ReasonLiqoAPIServerMismatch, `Liqo advertises API server "`+provider.cp.URL+`"`, `publishes "`+elsewhere+`"`)
+		expectEvent(ctx, provider, vocabulary.ReasonLiqoAPIServerMismatch, `Liqo advertises API server "`+provider.cp.URL+`"`, `publishes "`+elsewhere+`"`)
 		setProvider(func(p *gitpeerv1alpha1.ProviderSpec) { p.APIServer = provider.cp.URL })
 
 		By("a revocation, even with deleteNamespaceOnRevoke, leaves the namespace Liqo made")
@@ -104,10 +103,10 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 			}
 			g.Expect(got).NotTo(BeNil())
 			g.Expect(got.Phase).To(Equal(gitpeerv1alpha1.PhaseFailed))
-			g.Expect(got.Reason).To(Equal(reconciler.ReasonLiqoNamespaceRefused))
+			g.Expect(got.Reason).To(Equal(vocabulary.ReasonLiqoNamespaceRefused))
 			g.Expect(got.Message).To(ContainSubstring("would have to trust: RoleBinding left-over"))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		expectEvent(ctx, provider, reconciler.ReasonLiqoNamespaceRefused, "namespace "+ns+" was created by Liqo", "RoleBinding left-over")
+		expectEvent(ctx, provider, vocabulary.ReasonLiqoNamespaceRefused, "namespace "+ns+" was created by Liqo", "RoleBinding left-over")
 		Expect(show("main", dir+"nonce.yaml")).To(BeEmpty())
 
 		By("an admin removes the binding: the namespace is adopted")

@@ -11,10 +11,10 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // peer is a consumer of provider-a with a real Tenant, whose identities a
@@ -67,7 +67,7 @@ func (p *peer) identity(notAfter time.Time) ([]byte, string) {
 	return doc, serial
 }
 
-func (p *peer) path(kind protocol.Kind) string {
+func (p *peer) path(kind vocabulary.FileKind) string {
 	return filepath.Join("peers", "provider-a", p.consumer, string(kind))
 }
 
@@ -76,7 +76,7 @@ func (p *peer) path(kind protocol.Kind) string {
 func (p *peer) issue(h *history, action string, notAfter time.Time) string {
 	p.t.Helper()
 	doc, serial := p.identity(notAfter)
-	h.agent(action, "provider-a", p.consumer, map[string][]byte{p.path(protocol.Identity): doc},
+	h.agent(action, "provider-a", p.consumer, map[string][]byte{p.path(vocabulary.IdentityFile): doc},
 		"Gitpeer-Serial: "+serial, "Gitpeer-Expires: "+notAfter.Format(time.RFC3339))
 	return serial
 }
@@ -92,12 +92,12 @@ func forgedHistory(t *testing.T, forgedAt time.Time, dates map[string]time.Time,
 	c1, c2 := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-2")
 	day := 24 * time.Hour
 	h.commit("Initial commit", map[string][]byte{"README.md": []byte("peers\n")})
-	h.commit("Approve consumer-1 and consumer-2", map[string][]byte{c1.path(protocol.Tenant): c1.tenant, c2.path(protocol.Tenant): c2.tenant})
+	h.commit("Approve consumer-1 and consumer-2", map[string][]byte{c1.path(vocabulary.TenantFile): c1.tenant, c2.path(vocabulary.TenantFile): c2.tenant})
 	serials := map[string]string{}
 	serials["c1"] = c1.issue(h, "issue-identity", start.Add(day))
 	serials["c2"] = c2.issue(h, "issue-identity", start.Add(2*day))
-	h.commit("Revoke consumer-1", map[string][]byte{c1.path(protocol.Tenant): nil})
-	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{c1.path(protocol.Identity): nil})
+	h.commit("Revoke consumer-1", map[string][]byte{c1.path(vocabulary.TenantFile): nil})
+	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{c1.path(vocabulary.IdentityFile): nil})
 	h.when = forgedAt
 	h.commit("Tidy\n\nGitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-1\n"+
 		"Gitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\n"+
@@ -182,7 +182,7 @@ func TestDateReorderedHistory(t *testing.T) {
 
 // shape describes records without revocation times (they are the commits'
 // dates), serials named by their key in serials.
-func shape(r reconciler.ConsumerRecords, serials map[string]string) string {
+func shape(r vocabulary.ConsumerRecords, serials map[string]string) string {
 	names := map[string]string{}
 	for name, serial := range serials {
 		names[serial] = name
@@ -211,10 +211,10 @@ func TestUnverifiedPin(t *testing.T) {
 	h := newHistory(t)
 	ca := newCA(t)
 	owner, other := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-1")
-	h.commit("Approve consumer-1", map[string][]byte{owner.path(protocol.Tenant): owner.tenant})
+	h.commit("Approve consumer-1", map[string][]byte{owner.path(vocabulary.TenantFile): owner.tenant})
 	owner.issue(h, "issue-identity", start.Add(time.Hour))
 	doc, _ := owner.identity(start.Add(2 * time.Hour))
-	h.commit("Swap the Tenant", map[string][]byte{other.path(protocol.Tenant): other.tenant, owner.path(protocol.Identity): doc})
+	h.commit("Swap the Tenant", map[string][]byte{other.path(vocabulary.TenantFile): other.tenant, owner.path(vocabulary.IdentityFile): doc})
 	res, err := Rebuild(h.dir, Options{Path: "peers", Provider: "provider-a"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package records rebuilds, offline from a full checkout of a peering
 // repository, the Secrets in which a provider records the certificates it
-// issued to each consumer (reconciler.RecordsSecretName), for an admin who
+// issued to each consumer (vocabulary.RecordsSecretName), for an admin who
 // lost the provider's cluster state: the agent's own clone is shallow. It
 // reads the branch's history with the audit package (in commit-graph order,
 // never by date), the certificates of every identity.yaml committed, and
@@ -35,8 +35,8 @@ import (
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/audit"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Options of Rebuild.
@@ -56,7 +56,7 @@ type Options struct {
 // Result is what Rebuild read: the records by consumer ID, and what it
 // could not read or verify (each skipped or flagged, never guessed).
 type Result struct {
-	Records  map[string]reconciler.ConsumerRecords
+	Records  map[string]vocabulary.ConsumerRecords
 	Warnings []string
 }
 
@@ -223,11 +223,11 @@ func (b *builder) apply(e audit.Event) {
 func certificateTrailers(serial, expires string) (string, time.Time, error) {
 	n, ok := new(big.Int).SetString(serial, 16)
 	if !ok {
-		return "", time.Time{}, fmt.Errorf("%s %q is not a hexadecimal serial", protocol.TrailerSerial, serial)
+		return "", time.Time{}, fmt.Errorf("%s %q is not a hexadecimal serial", vocabulary.TrailerSerial, serial)
 	}
 	notAfter, err := time.Parse(time.RFC3339, expires)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s %q: %w", protocol.TrailerExpires, expires, err)
+		return "", time.Time{}, fmt.Errorf("%s %q: %w", vocabulary.TrailerExpires, expires, err)
 	}
 	return n.Text(16), notAfter, nil
 }
@@ -270,11 +270,11 @@ func (b *builder) identities(commits []plumbing.Hash) error {
 			}
 			consumerID, name := path.Split(ch.To.Name)
 			consumerID = strings.TrimSuffix(consumerID, "/")
-			if action == merkletrie.Delete || name != string(protocol.Identity) || strings.Contains(consumerID, "/") || read[ch.To.Name+"@"+ch.To.TreeEntry.Hash.String()] {
+			if action == merkletrie.Delete || name != string(vocabulary.IdentityFile) || strings.Contains(consumerID, "/") || read[ch.To.Name+"@"+ch.To.TreeEntry.Hash.String()] {
 				continue
 			}
 			read[ch.To.Name+"@"+ch.To.TreeEntry.Hash.String()] = true
-			p := protocol.Path{Provider: b.opts.Provider, Consumer: consumerID, Kind: protocol.Identity}
+			p := protocol.Path{Provider: b.opts.Provider, Consumer: consumerID, Kind: vocabulary.IdentityFile}
 			if err := b.identity(c, p, ch.To.TreeEntry.Hash); err != nil {
 				b.warn("commit %s: %v; skipped", h, err)
 			}
@@ -297,7 +297,7 @@ func (b *builder) identity(c *object.Commit, p protocol.Path, blob plumbing.Hash
 	if err != nil {
 		return fmt.Errorf("%s: certificate: %w", p, err)
 	}
-	pin, err := reconciler.KeyPin(cert.PublicKey)
+	pin, err := crypto.KeyPin(cert.PublicKey)
 	if err != nil {
 		return fmt.Errorf("%s: certificate key: %w", p, err)
 	}
@@ -346,7 +346,7 @@ func subtree(c *object.Commit, dir string) (*object.Tree, error) {
 // result returns the records: each consumer's certificates in graph order,
 // revoked by the first revocation at or after them, and its key pin.
 func (b *builder) result(dir string) (*Result, error) {
-	res := &Result{Records: map[string]reconciler.ConsumerRecords{}}
+	res := &Result{Records: map[string]vocabulary.ConsumerRecords{}}
 	pins := map[string][]identityFile{}
 	for id, c := range b.consumers {
 		certs := slices.SortedFunc(maps.Values(c.certificates), func(x, y *certificate) int {
@@ -358,9 +358,9 @@ func (b *builder) result(dir string) (*Result, error) {
 		if len(certs) == 0 {
 			continue // revoked in history, never seen issued
 		}
-		var rec reconciler.ConsumerRecords
+		var rec vocabulary.ConsumerRecords
 		for _, cert := range certs {
-			r := reconciler.IssuedRecord{Serial: cert.serial, NotAfter: cert.notAfter}
+			r := vocabulary.IssuedRecord{Serial: cert.serial, NotAfter: cert.notAfter}
 			if i := slices.IndexFunc(c.revocations, func(r revocation) bool { return r.at >= cert.at }); i >= 0 {
 				at := c.revocations[i].time.UTC()
 				r.RevokedAt = &at
@@ -450,8 +450,8 @@ func tenantKeyPin(repo *gitsync.Repo, commit plumbing.Hash, provider, consumer s
 	switch {
 	case pe == nil:
 		return "", errors.New("no peering directory")
-	case pe.Invalid[protocol.Tenant] != nil:
-		return "", pe.Invalid[protocol.Tenant]
+	case pe.Invalid[vocabulary.TenantFile] != nil:
+		return "", pe.Invalid[vocabulary.TenantFile]
 	case pe.Tenant == nil:
 		return "", errors.New("no tenant.yaml")
 	}
@@ -459,7 +459,7 @@ func tenantKeyPin(repo *gitsync.Repo, commit plumbing.Hash, provider, consumer s
 	if err != nil {
 		return "", fmt.Errorf("tenant public key: %w", err)
 	}
-	return reconciler.KeyPin(key)
+	return crypto.KeyPin(key)
 }
 
 // topLevel returns the top of the worktree holding dir (or dir itself, for
@@ -481,13 +481,13 @@ func topLevel(dir string) (string, error) {
 
 // Secrets returns the records Secrets of the PeeringRepository name in
 // namespace as the agent writes them (one per shard that holds a consumer, see
-// reconciler.RecordsSecretName), without the certificates expired at now;
+// vocabulary.RecordsSecretName), without the certificates expired at now;
 // owner, the PeeringRepository's UID, may be empty: the agent reads the
 // Secrets by name and adds its owner label at its next write.
-func Secrets(namespace, name string, owner types.UID, records map[string]reconciler.ConsumerRecords, now time.Time) ([]*corev1.Secret, error) {
+func Secrets(namespace, name string, owner types.UID, records map[string]vocabulary.ConsumerRecords, now time.Time) ([]*corev1.Secret, error) {
 	byName := map[string]*corev1.Secret{}
 	for _, consumer := range slices.Sorted(maps.Keys(records)) {
-		shard := reconciler.RecordsSecretName(name, consumer)
+		shard := vocabulary.RecordsSecretName(name, consumer)
 		secret := byName[shard]
 		if secret == nil {
 			secret = &corev1.Secret{
@@ -499,8 +499,8 @@ func Secrets(namespace, name string, owner types.UID, records map[string]reconci
 			byName[shard] = secret
 		}
 		rec := records[consumer]
-		rec.Certificates, _ = reconciler.WithoutExpired(rec.Certificates, now)
-		if err := reconciler.SetRecords(secret, owner, consumer, rec); err != nil {
+		rec.Certificates, _ = vocabulary.WithoutExpired(rec.Certificates, now)
+		if err := vocabulary.SetRecords(secret, owner, consumer, rec); err != nil {
 			return nil, err
 		}
 	}
