@@ -39,6 +39,11 @@ import (
 // peering of the consumer would be stuck on a CSR that does not match the cache.
 const LiqoCertificateCacheSecret = provider.LiqoCertificateCache
 
+// ReasonStrayTenant: a Tenant gitpeer did not create stands where Liqo's
+// Tenant webhook lets no Tenant of gitpeer's be created (one Tenant per
+// tenant namespace, Tenant names unique in the cluster).
+const ReasonStrayTenant = "StrayTenant"
+
 // createLiqoNonce creates the consumer's nonce Secret as `liqoctl create
 // nonce` does: labels only, for Liqo's nonce creator to fill data.nonce. It
 // carries this PeeringRepository's labels too, so that revocation deletes it.
