@@ -159,6 +159,7 @@ var _ = Describe("Liqo settings on the real Liqo", Ordered, func() {
 	})
 
 	It("restores identity.yaml's API server, CA and proxy when Liqo's renewal rewrites them, keeping Liqo's newer certificate", func(ctx SpecContext) {
+		expectConsumerUses(ctx, expectAdvertised(ctx, provider.cp.URL, provider.cp.ServingCAPEM))
 		identity := &authv1beta1.Identity{}
 		Expect(consumer.k8s.Get(ctx, identityKey, identity)).To(Succeed())
 		reviewed := identity.Spec.AuthParams
