@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,16 +121,28 @@ func (s *session) markLiqoProposed(ctx context.Context, provider, ns, nonce, whe
 }
 
 // applyLiqoIdentity ends applyIdentity in Liqo mode, once identity.yaml
-// passed the consumer's checks: it applies the Identity unless Liqo's
-// renewer already moved it to a newer certificate, waits for Liqo's identity
-// controller to write the kubeconfig Secret, proves that kubeconfig with a
-// SelfSubjectReview (once per kubeconfig) and then pins the provider. It
-// never writes the kubeconfig Secret.
+// passed the consumer's checks: it holds the Identity to identity.yaml's
+// parameters with the newer of its certificate and the one Liqo's renewer put
+// there (consumer.PlanIdentity), reporting parameters that drifted, waits for
+// Liqo's identity controller to write the kubeconfig Secret from them, proves
+// that kubeconfig with a SelfSubjectReview (once per kubeconfig) and then pins
+// the provider. It never writes the kubeconfig Secret.
 func (s *session) applyLiqoIdentity(ctx context.Context, pe *protocol.Documents, nsObj *corev1.Namespace, pin string) outcome {
-	identity, change, err := s.liqoIdentity(ctx, pe, nsObj.Name)
+	identity, plan, err := s.liqoIdentity(ctx, pe, nsObj.Name)
 	if err != nil {
 		return outcome{err: err}
 	}
+	o := s.liqoKubeconfigWorks(ctx, pe, nsObj, pin, identity, plan.Change)
+	if len(plan.Drifted) > 0 && o.err == nil {
+		o.reason = vocabulary.ReasonAuthParamsDrifted
+		o.message = joinNote(o.message, "restored "+strings.Join(plan.Drifted, ", ")+" from identity.yaml")
+	}
+	return o
+}
+
+// liqoKubeconfigWorks waits for the kubeconfig Liqo's identity controller
+// writes for identity, proves it and pins the provider.
+func (s *session) liqoKubeconfigWorks(ctx context.Context, pe *protocol.Documents, nsObj *corev1.Namespace, pin string, identity *authv1beta1.Identity, change consumer.IdentityChange) outcome {
 	secret := &corev1.Secret{}
 	if ref := identity.Status.KubeconfigSecretRef; ref != nil {
 		if err := s.r.Get(ctx, client.ObjectKey{Namespace: nsObj.Name, Name: ref.Name}, secret); client.IgnoreNotFound(err) != nil {
@@ -163,26 +176,33 @@ func (s *session) applyLiqoIdentity(ctx context.Context, pe *protocol.Documents,
 		nsObj.Name, secret.Name, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), kept, firstUseNote(pin))}
 }
 
-// liqoIdentity applies identity.yaml's Identity as consumer.PlanIdentity
-// decides and returns the Identity in the cluster and the change made.
-func (s *session) liqoIdentity(ctx context.Context, pe *protocol.Documents, ns string) (*authv1beta1.Identity, consumer.IdentityChange, error) {
+// liqoIdentity holds the Identity to identity.yaml as consumer.PlanIdentity
+// decides, with a Warning when its pinned parameters drifted, and returns the
+// Identity in the cluster and the plan.
+func (s *session) liqoIdentity(ctx context.Context, pe *protocol.Documents, ns string) (*authv1beta1.Identity, consumer.IdentityPlan, error) {
 	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Identity.Name}}
 	var current *authv1beta1.IdentitySpec
 	if err := s.r.Get(ctx, client.ObjectKeyFromObject(identity), identity); client.IgnoreNotFound(err) != nil {
-		return nil, 0, err
+		return nil, consumer.IdentityPlan{}, err
 	} else if err == nil {
 		current = identity.Spec.DeepCopy()
 	}
-	change, err := consumer.PlanIdentity(current, &pe.Identity.Spec)
-	if err != nil || (change != consumer.CreateIdentity && change != consumer.UpdateIdentity) {
-		return identity, change, err
+	plan, err := consumer.PlanIdentity(current, identity.Annotations[vocabulary.IdentityParamsAnnotation], &pe.Identity.Spec)
+	if err != nil || !plan.Write {
+		return identity, plan, err
+	}
+	if len(plan.Drifted) > 0 {
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonAuthParamsDrifted, pe.Provider,
+			"Identity %s/%s: %s changed outside identity.yaml (Liqo's renewal copies the provider's authParams, or another writer): restored from identity.yaml; a change of the provider's API server, CA or proxy takes effect once a reviewed identity.yaml carries it",
+			ns, identity.Name, strings.Join(plan.Drifted, ", "))
 	}
 	_, err = controllerutil.CreateOrUpdate(ctx, s.r.Client, identity, func() error {
 		s.labelConsumerObject(&identity.ObjectMeta, pe.Provider)
-		identity.Spec = pe.Identity.Spec
+		metav1.SetMetaDataAnnotation(&identity.ObjectMeta, vocabulary.IdentityParamsAnnotation, plan.Digest)
+		identity.Spec = plan.Spec
 		return nil
 	})
-	return identity, change, err
+	return identity, plan, err
 }
 
 // proveLiqoKubeconfig proves with a SelfSubjectReview that kubeconfig

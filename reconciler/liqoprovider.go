@@ -262,3 +262,20 @@ func (s *session) recordTenantCertificate(ctx context.Context, consumer string) 
 
 // liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).
 func (s *session) liqoMode() bool { return s.liqo.Active }
+
+// strayLiqoTenant reports, before gitpeer creates the Tenant of consumer in
+// ns, a Tenant of someone else's that Liqo's Tenant webhook would refuse it
+// for (provider.StrayTenants): a condition and an event naming it, instead
+// of a creation refused every round.
+func (s *session) strayLiqoTenant(ctx context.Context, consumer, ns string) *outcome {
+	var tenants authv1beta1.TenantList
+	if err := s.r.List(ctx, &tenants); err != nil {
+		return &outcome{err: err}
+	}
+	err := provider.StrayTenants(consumer, ns, tenants.Items)
+	if err == nil {
+		return nil
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonStrayTenant, consumer, "%v", err)
+	return &outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonStrayTenant, message: err.Error()}
+}

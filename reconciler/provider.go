@@ -257,6 +257,11 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 		return fail(err)
 	}
 	if s.liqoMode() {
+		if current == nil {
+			if stray := s.strayLiqoTenant(ctx, pe.Consumer, ns); stray != nil {
+				return nil, nil, "", stray
+			}
+		}
 		if err := s.dropStaleLiqoCache(ctx, pe, ns); err != nil {
 			return fail(err)
 		}

@@ -58,6 +58,12 @@ const (
 	// that tenant.yaml for the Secret's nonce was pushed (there the Secret holds
 	// the nonce before the push, for Liqo's nonce signer).
 	ProposedAnnotation = "gitpeer.io/proposed"
+	// IdentityParamsAnnotation on an Identity the consumer applied in Liqo
+	// mode holds the digest of the spec it wrote: a spec whose pinned
+	// parameters no longer match it was changed by someone else since (Liqo's
+	// renewal or another writer), and is reported as drift rather than as an
+	// update of identity.yaml.
+	IdentityParamsAnnotation = "gitpeer.io/identity-params"
 )
 
 // Event reasons the agent records besides the API's condition reasons (which
@@ -113,6 +119,15 @@ const (
 	// ReasonLiqoNamespaceRefused: a tenant namespace Liqo created is not
 	// adopted; the peering is left alone until a person clears it.
 	ReasonLiqoNamespaceRefused = "LiqoNamespaceRefused"
+	// ReasonStrayTenant: a Tenant gitpeer did not create stands where Liqo's
+	// Tenant webhook lets no Tenant of gitpeer's be created (one Tenant per
+	// tenant namespace, Tenant names unique in the cluster).
+	ReasonStrayTenant = "StrayTenant"
+	// ReasonAuthParamsDrifted: the Identity's API server, CA, proxy or other
+	// pinned parameters were changed outside identity.yaml (Liqo's renewal
+	// copies the provider's whole authParams into it); the consumer restored
+	// the reviewed ones.
+	ReasonAuthParamsDrifted = "AuthParamsDrifted"
 )
 
 // Reasons of the Approved condition gitpeer sets on CSRs.

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,4 +132,30 @@ func SliceCertificate(slice *unstructured.Unstructured) ([]byte, error) {
 		return nil, fmt.Errorf("ResourceSlice %s/%s: status.authParams.signedCRT: %w", slice.GetNamespace(), slice.GetName(), err)
 	}
 	return pem, nil
+}
+
+// StrayTenants returns why Liqo's Tenant webhook would refuse the Tenant of
+// consumer gitpeer is about to create in ns, given the Tenants in the
+// cluster, or nil: another Tenant in ns (Liqo allows one Tenant per tenant
+// namespace) or a Tenant named consumer elsewhere (Liqo requires Tenant
+// names unique in the cluster) (liqotech/liqo v1.2.0
+// pkg/webhooks/tenant/validate.go, handleCreate). Such a Tenant is not
+// gitpeer's: an earlier `liqoctl peer`, or an admin's; the error says what
+// to do.
+func StrayTenants(consumer, ns string, tenants []authv1beta1.Tenant) error {
+	var strays []string
+	for _, t := range tenants {
+		switch {
+		case t.Namespace == ns && t.Name != consumer:
+			strays = append(strays, fmt.Sprintf("Tenant %s/%s in the tenant namespace (Liqo allows one Tenant per tenant namespace)", t.Namespace, t.Name))
+		case t.Namespace != ns && t.Name == consumer:
+			strays = append(strays, fmt.Sprintf("Tenant %s/%s (Liqo requires Tenant names unique in the cluster)", t.Namespace, t.Name))
+		}
+	}
+	if len(strays) == 0 {
+		return nil
+	}
+	slices.Sort(strays)
+	return fmt.Errorf("%s, not created by gitpeer (an earlier `liqoctl peer`, or an admin), keeps Liqo's Tenant webhook from admitting the Tenant of %s: "+
+		"delete it (`liqoctl unpeer` on the consumer, or kubectl delete tenant) for gitpeer to apply tenant.yaml", strings.Join(strays, "; "), consumer)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -168,5 +169,44 @@ func TestAPIServerDiffers(t *testing.T) {
 		if got := APIServerDiffers(tc.advertised, tc.published); got != tc.differs {
 			t.Errorf("APIServerDiffers(%q, %q) = %v, want %v", tc.advertised, tc.published, got, tc.differs)
 		}
+	}
+}
+
+func TestStrayTenants(t *testing.T) {
+	tenant := func(ns, name string) authv1beta1.Tenant {
+		return authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	const ns = "liqo-tenant-c1"
+	for name, tc := range map[string]struct {
+		tenants []authv1beta1.Tenant
+		want    []string // in the error, in order; none: no error
+	}{
+		"no Tenant":                          {nil, nil},
+		"other consumers' Tenants":           {[]authv1beta1.Tenant{tenant("liqo-tenant-c2", "c2")}, nil},
+		"another Tenant in the namespace":    {[]authv1beta1.Tenant{tenant(ns, "c1-old")}, []string{ns + "/c1-old", "one Tenant per tenant namespace", "liqoctl unpeer"}},
+		"the same name in another namespace": {[]authv1beta1.Tenant{tenant("my-ns", "c1")}, []string{"my-ns/c1", "unique in the cluster"}},
+		"both, each named": {[]authv1beta1.Tenant{tenant("my-ns", "c1"), tenant(ns, "c1-old")},
+			[]string{ns + "/c1-old", "; Tenant my-ns/c1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := StrayTenants("c1", ns, tc.tenants)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("StrayTenants = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("StrayTenants = nil, want an error with %q", tc.want)
+			}
+			rest := err.Error()
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("StrayTenants = %v, want %q (in order)", err, w)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
 	}
 }

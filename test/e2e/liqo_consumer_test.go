@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	gocrypto "crypto"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
 		old := tenant.Status.AuthParams.SignedCRT
 		time.Sleep(time.Second) // certificates count NotBefore in seconds
-		renewed := issueClientCertificate(ctx, provider, double, lConsumerID)
+		renewed := issueClientCertificate(ctx, provider, double.Key, lConsumerID)
 		Expect(must(crypto.ParseCertificatePEM(renewed)).NotBefore).To(BeTemporally(">", must(crypto.ParseCertificatePEM(old)).NotBefore))
 		tenant.Status.AuthParams.SignedCRT = renewed
 		Expect(provider.k8s.Status().Update(ctx, tenant)).To(Succeed())
@@ -159,12 +160,12 @@ func requestRound(ctx context.Context, c *cluster) {
 }
 
 // issueClientCertificate has the API server of c issue a client certificate
-// for d's key with CN id and O liqo.io, as Liqo's tenant controller does at renewal.
-func issueClientCertificate(ctx context.Context, c *cluster, d *liqodouble.Double, id string) []byte {
+// for key with CN id and O liqo.io, as Liqo's tenant controller does at renewal.
+func issueClientCertificate(ctx context.Context, c *cluster, key gocrypto.Signer, id string) []byte {
 	csrs := must(kubernetes.NewForConfig(c.cp.Config)).CertificatesV1().CertificateSigningRequests()
 	csr := must(csrs.Create(ctx, &certv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "renewal-"},
-		Spec: certv1.CertificateSigningRequestSpec{SignerName: certv1.KubeAPIServerClientSignerName, Request: must(crypto.BuildCSR(d.Key, id)),
+		Spec: certv1.CertificateSigningRequestSpec{SignerName: certv1.KubeAPIServerClientSignerName, Request: must(crypto.BuildCSR(key, id)),
 			Usages: []certv1.KeyUsage{certv1.UsageDigitalSignature, certv1.UsageClientAuth}},
 	}, metav1.CreateOptions{}))
 	csr.Status.Conditions = []certv1.CertificateSigningRequestCondition{{Type: certv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Renewal"}}
