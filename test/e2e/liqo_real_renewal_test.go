@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/liqoreal"
+)
+
+// liqoSigningDuration is the provider's --cluster-signing-duration in
+// "Renewal on the real Liqo": Liqo's CSRs ask for no lifetime, so it is its
+// certificates'. The signer backdates NotBefore by 5 minutes and not NotAfter
+// (a short certificate), so a certificate lives 9 minutes, and Liqo's tenant
+// controller renews it at 2/3 of that, about a minute after issuing it
+// (liqotech/liqo v1.2.0 pkg/liqo-controller-manager/authentication/utils,
+// ShouldRenewCertificate); gitpeer finds it overdue 45 s (1/12 of 9 min) later.
+const liqoSigningDuration = 4 * time.Minute
+
+// The provider in Liqo mode on Liqo's own authentication module with
+// short-lived certificates, and a standalone gitpeer consumer: Liqo's tenant
+// controller renews, the provider commits each renewal, the consumer's
+// kubeconfig follows, and a renewal Liqo stalls on is reported as in
+// standalone mode. Liqo's Renew objects and the CRD replicator that carries
+// them are not involved: the renewed certificate reaches the consumer through
+// Git (docs/liqo.md, "Renewal").
+var _ = Describe("Renewal on the real Liqo", Ordered, func() {
+	const providerID, consumerID = "renew-p", "renew-c"
+	dir := providerID + "/" + consumerID + "/"
+	var prov, consumer *cluster
+	var harness *liqoreal.Harness
+	var serials []string // of the certificates Liqo issued, oldest first
+
+	startLiqo := func(ctx context.Context) {
+		harness = must(liqoreal.Start(ctx, prov.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: prov.cp.URL}))
+	}
+	// consumerCertificate is the certificate of the consumer's kubeconfig for the provider.
+	consumerCertificate := func(g Gomega) *x509.Certificate {
+		cfg, err := clientcmd.Load(kubeconfigOf(context.Background(), consumer, providerID))
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, auth := range cfg.AuthInfos {
+			return must(crypto.ParseCertificatePEM(auth.ClientCertificateData))
+		}
+		g.Expect(cfg.AuthInfos).NotTo(BeEmpty())
+		return nil
+	}
+	// published is the certificate of identity.yaml on the branch.
+	published := func(g Gomega) *x509.Certificate {
+		id := &authv1beta1.Identity{}
+		g.Expect(yaml.UnmarshalStrict([]byte(show("main", dir+"identity.yaml")), id)).To(Succeed())
+		cert, err := crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)
+		g.Expect(err).NotTo(HaveOccurred())
+		return cert
+	}
+	// overdue returns the provider's CertificatesRenewed condition reason and its gitpeer_certificate_renewal_overdue of the consumer.
+	overdue := func(g Gomega) (string, float64) {
+		cond := conditionOf(peeringRepository(context.Background(), g, prov), reconciler.ConditionCertificatesRenewed)
+		g.Expect(cond).NotTo(BeNil())
+		for _, m := range gathered("gitpeer_certificate_renewal_overdue") {
+			if m.labels["role"] == string(gitpeerv1alpha1.ProviderRole) && m.labels["peer"] == consumerID {
+				return cond.Reason, m.GetGauge().GetValue()
+			}
+		}
+		g.Expect("gitpeer_certificate_renewal_overdue of " + consumerID).To(BeEmpty(), "no such series")
+		return "", 0
+	}
+
+	BeforeAll(func(ctx SpecContext) {
+		prov = newClusterWith(providerID, controlplane.Options{ClusterSigningDuration: liqoSigningDuration})
+		startLiqo(ctx)
+		DeferCleanup(func() {
+			if harness != nil {
+				harness.Stop()
+			}
+		})
+		applyLiqoProvider(prov)
+		consumer = newCluster(consumerID)
+		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{providerID}, Direct: true, TrustedCAs: anchors(prov)}
+		})
+		prov.startAgent()
+		consumer.startAgent()
+	})
+
+	It("commits each certificate Liqo renews, records the old serial, and the consumer's kubeconfig follows", func(ctx SpecContext) {
+		first := must(crypto.ParseCertificatePEM(waitIdentity(dir, "").Spec.AuthParams.SignedCRT))
+		Expect(first.NotAfter.Sub(first.NotBefore)).To(BeNumerically("<", 10*time.Minute), "Liqo's certificate has the short lifetime")
+		serials = append(serials, first.SerialNumber.Text(16))
+
+		var renewed *x509.Certificate
+		Eventually(func(g Gomega) {
+			renewed = published(g)
+			g.Expect(renewed.SerialNumber.Text(16)).NotTo(Equal(serials[0]))
+		}).WithTimeout(3 * time.Minute).Should(Succeed(), "Liqo renews about a minute after issuing")
+		Expect(renewed.NotBefore).To(BeTemporally(">", first.NotBefore), "Liqo renewed")
+		Expect(identityCommits(dir)[0]).To(ContainSubstring("Gitpeer-Action: renew-identity"))
+		serials = append(serials, renewed.SerialNumber.Text(16))
+		Eventually(func(g Gomega) {
+			g.Expect(consumerCertificate(g).NotBefore).NotTo(BeTemporally("<", renewed.NotBefore), "the consumer's kubeconfig holds the renewed certificate")
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(func() string { return issuedRecords(ctx, prov, consumerID) }).
+			Should(And(ContainSubstring(serials[0]), ContainSubstring(serials[1])), "the old serial stays recorded")
+		Eventually(func(g Gomega) string { reason, _ := overdue(g); return reason }).WithTimeout(30 * time.Second).Should(Equal(reconciler.ReasonSucceeded))
+	})
+
+	It("reports RenewalOverdue (condition, event, metric) while Liqo's renewal stalls, and clears it once Liqo renews", func(ctx SpecContext) {
+		harness.Stop()
+		harness = nil
+		tenant := &authv1beta1.Tenant{}
+		Expect(prov.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(consumerID), Name: consumerID}, tenant)).To(Succeed())
+		stalled := must(crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT))
+		Eventually(func(g Gomega) {
+			reason, value := overdue(g)
+			g.Expect(reason).To(Equal(provider.RenewalOverdue))
+			g.Expect(value).To(Equal(1.0))
+		}).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "Liqo stalled on certificate %s", stalled.SerialNumber.Text(16))
+		expectEvent(ctx, prov, provider.RenewalOverdue, consumerID, stalled.SerialNumber.Text(16))
+		Expect(peeringMessages(prov)["Provider/"+consumerID]).To(ContainSubstring("Liqo"))
+
+		By("Liqo runs again and renews at once: the renewal is no longer overdue")
+		startLiqo(ctx)
+		waitIdentity(dir, stalled.SerialNumber.Text(16))
+		Eventually(func(g Gomega) {
+			reason, value := overdue(g)
+			g.Expect(reason).To(Equal(reconciler.ReasonSucceeded))
+			g.Expect(value).To(Equal(0.0))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+})
