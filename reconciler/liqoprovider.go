@@ -95,7 +95,6 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix()})
 	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
 		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
 		if err != nil {
@@ -104,7 +103,30 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
 		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
 	}
-	return issuedOutcome(tenant, cert)
+	return s.watchLiqoRenewal(pe.Consumer, tenant, cert, issuedOutcome(tenant, cert))
+}
+
+// watchLiqoRenewal watches the renewal Liqo's tenant controller makes of
+// cert, the certificate in the status of tenant, at the point gitpeer renews
+// its own (2/3 of the life: liqotech/liqo v1.2.0
+// pkg/liqo-controller-manager/authentication/utils, ShouldRenewCertificate):
+// once overdue it is reported as in standalone mode (renewalStalled:
+// condition, event, metric); until then the peering is visited again when it
+// would become overdue, since nothing changes in the cluster while Liqo
+// stalls. Liqo renews nothing for a Drained Tenant, on purpose.
+func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, cert *x509.Certificate, o outcome) outcome {
+	if tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
+		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix()})
+		return o
+	}
+	renewal := provider.RenewalOf(cert, s.r.Now())
+	if renewal.Overdue {
+		o.message = joinNote(o.message, "Liqo's tenant controller has not renewed it: is liqo-controller-manager running?")
+		return s.renewalStalled(consumer, cert, renewal, o)
+	}
+	s.noteRenewalOf(consumer, renewal.At.Add(provider.OverdueAfter(cert)))
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
+	return o
 }
 
 // revokeConsumer takes back everything issued or bound for consumer, in
@@ -217,10 +239,12 @@ func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...stri
 
 // dropStaleLiqoCache prepares an approved change of the CSR of an applied
 // Tenant (a rekey, or a new CSR for the same key): the certificate in its
-// status is recorded, and Liqo's certificate cache is deleted before the new
-// spec is applied. Liqo's tenant controller refuses a CSR that differs from
-// the cached one and leaves the Tenant stuck (liqotech/liqo v1.2.0:
-// pkg/identityManager/certificateIdentityProvider.go, the liqo-remote-certificate cache).
+// status and those in Liqo's caches are recorded, and every cache of Liqo's,
+// the control plane's and the ResourceSlices', is deleted before the new spec
+// is applied. Liqo refuses a CSR that differs from the cached one and leaves
+// the Tenant, or a ResourceSlice the consumer's Liqo signs anew with the new
+// key, stuck (liqotech/liqo v1.2.0:
+// pkg/identityManager/certificateIdentityProvider.go, GetRemoteCertificate).
 func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
 	applied := &authv1beta1.Tenant{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, applied); err != nil {
@@ -232,7 +256,33 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
 		return err
 	}
-	return s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache)
+	caches, err := s.liqoCachesIn(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if err := s.recordLiqoCertificates(ctx, pe.Consumer, ns, nil, caches); err != nil {
+		return err
+	}
+	return s.deleteLiqoCaches(ctx, ns, caches...)
+}
+
+// liqoCachesIn names Liqo's certificate caches in the tenant namespace ns
+// (provider.IsLiqoCertificateCache), by their metadata only, from the API
+// server: the agent starts no metadata informer (agent/cache.go). They are
+// told by name: their label, liqo.io/remote-cluster-id, is the nonce's too.
+func (s *session) liqoCachesIn(ctx context.Context, ns string) ([]string, error) {
+	var secrets metav1.PartialObjectMetadataList
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := s.r.apiReader().List(ctx, &secrets, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Liqo's certificate caches in %s: %w", ns, err)
+	}
+	var out []string
+	for _, secret := range secrets.Items {
+		if provider.IsLiqoCertificateCache(secret.Name) {
+			out = append(out, secret.Name)
+		}
+	}
+	return out, nil
 }
 
 // recordTenantCertificate records the certificate in the status of the

@@ -143,6 +143,11 @@ func TestLiqoKubeconfig(t *testing.T) {
 		"built from another cert":       {withRef, kubeconfig(renewed), "to rewrite Secret"},
 		"not a kubeconfig":              {withRef, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-controlplane-provider"}, Data: map[string][]byte{authv1beta1.KubeconfigSecretField: []byte("{")}}, "kubeconfig"},
 		"Liqo's kubeconfig, up to date": {withRef, kubeconfig(cert), ""},
+		// The Secret of the revoked Identity, held by Liqo's CRD replicator,
+		// before Liqo's identity controller could write the new one.
+		"held by the CRD replicator's finalizer": {identity, terminating(kubeconfig(cert), ReplicatorFinalizer), "held by finalizers [crdreplicator.liqo.io/operator]; Liqo's identity controller writes the new one once it is gone; crdreplicator.liqo.io/operator is removed by Liqo's CRD replicator"},
+		"held by the CRD replicator, referenced": {withRef, terminating(kubeconfig(cert), ReplicatorFinalizer, "other/finalizer"), "Liqo's CRD replicator"},
+		"held by another finalizer":              {withRef, terminating(kubeconfig(cert), "other/finalizer"), "held by finalizers [other/finalizer]; Liqo's identity controller writes the new one once it is gone"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := LiqoKubeconfig(tc.identity, tc.secret)
@@ -157,4 +162,14 @@ func TestLiqoKubeconfig(t *testing.T) {
 			}
 		})
 	}
+	if err := LiqoSecretTerminating(terminating(kubeconfig(cert), "other/finalizer")); strings.Contains(err.Error(), "replicator") {
+		t.Errorf("without the replicator's finalizer: %v, want no word of the replicator", err)
+	}
+}
+
+// terminating is secret being deleted, held by finalizers.
+func terminating(secret *corev1.Secret, finalizers ...string) *corev1.Secret {
+	secret.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	secret.Finalizers = finalizers
+	return secret
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -98,6 +99,13 @@ func LiqoCertificateCaches(slices []string) []string {
 		out = append(out, LiqoCertificateCache+"-"+s)
 	}
 	return out
+}
+
+// IsLiqoCertificateCache reports whether the Secret named name in a tenant
+// namespace is one of Liqo's certificate caches: the control plane's or a
+// ResourceSlice's, also of a slice no longer there.
+func IsLiqoCertificateCache(name string) bool {
+	return name == LiqoCertificateCache || strings.HasPrefix(name, LiqoCertificateCache+"-")
 }
 
 // SliceCertificate returns the PEM certificate Liqo put in the status of a

@@ -110,6 +110,17 @@ func TestLiqoCertificateCaches(t *testing.T) {
 	}
 }
 
+func TestIsLiqoCertificateCache(t *testing.T) {
+	for name, want := range map[string]bool{
+		"liqo-remote-certificate": true, "liqo-remote-certificate-slice-1": true,
+		"liqo-remote-certificates": false, "liqo-nonce": false, "kubeconfig-controlplane-p": false, "": false,
+	} {
+		if got := IsLiqoCertificateCache(name); got != want {
+			t.Errorf("IsLiqoCertificateCache(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestLiqoDrainSelector(t *testing.T) {
 	sel := LiqoDrainSelector("c1")
 	for _, tc := range []struct {

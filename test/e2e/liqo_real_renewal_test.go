@@ -2,19 +2,25 @@ package e2e
 
 import (
 	"context"
+	gocrypto "crypto"
 	"crypto/x509"
+	"encoding/base64"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/liqoreal"
@@ -73,7 +79,7 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 				return cond.Reason, m.GetGauge().GetValue()
 			}
 		}
-		g.Expect("gitpeer_certificate_renewal_overdue of " + consumerID).To(BeEmpty(), "no such series")
+		g.Expect("gitpeer_certificate_renewal_overdue of "+consumerID).To(BeEmpty(), "no such series")
 		return "", 0
 	}
 
@@ -103,7 +109,7 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 		Eventually(func(g Gomega) {
 			renewed = published(g)
 			g.Expect(renewed.SerialNumber.Text(16)).NotTo(Equal(serials[0]))
-		}).WithTimeout(3 * time.Minute).Should(Succeed(), "Liqo renews about a minute after issuing")
+		}).WithTimeout(3*time.Minute).Should(Succeed(), "Liqo renews about a minute after issuing")
 		Expect(renewed.NotBefore).To(BeTemporally(">", first.NotBefore), "Liqo renewed")
 		Expect(identityCommits(dir)[0]).To(ContainSubstring("Gitpeer-Action: renew-identity"))
 		serials = append(serials, renewed.SerialNumber.Text(16))
@@ -137,5 +143,87 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 			g.Expect(reason).To(Equal(reconciler.ReasonSucceeded))
 			g.Expect(value).To(Equal(0.0))
 		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+})
+
+// A rekey on Liqo's own authentication module, the consumer simulated as in
+// "Liqo provider on the real Liqo": every certificate cache of Liqo's goes,
+// the ResourceSlices' too, or the consumer's Liqo, signing its slices anew
+// with the new key, would be refused on the cached CSR forever.
+var _ = Describe("Rekey on the real Liqo", Ordered, func() {
+	const providerID, consumerID, sliceName = "rekey-p", "rekey-c", "slice-1"
+	dir := providerID + "/" + consumerID + "/"
+	tenantNS := authv1beta1.TenantNamespaceName(consumerID)
+	var prov *cluster
+
+	BeforeAll(func(ctx SpecContext) {
+		prov = newCluster(providerID)
+		h := must(liqoreal.Start(ctx, prov.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: prov.cp.URL}))
+		DeferCleanup(h.Stop)
+		applyLiqoProvider(prov)
+		prov.startAgent()
+	})
+
+	// sliceCertificate creates the consumer's ResourceSlice signed by key with
+	// its kubeconfig, as its Liqo's CRD replicator does, and returns the
+	// certificate Liqo's remote ResourceSlice controller issues for it.
+	sliceCertificate := func(ctx context.Context, kubeconfig []byte, key gocrypto.Signer) *x509.Certificate {
+		GinkgoHelper()
+		dyn := must(dynamic.NewForConfig(must(clientcmd.RESTConfigFromKubeConfig(kubeconfig))))
+		must(dyn.Resource(resourceSliceGVR).Namespace(tenantNS).Create(ctx, replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, map[string]any{
+			"consumerClusterID": consumerID, "providerClusterID": providerID, "class": "default",
+			"csr": base64.StdEncoding.EncodeToString(sliceCSR(key, sliceName, consumerID)),
+		}), metav1.CreateOptions{}))
+		var cert *x509.Certificate
+		Eventually(func(g Gomega) {
+			got, err := dyn.Resource(resourceSliceGVR).Namespace(tenantNS).Get(ctx, sliceName, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			pem, err := provider.SliceCertificate(got)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pem).NotTo(BeEmpty(), "Liqo issued no certificate for the slice")
+			cert = must(crypto.ParseCertificatePEM(pem))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		return cert
+	}
+	// identityKubeconfig is the consumer's kubeconfig for identity.yaml on the branch other than notSerial, with key.
+	identityKubeconfig := func(notSerial string, key gocrypto.Signer) ([]byte, *x509.Certificate) {
+		GinkgoHelper()
+		id := waitIdentity(dir, notSerial)
+		return must(crypto.BuildKubeconfig(crypto.KubeconfigParams{ProviderClusterID: providerID, IdentityName: id.Name,
+			Namespace: *id.Spec.Namespace, APIServer: id.Spec.AuthParams.APIServer, CA: id.Spec.AuthParams.CA,
+			Certificate: id.Spec.AuthParams.SignedCRT, Key: key})), must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT))
+	}
+
+	It("drops every certificate cache of Liqo's, and Liqo issues the control plane and the ResourceSlice for the new key", func(ctx SpecContext) {
+		oldKey := newClusterKey()
+		commit("Request peering of "+consumerID, map[string][]byte{dir + "request.yaml": requestFor(providerID, consumerID, oldKey)})
+		nonce := waitNonceAt(dir, "")
+		commit("Merge pull request: Tenant of "+consumerID, map[string][]byte{dir + "tenant.yaml": tenantDoc(must(protocol.NewTenant(consumerID, oldKey, nonce)))})
+		kubeconfig, first := identityKubeconfig("", oldKey)
+		oldSlice := sliceCertificate(ctx, kubeconfig, oldKey)
+		Expect(liqoCaches(ctx, prov, tenantNS, sliceName)).To(HaveLen(2), "Liqo cached both certificates")
+
+		By("the reviewed rekey: a new key in request.yaml and tenant.yaml, and its pin on the PeeringRepository")
+		newKey := newClusterKey()
+		commit("Merge pull request: new key of "+consumerID, map[string][]byte{
+			dir + "request.yaml": requestFor(providerID, consumerID, newKey),
+			dir + "tenant.yaml":  tenantDoc(must(protocol.NewTenant(consumerID, newKey, nonce))),
+		})
+		expectReported(ctx, prov, dir+"tenant.yaml", "not the key pinned")
+		annotateRepository(ctx, prov, gitpeerv1alpha1.RekeyAnnotationPrefix+consumerID, must(crypto.KeyPin(newKey.Public())))
+		kubeconfig, rekeyed := identityKubeconfig(first.SerialNumber.Text(16), newKey)
+		Expect(must(crypto.KeyPin(rekeyed.PublicKey))).To(Equal(must(crypto.KeyPin(newKey.Public()))), "Liqo issued for the new key")
+		Expect(liqoCaches(ctx, prov, tenantNS, sliceName)).NotTo(ContainElement(reconciler.LiqoCertificateCacheSecret+"-"+sliceName),
+			"the slice's cache, for the old key, is gone")
+
+		By("the consumer's Liqo signs its ResourceSlice anew with the new key: Liqo issues for it")
+		Expect(prov.k8s.Delete(ctx, replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, nil))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(prov.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: sliceName}, replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, nil)))
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		newSlice := sliceCertificate(ctx, kubeconfig, newKey)
+		Expect(must(crypto.KeyPin(newSlice.PublicKey))).To(Equal(must(crypto.KeyPin(newKey.Public()))))
+		Expect(issuedRecords(ctx, prov, consumerID)).To(And(ContainSubstring(first.SerialNumber.Text(16)), ContainSubstring(oldSlice.SerialNumber.Text(16))),
+			"the old key's certificates stay recorded, for a later revocation")
 	})
 })
