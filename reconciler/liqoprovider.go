@@ -56,6 +56,11 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 // (applyTenant, which fails closed on a refused one) for Liqo's tenant
 // controller to issue, and publishes the certificate once it has.
 func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	if current == nil {
+		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
+			return outcome{err: err}
+		}
+	}
 	tenant, _, note, stop := s.applyTenant(ctx, pe, ns, current)
 	if stop != nil {
 		return *stop
@@ -66,6 +71,31 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 	o := s.publishLiqoIdentity(ctx, pe, tenant)
 	o.message = joinNote(o.message, note)
 	return o
+}
+
+// ReasonTenantDeletedOutsideGit reports, in Liqo mode, a Tenant deleted by
+// someone else than the agent (`liqoctl unauthenticate` and `liqoctl unpeer`
+// delete it) while tenant.yaml is on the branch: the branch wins, the Tenant
+// is applied again.
+const ReasonTenantDeletedOutsideGit = "TenantDeletedOutsideGit"
+
+// reportTenantDeletedOutsideGit warns, before the consumer's Tenant is
+// applied, when Liqo's certificate cache shows that one was applied and
+// issued before: the agent's own revocation deletes the cache with the
+// Tenant, `liqoctl unauthenticate` and `unpeer` (liqotech/liqo v1.2.0
+// pkg/liqoctl/unauthenticate, DeleteTenant) delete only the Tenant. Their
+// deletion is undone, as any change the branch does not carry: ending a
+// peering is deleting tenant.yaml, which also records its certificates
+// revoked. Liqo then gives the cached certificate back.
+func (s *session) reportTenantDeletedOutsideGit(ctx context.Context, pe *protocol.Documents, ns string) error {
+	cache := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: provider.LiqoCertificateCache}, cache); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonTenantDeletedOutsideGit, pe.Consumer,
+		"Tenant %s/%s was deleted outside Git (as liqoctl unauthenticate or unpeer do) while %s is on the branch: it is applied again; to end the peering, delete tenant.yaml (gitpeer revoke)",
+		ns, pe.Consumer, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant})
+	return nil
 }
 
 // publishLiqoIdentity keeps an issued peering of Liqo mode true to the

@@ -149,12 +149,15 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 // A rekey on Liqo's own authentication module, the consumer simulated as in
 // "Liqo provider on the real Liqo": every certificate cache of Liqo's goes,
 // the ResourceSlices' too, or the consumer's Liqo, signing its slices anew
-// with the new key, would be refused on the cached CSR forever.
-var _ = Describe("Rekey on the real Liqo", Ordered, func() {
+// with the new key, would be refused on the cached CSR forever. Then an
+// admin's `liqoctl unauthenticate`: reported, and undone, since tenant.yaml
+// is still on the branch.
+var _ = Describe("Rekey and liqoctl unauthenticate on the real Liqo", Ordered, func() {
 	const providerID, consumerID, sliceName = "rekey-p", "rekey-c", "slice-1"
 	dir := providerID + "/" + consumerID + "/"
 	tenantNS := authv1beta1.TenantNamespaceName(consumerID)
 	var prov *cluster
+	var current gocrypto.Signer // the consumer's key
 
 	BeforeAll(func(ctx SpecContext) {
 		prov = newCluster(providerID)
@@ -210,20 +213,43 @@ var _ = Describe("Rekey on the real Liqo", Ordered, func() {
 			dir + "tenant.yaml":  tenantDoc(must(protocol.NewTenant(consumerID, newKey, nonce))),
 		})
 		expectReported(ctx, prov, dir+"tenant.yaml", "not the key pinned")
+		By("until the rekey is approved the peering fails closed: the Tenant is Drained and Liqo's Drained deletes the consumer's ResourceSlices")
+		sliceKey := client.ObjectKey{Namespace: tenantNS, Name: sliceName}
+		Eventually(func() bool {
+			return apierrors.IsNotFound(prov.k8s.Get(ctx, sliceKey, replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, nil)))
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
 		annotateRepository(ctx, prov, gitpeerv1alpha1.RekeyAnnotationPrefix+consumerID, must(crypto.KeyPin(newKey.Public())))
 		kubeconfig, rekeyed := identityKubeconfig(first.SerialNumber.Text(16), newKey)
 		Expect(must(crypto.KeyPin(rekeyed.PublicKey))).To(Equal(must(crypto.KeyPin(newKey.Public()))), "Liqo issued for the new key")
 		Expect(liqoCaches(ctx, prov, tenantNS, sliceName)).NotTo(ContainElement(reconciler.LiqoCertificateCacheSecret+"-"+sliceName),
 			"the slice's cache, for the old key, is gone")
 
-		By("the consumer's Liqo signs its ResourceSlice anew with the new key: Liqo issues for it")
-		Expect(prov.k8s.Delete(ctx, replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, nil))).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(prov.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: sliceName}, replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, nil)))
-		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		By("the consumer's Liqo replicates its ResourceSlice again, signed with the new key: Liqo issues for it")
 		newSlice := sliceCertificate(ctx, kubeconfig, newKey)
 		Expect(must(crypto.KeyPin(newSlice.PublicKey))).To(Equal(must(crypto.KeyPin(newKey.Public()))))
 		Expect(issuedRecords(ctx, prov, consumerID)).To(And(ContainSubstring(first.SerialNumber.Text(16)), ContainSubstring(oldSlice.SerialNumber.Text(16))),
 			"the old key's certificates stay recorded, for a later revocation")
+		current = newKey
+	})
+
+	It("reports a Tenant deleted as liqoctl unauthenticate does and applies it again: tenant.yaml decides", func(ctx SpecContext) {
+		before := show("main", dir+"identity.yaml")
+		tenantKey := client.ObjectKey{Namespace: tenantNS, Name: consumerID}
+		tenant := &authv1beta1.Tenant{}
+		Expect(prov.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
+		By("the admin runs liqoctl unauthenticate: on the provider it deletes the Tenant, nothing else")
+		Expect(prov.k8s.Delete(ctx, tenant)).To(Succeed())
+
+		expectEvent(ctx, prov, reconciler.ReasonTenantDeletedOutsideGit, consumerID, "delete tenant.yaml")
+		Eventually(func(g Gomega) {
+			again := &authv1beta1.Tenant{}
+			g.Expect(prov.k8s.Get(ctx, tenantKey, again)).To(Succeed())
+			g.Expect(again.UID).NotTo(Equal(tenant.UID))
+			g.Expect(again.Status.AuthParams).NotTo(BeNil())
+		}).WithTimeout(time.Minute).Should(Succeed(), "the Tenant is applied again and Liqo issues")
+		kubeconfig, _ := identityKubeconfig("", current)
+		Expect(can(ctx, clientFor(kubeconfig), "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeTrue(), "the consumer's access is back")
+		Consistently(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(5*time.Second).Should(Equal(before),
+			"Liqo gave its cached certificate back: identity.yaml is unchanged")
 	})
 })
