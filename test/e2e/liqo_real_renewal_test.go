@@ -26,6 +26,13 @@ import (
 	"github.com/gitpeer/gitpeer/test/liqoreal"
 )
 
+// startRealLiqo runs Liqo's authentication module (liqoreal) on c with c's
+// cluster ID and API server, Liqo's chart defaults otherwise.
+func startRealLiqo(ctx context.Context, c *cluster) *liqoreal.Harness {
+	GinkgoHelper()
+	return must(liqoreal.Start(ctx, c.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: c.id, APIServer: c.cp.URL}))
+}
+
 // liqoSigningDuration is the provider's --cluster-signing-duration in
 // "Renewal on the real Liqo": Liqo's CSRs ask for no lifetime, so it is its
 // certificates'. The signer backdates NotBefore by 5 minutes and not NotAfter
@@ -49,9 +56,6 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 	var harness *liqoreal.Harness
 	var serials []string // of the certificates Liqo issued, oldest first
 
-	startLiqo := func(ctx context.Context) {
-		harness = must(liqoreal.Start(ctx, prov.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: prov.cp.URL}))
-	}
 	// consumerCertificate is the certificate of the consumer's kubeconfig for the provider.
 	consumerCertificate := func(g Gomega) *x509.Certificate {
 		cfg, err := clientcmd.Load(kubeconfigOf(context.Background(), consumer, providerID))
@@ -85,7 +89,7 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		prov = newClusterWith(providerID, controlplane.Options{ClusterSigningDuration: liqoSigningDuration})
-		startLiqo(ctx)
+		harness = startRealLiqo(ctx, prov)
 		DeferCleanup(func() {
 			if harness != nil {
 				harness.Stop()
@@ -136,7 +140,7 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 		Expect(peeringMessages(prov)["Provider/"+consumerID]).To(ContainSubstring("Liqo"))
 
 		By("Liqo runs again and renews at once: the renewal is no longer overdue")
-		startLiqo(ctx)
+		harness = startRealLiqo(ctx, prov)
 		waitIdentity(dir, stalled.SerialNumber.Text(16))
 		Eventually(func(g Gomega) {
 			reason, value := overdue(g)
@@ -161,8 +165,7 @@ var _ = Describe("Rekey and liqoctl unauthenticate on the real Liqo", Ordered, f
 
 	BeforeAll(func(ctx SpecContext) {
 		prov = newCluster(providerID)
-		h := must(liqoreal.Start(ctx, prov.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: prov.cp.URL}))
-		DeferCleanup(h.Stop)
+		DeferCleanup(startRealLiqo(ctx, prov).Stop)
 		applyLiqoProvider(prov)
 		prov.startAgent()
 	})
