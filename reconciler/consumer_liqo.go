@@ -143,13 +143,16 @@ func (s *session) applyLiqoIdentity(ctx context.Context, pe *protocol.Documents,
 // liqoKubeconfigWorks waits for the kubeconfig Liqo's identity controller
 // writes for identity, proves it and pins the provider.
 func (s *session) liqoKubeconfigWorks(ctx context.Context, pe *protocol.Documents, nsObj *corev1.Namespace, pin string, identity *authv1beta1.Identity, change consumer.IdentityChange) outcome {
-	secret := &corev1.Secret{}
+	// Before Liqo sets the reference, the Secret of its default name may be
+	// one a finalizer holds (consumer.LiqoSecretTerminating).
+	secret, name := &corev1.Secret{}, authv1beta1.KubeconfigSecretName(identity.Name)
 	if ref := identity.Status.KubeconfigSecretRef; ref != nil {
-		if err := s.r.Get(ctx, client.ObjectKey{Namespace: nsObj.Name, Name: ref.Name}, secret); client.IgnoreNotFound(err) != nil {
-			return outcome{err: err}
-		} else if err != nil {
-			secret = nil
-		}
+		name = ref.Name
+	}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: nsObj.Name, Name: name}, secret); client.IgnoreNotFound(err) != nil {
+		return outcome{err: err}
+	} else if err != nil {
+		secret = nil
 	}
 	kubeconfig, err := consumer.LiqoKubeconfig(identity, secret)
 	if err != nil {

@@ -51,6 +51,11 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 // (applyTenant, which fails closed on a refused one) for Liqo's tenant
 // controller to issue, and publishes the certificate once it has.
 func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	if current == nil {
+		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
+			return outcome{err: err}
+		}
+	}
 	tenant, _, note, stop := s.applyTenant(ctx, pe, ns, current)
 	if stop != nil {
 		return *stop
@@ -61,6 +66,25 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 	o := s.publishLiqoIdentity(ctx, pe, tenant)
 	o.message = joinNote(o.message, note)
 	return o
+}
+
+// reportTenantDeletedOutsideGit warns, before the consumer's Tenant is
+// applied, when Liqo's certificate cache shows that one was applied and
+// issued before: the agent's own revocation deletes the cache with the
+// Tenant, `liqoctl unauthenticate` and `unpeer` (liqotech/liqo v1.2.0
+// pkg/liqoctl/unauthenticate, DeleteTenant) delete only the Tenant. Their
+// deletion is undone, as any change the branch does not carry: ending a
+// peering is deleting tenant.yaml, which also records its certificates
+// revoked. Liqo then gives the cached certificate back.
+func (s *session) reportTenantDeletedOutsideGit(ctx context.Context, pe *protocol.Documents, ns string) error {
+	cache := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: provider.LiqoCertificateCache}, cache); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonTenantDeletedOutsideGit, pe.Consumer,
+		"Tenant %s/%s was deleted outside Git (as liqoctl unauthenticate or unpeer do) while %s is on the branch: it is applied again; to end the peering, delete tenant.yaml (gitpeer revoke)",
+		ns, pe.Consumer, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile})
+	return nil
 }
 
 // publishLiqoIdentity keeps an issued peering of Liqo mode true to the
@@ -95,7 +119,6 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix()})
 	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
 		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
 		if err != nil {
@@ -111,6 +134,29 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
 		o.reason, o.message = vocabulary.ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
 	}
+	return s.watchLiqoRenewal(pe.Consumer, tenant, cert, o)
+}
+
+// watchLiqoRenewal watches the renewal Liqo's tenant controller makes of
+// cert, the certificate in the status of tenant, at the point gitpeer renews
+// its own (2/3 of the life: liqotech/liqo v1.2.0
+// pkg/liqo-controller-manager/authentication/utils, ShouldRenewCertificate):
+// once overdue it is reported as in standalone mode (renewalStalled:
+// condition, event, metric); until then the peering is visited again when it
+// would become overdue, since nothing changes in the cluster while Liqo
+// stalls. Liqo renews nothing for a Drained Tenant, on purpose.
+func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, cert *x509.Certificate, o outcome) outcome {
+	if tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
+		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix()})
+		return o
+	}
+	renewal := provider.RenewalOf(cert, s.r.Now())
+	if renewal.Overdue {
+		o.message = joinNote(o.message, "Liqo's tenant controller has not renewed it: is liqo-controller-manager running?")
+		return s.renewalStalled(consumer, cert, renewal, o)
+	}
+	s.noteRenewalOf(consumer, renewal.At.Add(provider.OverdueAfter(cert)))
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
 	return o
 }
 
@@ -131,13 +177,7 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	if err != nil {
 		return err
 	}
-	var slices []string
-	for _, obj := range drained {
-		if obj.GetKind() == provider.LiqoDrainedKinds[0].Kind {
-			slices = append(slices, obj.GetName())
-		}
-	}
-	caches := provider.LiqoCertificateCaches(slices)
+	caches := liqoCaches(drained)
 	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
 		return err
 	}
@@ -224,10 +264,12 @@ func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...stri
 
 // dropStaleLiqoCache prepares an approved change of the CSR of an applied
 // Tenant (a rekey, or a new CSR for the same key): the certificate in its
-// status is recorded, and Liqo's certificate cache is deleted before the new
-// spec is applied. Liqo's tenant controller refuses a CSR that differs from
-// the cached one and leaves the Tenant stuck (liqotech/liqo v1.2.0:
-// pkg/identityManager/certificateIdentityProvider.go, the liqo-remote-certificate cache).
+// status and those in Liqo's caches are recorded, and every cache of Liqo's,
+// the control plane's and the ResourceSlices', is deleted before the new spec
+// is applied. Liqo refuses a CSR that differs from the cached one and leaves
+// the Tenant, or a ResourceSlice the consumer's Liqo signs anew with the new
+// key, stuck (liqotech/liqo v1.2.0:
+// pkg/identityManager/certificateIdentityProvider.go, GetRemoteCertificate).
 func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
 	applied := &authv1beta1.Tenant{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, applied); err != nil {
@@ -239,7 +281,29 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
 		return err
 	}
-	return s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache)
+	drained, err := s.liqoDrained(ctx, pe.Consumer, ns)
+	if err != nil {
+		return err
+	}
+	caches := liqoCaches(drained)
+	if err := s.recordLiqoCertificates(ctx, pe.Consumer, ns, nil, caches); err != nil {
+		return err
+	}
+	return s.deleteLiqoCaches(ctx, ns, caches...)
+}
+
+// liqoCaches names Liqo's certificate caches of a consumer: the control
+// plane's and those of its ResourceSlices among drained (liqoDrained). The
+// agent may not list Secrets (they would include their data); it finds the
+// caches by name.
+func liqoCaches(drained []unstructured.Unstructured) []string {
+	var slices []string
+	for _, obj := range drained {
+		if obj.GetKind() == provider.LiqoDrainedKinds[0].Kind {
+			slices = append(slices, obj.GetName())
+		}
+	}
+	return provider.LiqoCertificateCaches(slices)
 }
 
 // recordTenantCertificate records the certificate in the status of the

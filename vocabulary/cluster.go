@@ -128,6 +128,11 @@ const (
 	// copies the provider's whole authParams into it); the consumer restored
 	// the reviewed ones.
 	ReasonAuthParamsDrifted = "AuthParamsDrifted"
+	// ReasonTenantDeletedOutsideGit reports, in Liqo mode, a Tenant deleted
+	// by someone else than the agent (`liqoctl unauthenticate` and `liqoctl
+	// unpeer` delete it) while tenant.yaml is on the branch: the branch wins,
+	// the Tenant is applied again.
+	ReasonTenantDeletedOutsideGit = "TenantDeletedOutsideGit"
 )
 
 // Reasons of the Approved condition gitpeer sets on CSRs.

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -185,12 +187,16 @@ func PlanIdentity(current *authv1beta1.IdentitySpec, applied string, incoming *a
 }
 
 // LiqoKubeconfig returns the kubeconfig Liqo's identity controller wrote for
-// identity, given the Secret status.kubeconfigSecretRef names (nil when
-// absent), or why it is not there yet: no reference, no Secret, or a
-// kubeconfig built from another certificate than the one in Identity.spec.
+// identity, given the Secret status.kubeconfigSecretRef names, or its default
+// name before Liqo set the reference (nil when absent), or why it is not
+// there yet: a Secret being deleted (LiqoSecretTerminating), no reference, no
+// Secret, or a kubeconfig built from another certificate than the one in
+// Identity.spec.
 func LiqoKubeconfig(identity *authv1beta1.Identity, secret *corev1.Secret) ([]byte, error) {
 	ref := identity.Status.KubeconfigSecretRef
 	switch {
+	case secret != nil && secret.DeletionTimestamp != nil:
+		return nil, LiqoSecretTerminating(secret)
 	case ref == nil:
 		return nil, fmt.Errorf("waiting for Liqo's identity controller to set status.kubeconfigSecretRef of Identity %s", identity.Name)
 	case secret == nil || secret.Name != ref.Name:
@@ -221,4 +227,24 @@ func LiqoKubeconfig(identity *authv1beta1.Identity, secret *corev1.Secret) ([]by
 		}
 	}
 	return kubeconfig, nil
+}
+
+// ReplicatorFinalizer is the finalizer Liqo's CRD replicator puts on a
+// control-plane kubeconfig Secret while it replicates to the provider with it
+// (liqotech/liqo v1.2.0 internal/crdReplicator/crdReplicator-operator.go).
+const ReplicatorFinalizer = "crdreplicator.liqo.io/operator"
+
+// LiqoSecretTerminating says why a kubeconfig Secret being deleted holds up a
+// peering: the Secret of a revoked or replaced Identity (it is owned by the
+// Identity) stays while a finalizer holds it, and Liqo's identity controller
+// cannot write the new Identity's kubeconfig until it is gone (the old one is
+// still owned by the old Identity). gitpeer never removes another
+// controller's finalizer: it names it, and what removes it.
+func LiqoSecretTerminating(secret *corev1.Secret) error {
+	msg := fmt.Sprintf("Liqo's kubeconfig Secret %s is being deleted, held by finalizers %v; Liqo's identity controller writes the new one once it is gone",
+		secret.Name, secret.Finalizers)
+	if slices.Contains(secret.Finalizers, ReplicatorFinalizer) {
+		msg += "; " + ReplicatorFinalizer + " is removed by Liqo's CRD replicator (liqo-crd-replicator) once it stopped replicating to the provider: check that it runs"
+	}
+	return errors.New(msg)
 }

@@ -194,6 +194,11 @@ func TestLiqoKubeconfig(t *testing.T) {
 		"with a CA the Identity has not": {withRef, rewritten(kubeconfig(cert), func(c *clientcmdapi.Cluster) { c.CertificateAuthorityData = []byte("CA") }), "API server, CA and proxy"},
 		"through a proxy":                {withRef, rewritten(kubeconfig(cert), func(c *clientcmdapi.Cluster) { c.ProxyURL = "http://proxy" }), "API server, CA and proxy"},
 		"without TLS verification":       {withRef, rewritten(kubeconfig(cert), func(c *clientcmdapi.Cluster) { c.InsecureSkipTLSVerify = true }), "API server, CA and proxy"},
+		// The Secret of the revoked Identity, held by Liqo's CRD replicator,
+		// before Liqo's identity controller could write the new one.
+		"held by the CRD replicator's finalizer": {identity, terminating(kubeconfig(cert), ReplicatorFinalizer), "held by finalizers [crdreplicator.liqo.io/operator]; Liqo's identity controller writes the new one once it is gone; crdreplicator.liqo.io/operator is removed by Liqo's CRD replicator"},
+		"held by the CRD replicator, referenced": {withRef, terminating(kubeconfig(cert), ReplicatorFinalizer, "other/finalizer"), "Liqo's CRD replicator"},
+		"held by another finalizer":              {withRef, terminating(kubeconfig(cert), "other/finalizer"), "held by finalizers [other/finalizer]; Liqo's identity controller writes the new one once it is gone"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := LiqoKubeconfig(tc.identity, tc.secret)
@@ -208,6 +213,16 @@ func TestLiqoKubeconfig(t *testing.T) {
 			}
 		})
 	}
+	if err := LiqoSecretTerminating(terminating(kubeconfig(cert), "other/finalizer")); strings.Contains(err.Error(), "replicator") {
+		t.Errorf("without the replicator's finalizer: %v, want no word of the replicator", err)
+	}
+}
+
+// terminating is secret being deleted, held by finalizers.
+func terminating(secret *corev1.Secret, finalizers ...string) *corev1.Secret {
+	secret.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	secret.Finalizers = finalizers
+	return secret
 }
 
 // rewritten is secret with each cluster of its kubeconfig changed by change.
