@@ -21,9 +21,9 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/trust"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 )
 
@@ -270,7 +270,7 @@ func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 // everything in place.
 func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
-	checked := trust.CheckIdentity(pe, trust.Facts{Key: s.key.Public(), Now: s.r.Now()})
+	checked := check.Identity(pe, check.Facts{Key: s.key.Public(), Now: s.r.Now()})
 	if checked.Err != nil {
 		return s.rejectIdentity(ctx, pe, checked.Err.Error())
 	}

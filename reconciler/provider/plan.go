@@ -16,8 +16,8 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/trust"
 )
 
 // Step is what the provider does for one peering directory in a round.
@@ -186,7 +186,7 @@ type TenantVerdict struct {
 }
 
 // CheckTenant applies the trust rules to the Tenant merged in pe: the
-// document rules every checker shares (trust.CheckTenant: signed over the
+// document rules every checker shares (check.Tenant: signed over the
 // provider's own current nonce, for the consumer's subject, authzPolicy
 // KeysExchange, the key of request.yaml, the namespace of the terms, a
 // proxyURL only if the provider allows one), then the rules on the
@@ -195,7 +195,7 @@ type TenantVerdict struct {
 // key pinned at first issuance (changed only by the rekey annotation). It
 // says which overrides the Tenant uses and which have no effect.
 func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
-	checked := trust.CheckTenant(pe, trust.Facts{Nonce: &c.Nonce, AllowProxyURL: &c.AllowProxyURL})
+	checked := check.Tenant(pe, check.Facts{Nonce: &c.Nonce, AllowProxyURL: &c.AllowProxyURL})
 	if checked.Err != nil {
 		return TenantVerdict{Rejected: checked.Err.Error()}
 	}

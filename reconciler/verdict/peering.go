@@ -10,8 +10,8 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/trust"
 )
 
 // directory is one <providerID>/<consumerID> folder: the documents that
@@ -131,26 +131,26 @@ func condition(c authv1beta1.TenantCondition) authv1beta1.TenantCondition {
 	return c
 }
 
-// checkTenant applies the rules every checker shares (trust.CheckTenant)
+// checkTenant applies the rules every checker shares (check.Tenant)
 // to tenant.yaml, offline: its signature must be over the nonce.yaml beside
 // it or, once the provider rotated that nonce after issuance, be vouched for
 // by the identity.yaml beside it. A Tenant over an old nonce without such an
 // Identity is a replay.
 func (d *directory) checkTenant(now time.Time) (string, error) {
-	v := trust.CheckTenant(&d.pe, trust.Facts{Now: now})
+	v := check.Tenant(&d.pe, check.Facts{Now: now})
 	if v.Err != nil {
 		return "", v.Err
 	}
 	return fmt.Sprintf("%s; CSR for CN=%s, O=%s", v.Signed, d.pe.Consumer, authv1beta1.CertificateOrganization), nil
 }
 
-// checkIdentity applies the rules every checker shares (trust.CheckIdentity)
+// checkIdentity applies the rules every checker shares (check.Identity)
 // to identity.yaml: its certificate allows client auth, is valid now, names
 // the consumer in exactly O=liqo.io, is for the key of tenant.yaml (or of
 // request.yaml when tenant.yaml is gone, e.g. in a revoking pull request),
 // and its API server is the one the provider's terms publish.
 func (d *directory) checkIdentity(now time.Time) (string, error) {
-	v := trust.CheckIdentity(&d.pe, trust.Facts{Now: now})
+	v := check.Identity(&d.pe, check.Facts{Now: now})
 	if v.Err != nil {
 		return "", v.Err
 	}

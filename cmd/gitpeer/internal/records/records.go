@@ -36,8 +36,8 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/trust"
 )
 
 // Options of Rebuild.
@@ -83,7 +83,7 @@ const NoAgentKeyWarning = "no agent key: no commit is proven to be the agent's, 
 //   - the key pin: the key of the Tenant on the branch at the consumer's last
 //     signed issue-identity commit or, without opts.AgentKeys, beside its
 //     last identity.yaml that certifies that key; either way only a Tenant
-//     that passes the trust rules (trust.CheckTenant) as of that commit.
+//     that passes the trust rules (check.Tenant) as of that commit.
 //
 // Nothing is dropped: a certificate leaves the records only by its own
 // NotAfter (Secrets), whatever a commit says or is dated.
@@ -461,7 +461,7 @@ func tenantKeyPin(repo *gitsync.Repo, cand identityFile, provider, consumer stri
 	}
 	// The Tenant must pass the rules the provider applied before it issued:
 	// a pin is never taken from one it would have refused.
-	checked := trust.CheckTenant(pe, trust.Facts{Now: cand.when})
+	checked := check.Tenant(pe, check.Facts{Now: cand.when})
 	if checked.Err != nil {
 		return "", checked.Err
 	}

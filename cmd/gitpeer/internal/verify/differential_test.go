@@ -22,9 +22,9 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
-	"github.com/gitpeer/gitpeer/reconciler/trust"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 	"github.com/gitpeer/gitpeer/test/repofixture"
 	"github.com/gitpeer/gitpeer/test/sandbox"
@@ -383,7 +383,7 @@ type agentState struct {
 // agentVerdicts runs the agents' own checks on the peering directories of
 // loaded that state has: the provider's on tenant.yaml (provider.Decide and,
 // when it issues, provider.CheckTenant), the consumer's on identity.yaml
-// (trust.CheckIdentity with its own key, as its applyIdentity). It returns
+// (check.Identity with its own key, as its applyIdentity). It returns
 // the files they refuse, with why, by path.
 func agentVerdicts(t *testing.T, loaded *protocol.Loaded, state map[string]agentState, now time.Time) map[string]string {
 	t.Helper()
@@ -412,7 +412,7 @@ func agentVerdicts(t *testing.T, loaded *protocol.Loaded, state map[string]agent
 			}
 		}
 		if pe.Identity != nil {
-			if v := trust.CheckIdentity(pe, trust.Facts{Key: s.key.Public(), Now: now}); v.Err != nil {
+			if v := check.Identity(pe, check.Facts{Key: s.key.Public(), Now: now}); v.Err != nil {
 				refused[dir+"/identity.yaml"] = v.Err.Error()
 			}
 		}

@@ -1,16 +1,17 @@
-// Package trust is the one composition of the rules a peering directory's
-// documents must pass before anything acts on them. The provider agent (before
-// it applies a merged Tenant), the consumer agent (before it acts on
-// identity.yaml), `gitpeer verify` and the pull-request check (through
-// verdict) and `gitpeer records` (before it takes a key pin from history) all
-// call CheckTenant and CheckIdentity with the directory's documents as read
-// from one commit; they differ only in the Facts they know beyond them, and
-// each Fact a caller lacks is checked from the branch instead, never skipped.
+// Package check is the one composition of the trust rules a peering
+// directory's documents must pass before anything acts on them. The provider
+// agent (before it applies a merged Tenant), the consumer agent (before it
+// acts on identity.yaml), `gitpeer verify` and the pull-request description
+// (through verdict) and `gitpeer records` (before it takes a key pin from
+// history) all call Tenant and Identity with the directory's documents as
+// read from one commit; they differ only in the Facts they know beyond them,
+// and each Fact a caller lacks is checked from the branch instead, never
+// skipped.
 //
 // It holds the composition only: the single-document rules are protocol's,
 // the rules on a provider's cluster state (key pins, revoked serials,
 // overrides) are the provider planner's, the consumer's anchors its planner's.
-package trust
+package check
 
 import (
 	gocrypto "crypto"
@@ -49,8 +50,8 @@ type Facts struct {
 	Now time.Time
 }
 
-// Tenant is the verdict on a directory's tenant.yaml.
-type Tenant struct {
+// TenantVerdict is the verdict on a directory's tenant.yaml.
+type TenantVerdict struct {
 	// Key is the Tenant's public key when it passed.
 	Key gocrypto.PublicKey
 	// Signed says what vouches for the Tenant's signature when it passed.
@@ -59,12 +60,12 @@ type Tenant struct {
 	Err error
 }
 
-// CheckTenant checks pe's tenant.yaml (pe.Tenant must be set): what it asks
+// Tenant checks pe's tenant.yaml (pe.Tenant must be set): what it asks
 // for (protocol.CheckTenantSpec: key, authzPolicy, CSR), that its key is the
 // key of request.yaml, that its signature is over the nonce (Facts.Nonce),
 // that it asks for the namespace the provider's terms give the consumer, and
 // that a proxyURL is well formed and, when Facts says so, allowed.
-func CheckTenant(pe *protocol.Documents, f Facts) Tenant {
+func Tenant(pe *protocol.Documents, f Facts) TenantVerdict {
 	t := pe.Tenant
 	key, err := protocol.CheckTenantSpec(t, pe.Consumer)
 	if err == nil {
@@ -78,12 +79,12 @@ func CheckTenant(pe *protocol.Documents, f Facts) Tenant {
 		err = protocol.CheckTenantTerms(pe.Terms, t, pe.Consumer)
 	}
 	if err == nil {
-		err = CheckProxyURL(t, f.AllowProxyURL)
+		err = ProxyURL(t, f.AllowProxyURL)
 	}
 	if err != nil {
-		return Tenant{Err: err}
+		return TenantVerdict{Err: err}
 	}
-	return Tenant{Key: key, Signed: signed}
+	return TenantVerdict{Key: key, Signed: signed}
 }
 
 // signature checks that the Tenant of key signed the nonce Facts names
@@ -117,12 +118,12 @@ func signature(pe *protocol.Documents, key gocrypto.PublicKey, f Facts) (string,
 // proxySchemes are the proxy URL schemes client-go dials.
 var proxySchemes = []string{"http", "https", "socks5"}
 
-// CheckProxyURL refuses a Tenant's spec.proxyURL that is not an absolute
+// ProxyURL refuses a Tenant's spec.proxyURL that is not an absolute
 // http, https or socks5 URL of a host, and any when allowed (the provider's
 // spec.provider.allowProxyURL) is false; nil allowed checks the form only.
 // The provider copies an accepted one into the Tenant's status and
 // identity.yaml, as Liqo's tenant controller does.
-func CheckProxyURL(t *authv1beta1.Tenant, allowed *bool) error {
+func ProxyURL(t *authv1beta1.Tenant, allowed *bool) error {
 	raw := ptr.Deref(t.Spec.ProxyURL, "")
 	if raw == "" {
 		return nil
@@ -137,8 +138,8 @@ func CheckProxyURL(t *authv1beta1.Tenant, allowed *bool) error {
 	return nil
 }
 
-// Identity is the verdict on a directory's identity.yaml.
-type Identity struct {
+// IdentityVerdict is the verdict on a directory's identity.yaml.
+type IdentityVerdict struct {
 	// Cert is its certificate when it passed.
 	Cert *x509.Certificate
 	// Key is the key it was checked against, and For names where that key
@@ -149,14 +150,14 @@ type Identity struct {
 	Err error
 }
 
-// CheckIdentity checks pe's identity.yaml (pe.Identity must be set): its
+// Identity checks pe's identity.yaml (pe.Identity must be set): its
 // certificate is for the key Facts.Key names (protocol.CheckIdentity), and it
 // points at the API server the provider's terms publish. Terms that cannot be
 // read vouch for nothing; a provider without terms (plain Liqo, whose admin
 // commits liqoctl's output) passes that rule: the consumer's anchor, not the
 // terms, tells its Identity from one whoever could push wrote.
-func CheckIdentity(pe *protocol.Documents, f Facts) Identity {
-	v := Identity{}
+func Identity(pe *protocol.Documents, f Facts) IdentityVerdict {
+	v := IdentityVerdict{}
 	v.Key, v.For, v.Err = identityKey(pe, f)
 	if v.Err != nil {
 		return v

@@ -1,4 +1,4 @@
-package trust
+package check
 
 import (
 	gocrypto "crypto"
@@ -54,10 +54,10 @@ func wantErr(t *testing.T, err error, want string) {
 	}
 }
 
-// TestCheckTenant: the provider agent checks a Tenant against its own nonce
+// TestTenant: the provider agent checks a Tenant against its own nonce
 // and proxy setting, offline checkers against nonce.yaml (or identity.yaml
 // once it rotated); every other rule is the same for both.
-func TestCheckTenant(t *testing.T) {
+func TestTenant(t *testing.T) {
 	offline := Facts{Now: time.Now()}
 	for _, tc := range []struct {
 		name   string
@@ -103,7 +103,7 @@ func TestCheckTenant(t *testing.T) {
 			if tc.facts != nil {
 				f = tc.facts(pe)
 			}
-			v := CheckTenant(pe, f)
+			v := Tenant(pe, f)
 			wantErr(t, v.Err, tc.want)
 			if tc.want == "" && !key.Public().(interface{ Equal(gocrypto.PublicKey) bool }).Equal(v.Key) {
 				t.Fatal("the key is not the Tenant's")
@@ -112,11 +112,11 @@ func TestCheckTenant(t *testing.T) {
 	}
 }
 
-// TestCheckIdentity: an Identity must certify the consumer's own key (the
+// TestIdentity: an Identity must certify the consumer's own key (the
 // consumer agent) or the Tenant's (offline), beside its own Tenant, and point
 // at the API server the provider's terms publish; invalid terms vouch for
 // nothing, absent ones (a plain Liqo provider) leave it to the anchor.
-func TestCheckIdentity(t *testing.T) {
+func TestIdentity(t *testing.T) {
 	stranger, err := crypto.GenerateKey(crypto.Ed25519)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestCheckIdentity(t *testing.T) {
 			if tc.key != nil {
 				f.Key = tc.key(own)
 			}
-			v := CheckIdentity(pe, f)
+			v := Identity(pe, f)
 			wantErr(t, v.Err, tc.want)
 			if (v.Cert != nil) != (tc.want == "") {
 				t.Fatalf("certificate %v with error %v", v.Cert, v.Err)
