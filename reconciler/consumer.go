@@ -21,6 +21,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
@@ -270,16 +271,11 @@ func (s *session) reviewBranch(pe *protocol.Documents) (string, error) {
 // everything in place.
 func (s *session) applyIdentity(ctx context.Context, pe *protocol.Documents, ns string) outcome {
 	id := pe.Identity
-	if err := consumer.OwnTenantMerged(pe, s.key.Public()); err != nil {
-		return s.rejectIdentity(ctx, pe, err.Error())
+	checked := check.Identity(pe, check.Facts{Key: s.key.Public(), Now: s.r.Now()})
+	if checked.Err != nil {
+		return s.rejectIdentity(ctx, pe, checked.Err.Error())
 	}
-	cert, err := protocol.CheckIdentity(id, s.key.Public(), pe.Consumer, s.r.Now())
-	if err == nil {
-		err = consumer.CheckTerms(pe)
-	}
-	if err != nil {
-		return s.rejectIdentity(ctx, pe, err.Error())
-	}
+	cert := checked.Cert
 	if err := s.ensureTenantNamespace(ctx, pe.Provider, ns); err != nil {
 		return outcome{err: err}
 	}

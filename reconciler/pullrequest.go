@@ -17,7 +17,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/consumer"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/verdict"
@@ -43,7 +43,7 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 	if pe.Nonce == nil && pe.Tenant == nil && !requesting {
 		return o
 	}
-	merged := consumer.OwnTenantMerged(pe, s.key.Public()) == nil
+	merged := check.OwnTenant(pe, s.key.Public()) == nil
 	if merged && s.previousPhase(pe.Provider) != gitpeerv1alpha1.PhaseAwaitingApproval {
 		return o // cleaned up when the merge was first seen; no forge call every round after
 	}

@@ -5,7 +5,6 @@
 package consumer
 
 import (
-	gocrypto "crypto"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -76,31 +75,6 @@ func Decide(pe *protocol.Documents, o Observed) Step {
 		return WaitForNonce
 	}
 	return ProposeTenant
-}
-
-// OwnTenantMerged returns an error unless the directory of pe holds, on the
-// branch, a tenant.yaml of the cluster's own key mine: the consumer acts on
-// an Identity only for a provider it asked.
-func OwnTenantMerged(pe *protocol.Documents, mine gocrypto.PublicKey) error {
-	if pe.Tenant == nil {
-		return fmt.Errorf("no valid tenant.yaml of this cluster is merged beside it: this cluster did not ask %s for an identity", pe.Provider)
-	}
-	key, err := crypto.ParsePublicKey(pe.Tenant.Spec.PublicKey)
-	if err != nil {
-		return fmt.Errorf("tenant.yaml beside it has no valid key: %w", err)
-	}
-	theirs, err := crypto.KeyPin(key)
-	if err != nil {
-		return err
-	}
-	own, err := crypto.KeyPin(mine)
-	if err != nil {
-		return err
-	}
-	if theirs != own {
-		return fmt.Errorf("tenant.yaml beside it is for key %s, not this cluster's key %s: this cluster did not ask %s for an identity", theirs[:16], own[:16], pe.Provider)
-	}
-	return nil
 }
 
 // ProviderPin is what the consumer pins of a provider on first use: the
@@ -242,22 +216,6 @@ func offeredHashes(ca []byte) string {
 		return "an unreadable CA"
 	}
 	return "CA " + strings.Join(hashes, ", ") + ": compare it with the provider's, never copy it from here"
-}
-
-// CheckTerms returns an error unless pe's identity.yaml points at the API
-// server its provider's terms.yaml publishes, by protocol.CheckIdentityTerms
-// as the offline verdict checks it; terms that cannot be read vouch for
-// nothing. A provider without terms (plain Liqo, whose admin commits
-// liqoctl's output) passes: the anchor (Trust), not the terms, tells its
-// Identity from one whoever could push wrote.
-func CheckTerms(pe *protocol.Documents) error {
-	if pe.Terms == nil {
-		if pe.TermsErr != nil && !errors.Is(pe.TermsErr, protocol.ErrNoTerms) {
-			return fmt.Errorf("the provider's terms cannot vouch for the Identity's API server: %w", pe.TermsErr)
-		}
-		return nil
-	}
-	return protocol.CheckIdentityTerms(pe.Terms, pe.Identity)
 }
 
 // CheckTrustedCA returns an error unless ca, an Identity's CA bundle, holds

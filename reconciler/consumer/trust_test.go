@@ -13,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
@@ -185,35 +182,6 @@ func TestTrust(t *testing.T) {
 			}
 			if err != nil || pin != tc.wantPin {
 				t.Fatalf("pin %q, err %v; want %q", pin, err, tc.wantPin)
-			}
-		})
-	}
-}
-
-// TestCheckTerms: the consumer refuses an Identity whose API server is not
-// the one its provider's terms publish, or whose provider's terms are invalid.
-func TestCheckTerms(t *testing.T) {
-	terms := &documents.ProviderTerms{Spec: documents.ProviderTermsSpec{APIServer: "https://p:6443"}}
-	identity := func(apiServer string) *authv1beta1.Identity {
-		return &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: apiServer}}}
-	}
-	for _, tc := range []struct {
-		name    string
-		pe      protocol.Documents
-		wantErr string
-	}{
-		{name: "the terms' API server", pe: protocol.Documents{Terms: terms, Identity: identity("https://p:6443")}},
-		{name: "another API server", pe: protocol.Documents{Terms: terms, Identity: identity("https://attacker.invalid:6443")},
-			wantErr: `identity.yaml points at API server "https://attacker.invalid:6443", the provider's terms publish "https://p:6443"`},
-		{name: "no terms (plain Liqo provider): the anchor decides", pe: protocol.Documents{TermsErr: protocol.ErrNoTerms, Identity: identity("https://attacker.invalid:6443")}},
-		{name: "terms without an API server", pe: protocol.Documents{Terms: &documents.ProviderTerms{}, Identity: identity("https://attacker.invalid:6443")}},
-		{name: "invalid terms", pe: protocol.Documents{TermsErr: errors.New("p/terms.yaml: invalid"), Identity: identity("https://p:6443")},
-			wantErr: "cannot vouch for the Identity's API server: p/terms.yaml: invalid"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := CheckTerms(&tc.pe)
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
@@ -63,15 +64,9 @@ func (d *directory) check(now time.Time) []Result {
 			reason = fmt.Sprintf("nonce for %s", d.pe.Consumer)
 		case vocabulary.TenantFile:
 			reason, err = d.checkTenant(now)
-			if err == nil && d.pe.Terms != nil {
-				err = protocol.CheckTenantTerms(d.pe.Terms, d.pe.Tenant, d.pe.Consumer)
-			}
 			reason += "; " + ProviderChecks
 		case vocabulary.IdentityFile:
 			reason, err = d.checkIdentity(now)
-			if err == nil && d.pe.Terms != nil {
-				err = protocol.CheckIdentityTerms(d.pe.Terms, d.pe.Identity)
-			}
 			reason += "; " + ConsumerChecks
 		}
 		r := Result{Path: protocol.Path{Provider: d.pe.Provider, Consumer: d.pe.Consumer, Kind: k}.String(), Valid: err == nil, Reason: reason}
@@ -137,67 +132,31 @@ func condition(c authv1beta1.TenantCondition) authv1beta1.TenantCondition {
 	return c
 }
 
-// checkTenant applies the provider's rules to tenant.yaml. The signature must
-// be over the nonce.yaml beside it. After issuance the provider rotates
-// nonce.yaml (a nonce is used once), so a Tenant whose signature does not
-// verify against the current nonce is still valid when identity.yaml beside
-// it is valid and certifies the Tenant's own key: that Identity is the
-// provider's record that it verified the signature against the nonce of its
-// day. A Tenant over an old nonce without such an Identity is a replay.
+// checkTenant applies the rules every checker shares (check.Tenant)
+// to tenant.yaml, offline: its signature must be over the nonce.yaml beside
+// it or, once the provider rotated that nonce after issuance, be vouched for
+// by the identity.yaml beside it. A Tenant over an old nonce without such an
+// Identity is a replay.
 func (d *directory) checkTenant(now time.Time) (string, error) {
-	t, consumer := d.pe.Tenant, d.pe.Consumer
-	key, err := protocol.CheckTenantSpec(t, consumer)
-	if err != nil {
-		return "", err
+	v := check.Tenant(&d.pe, check.Facts{Now: now})
+	if v.Err != nil {
+		return "", v.Err
 	}
-	if err := d.pe.CheckRequestKey(key); err != nil {
-		return "", err
-	}
-	sigErr := errors.New("tenant signature: no nonce.yaml beside it to verify against")
-	if d.ok[vocabulary.NonceFile] {
-		if _, sigErr = protocol.CheckTenant(t, d.pe.Nonce.Spec.Nonce, consumer); sigErr == nil {
-			return fmt.Sprintf("signed over nonce.yaml by its key; CSR for CN=%s, O=%s", consumer, authv1beta1.CertificateOrganization), nil
-		}
-	}
-	if d.ok[vocabulary.IdentityFile] {
-		cert, err := protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now)
-		if err == nil {
-			return fmt.Sprintf("issued: identity.yaml certifies its key (serial %s); the nonce it signed has been rotated", cert.SerialNumber.Text(16)), nil
-		}
-		return "", fmt.Errorf("%w, and identity.yaml does not vouch for it (%v)", sigErr, err)
-	}
-	return "", sigErr
+	return fmt.Sprintf("%s; CSR for CN=%s, O=%s", v.Signed, d.pe.Consumer, authv1beta1.CertificateOrganization), nil
 }
 
-// checkIdentity verifies identity.yaml's certificate (protocol.CheckIdentity):
-// it allows client auth, is valid now, names the consumer in
-// exactly O=liqo.io, and is for the key of tenant.yaml (or of request.yaml
-// when tenant.yaml is gone, e.g. in a revoking pull request).
+// checkIdentity applies the rules every checker shares (check.Identity)
+// to identity.yaml: its certificate allows client auth, is valid now, names
+// the consumer in exactly O=liqo.io, is for the key of tenant.yaml (or of
+// request.yaml when tenant.yaml is gone, e.g. in a revoking pull request),
+// and its API server is the one the provider's terms publish.
 func (d *directory) checkIdentity(now time.Time) (string, error) {
-	id := d.pe.Identity
-	cert, err := crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)
-	if err != nil {
-		return "", fmt.Errorf("identity certificate: %w", err)
-	}
-	var key gocrypto.PublicKey = cert.PublicKey
-	source := "its own key (no tenant.yaml or request.yaml to compare with)"
-	switch {
-	case d.pe.Tenant != nil:
-		if key, err = crypto.ParsePublicKey(d.pe.Tenant.Spec.PublicKey); err != nil {
-			return "", fmt.Errorf("identity: tenant.yaml beside it has no valid key: %w", err)
-		}
-		source = "the key of tenant.yaml"
-	case d.ok[vocabulary.RequestFile]:
-		if key, err = crypto.ParsePublicKey(d.pe.Request.Spec.PublicKey); err != nil {
-			return "", err
-		}
-		source = "the key of request.yaml"
-	}
-	if cert, err = protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
-		return "", fmt.Errorf("%w (checked against %s)", err, source)
+	v := check.Identity(&d.pe, check.Facts{Now: now})
+	if v.Err != nil {
+		return "", v.Err
 	}
 	return fmt.Sprintf("certificate %s for CN=%s %s, is for %s, expires %s",
-		cert.SerialNumber.Text(16), d.pe.Consumer, issuer(d.pe.Identity, key, now), source, cert.NotAfter.UTC().Format(time.RFC3339)), nil
+		v.Cert.SerialNumber.Text(16), d.pe.Consumer, issuer(d.pe.Identity, v.Key, now), v.For, v.Cert.NotAfter.UTC().Format(time.RFC3339)), nil
 }
 
 // issuer says how the certificate of id relates to the CA id names. Liqo

@@ -35,6 +35,7 @@ import (
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/audit"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
@@ -81,7 +82,8 @@ const NoAgentKeyWarning = "no agent key: no commit is proven to be the agent's, 
 //     its revocation time is that commit's date;
 //   - the key pin: the key of the Tenant on the branch at the consumer's last
 //     signed issue-identity commit or, without opts.AgentKeys, beside its
-//     last identity.yaml that certifies that key.
+//     last identity.yaml that certifies that key; either way only a Tenant
+//     that passes the trust rules (check.Tenant) as of that commit.
 //
 // Nothing is dropped: a certificate leaves the records only by its own
 // NotAfter (Secrets), whatever a commit says or is dated.
@@ -132,10 +134,11 @@ type revocation struct {
 	time time.Time
 }
 
-// identityFile is an identity.yaml committed for a consumer: its commit,
-// and the pin of the key its certificate certifies.
+// identityFile is an identity.yaml committed for a consumer: its commit and
+// the commit's date, and the pin of the key its certificate certifies.
 type identityFile struct {
 	commit plumbing.Hash
+	when   time.Time
 	keyPin string
 }
 
@@ -146,7 +149,7 @@ type consumer struct {
 	// identities are its identity.yaml files, in graph order; signedIssue
 	// is its last issue-identity commit signed with the agent's key.
 	identities  []identityFile
-	signedIssue plumbing.Hash
+	signedIssue identityFile
 }
 
 type builder struct {
@@ -212,7 +215,7 @@ func (b *builder) apply(e audit.Event) {
 		c := b.consumer(e.Consumer)
 		c.add(serial, notAfter, at)
 		if e.Event == audit.IdentityIssued {
-			c.signedIssue = plumbing.NewHash(e.Commit)
+			c.signedIssue = identityFile{commit: plumbing.NewHash(e.Commit), when: e.Time}
 		}
 	}
 }
@@ -303,7 +306,7 @@ func (b *builder) identity(c *object.Commit, p protocol.Path, blob plumbing.Hash
 	}
 	con := b.consumer(p.Consumer)
 	con.add(cert.SerialNumber.Text(16), cert.NotAfter, b.at[c.Hash])
-	con.identities = append(con.identities, identityFile{commit: c.Hash, keyPin: pin})
+	con.identities = append(con.identities, identityFile{commit: c.Hash, when: c.Committer.When, keyPin: pin})
 	return nil
 }
 
@@ -385,10 +388,10 @@ const maxPinCandidates = 8
 // Tenant's key must be.
 func (b *builder) pinCandidates(c *consumer) []identityFile {
 	if b.opts.AgentKeys != nil {
-		if c.signedIssue.IsZero() {
+		if c.signedIssue.commit.IsZero() {
 			return nil
 		}
-		return []identityFile{{commit: c.signedIssue}}
+		return []identityFile{c.signedIssue}
 	}
 	out := slices.Clone(c.identities[max(0, len(c.identities)-maxPinCandidates):])
 	slices.Reverse(out)
@@ -412,7 +415,7 @@ func (res *Result) pin(dir string, opts Options, candidates map[string][]identit
 		rec := res.Records[consumer]
 		var why []string
 		for _, cand := range candidates[consumer] {
-			pin, err := tenantKeyPin(repo, cand.commit, opts.Provider, consumer)
+			pin, err := tenantKeyPin(repo, cand, opts.Provider, consumer)
 			if err == nil && cand.keyPin != "" && pin != cand.keyPin {
 				err = errors.New("the Tenant's key is not the key of the certificate in identity.yaml")
 			}
@@ -437,8 +440,9 @@ func (res *Result) pin(dir string, opts Options, candidates map[string][]identit
 }
 
 // tenantKeyPin returns the pin of the key of the Tenant of provider/consumer
-// in commit.
-func tenantKeyPin(repo *gitsync.Repo, commit plumbing.Hash, provider, consumer string) (string, error) {
+// in the candidate's commit, checked with the trust rules as of its date.
+func tenantKeyPin(repo *gitsync.Repo, cand identityFile, provider, consumer string) (string, error) {
+	commit := cand.commit
 	listing, err := repo.List(commit)
 	if err != nil {
 		return "", err
@@ -455,11 +459,13 @@ func tenantKeyPin(repo *gitsync.Repo, commit plumbing.Hash, provider, consumer s
 	case pe.Tenant == nil:
 		return "", errors.New("no tenant.yaml")
 	}
-	key, err := crypto.ParsePublicKey(pe.Tenant.Spec.PublicKey)
-	if err != nil {
-		return "", fmt.Errorf("tenant public key: %w", err)
+	// The Tenant must pass the rules the provider applied before it issued:
+	// a pin is never taken from one it would have refused.
+	checked := check.Tenant(pe, check.Facts{Now: cand.when})
+	if checked.Err != nil {
+		return "", checked.Err
 	}
-	return crypto.KeyPin(key)
+	return crypto.KeyPin(checked.Key)
 }
 
 // topLevel returns the top of the worktree holding dir (or dir itself, for

@@ -103,7 +103,8 @@ func (h *history) agent(action, provider, consumer string, files map[string][]by
 	return h.commit(msg, files)
 }
 
-func tenant(t *testing.T, consumer string) ([]byte, string) {
+// tenant returns a consumer's request.yaml and tenant.yaml, and its key's pin.
+func tenant(t *testing.T, consumer string) ([]byte, []byte, string) {
 	t.Helper()
 	p, err := repofixture.Build("provider-a", consumer, repofixture.TenantProposed, repofixture.Options{})
 	if err != nil {
@@ -113,7 +114,7 @@ func tenant(t *testing.T, consumer string) ([]byte, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Files["tenant.yaml"], pin
+	return p.Files["request.yaml"], p.Files["tenant.yaml"], pin
 }
 
 // TestRebuild: the records rebuilt from a history of issuance, renewal,
@@ -129,7 +130,7 @@ func TestRebuild(t *testing.T) {
 	day := 24 * time.Hour
 
 	h.commit("Initial commit", map[string][]byte{"README.md": []byte("peers\n")})
-	h.commit("Approve consumer-1", map[string][]byte{first.path(vocabulary.TenantFile): first.tenant})
+	h.commit("Approve consumer-1", approval(first))
 	e0 := first.issue(h, "issue-identity", start.Add(5*time.Minute)) // expired by the revocation: kept, it expires by itself
 	a1 := first.issue(h, "renew-identity", start.Add(day))
 	b2 := first.issue(h, "renew-identity", start.Add(2*day))
@@ -137,7 +138,7 @@ func TestRebuild(t *testing.T) {
 		"Gitpeer-Serial: ff", "Gitpeer-Expires: "+start.Add(3*day).Format(time.RFC3339)) // another provider
 	revokedAt := h.commit("Revoke consumer-1", map[string][]byte{first.path(vocabulary.TenantFile): nil})
 	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{first.path(vocabulary.IdentityFile): nil})
-	h.commit("Approve consumer-1 again, new key", map[string][]byte{second.path(vocabulary.TenantFile): second.tenant})
+	h.commit("Approve consumer-1 again, new key", approval(second))
 	c3 := second.issue(h, "issue-identity", start.Add(day+time.Hour))
 	d4 := other.issue(h, "issue-identity", start.Add(day)) // no tenant.yaml: no pin
 	h.agent("renew-identity", "provider-a", "consumer-2", nil, "Gitpeer-Serial: d5", "Gitpeer-Expires: tomorrow")
@@ -228,7 +229,7 @@ func TestRebuildRevokeCommitOnly(t *testing.T) {
 	h := newHistory(t)
 	h.key = agentKey(t)
 	p := newPeer(t, newCA(t), "consumer-1")
-	h.commit("Approve consumer-1", map[string][]byte{p.path(vocabulary.TenantFile): p.tenant})
+	h.commit("Approve consumer-1", approval(p))
 	a1 := p.issue(h, "issue-identity", start.Add(time.Hour))
 	revokedAt := h.agent("revoke", "provider-a", "consumer-1", nil)
 	res, err := Rebuild(h.dir, Options{Path: "other", Provider: "provider-a", AgentKeys: h.key.Trusted})
