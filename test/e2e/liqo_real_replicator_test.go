@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -137,8 +138,7 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: secretKey.Name}},
 		} {
-			Eventually(func() bool { return apierrors.IsNotFound(c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).
-				WithTimeout(time.Minute).Should(BeTrue(), "%T %s", obj, obj.GetName())
+			Eventually(func() string { return presence(ctx, c, obj) }).WithTimeout(time.Minute).Should(BeEmpty(), "%T %s", obj, obj.GetName())
 		}
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID(pID)), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))
@@ -148,6 +148,17 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 		}).WithTimeout(time.Minute).Should(BeTrue(), "the provider's replicated Renew goes too")
 	})
 })
+
+// presence is "" when obj is absent from cl, or else its deletion timestamp
+// and finalizers: what holds it.
+func presence(ctx context.Context, cl *cluster, obj client.Object) string {
+	if err := cl.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
+		return ""
+	} else if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("present, deletionTimestamp %v, finalizers %v", obj.GetDeletionTimestamp(), obj.GetFinalizers())
+}
 
 // expectLiqoKubeconfig waits until the consumer's peering is Ready on Liqo's
 // kubeconfig Secret for the certificate serial, and checks that the Secret is
