@@ -47,9 +47,9 @@ import (
 // of "Consumer in Liqo mode" and the re-peering of "Liqo provider", run the
 // handshakes of those and of "Liqo on both sides" on the real Liqo, and add
 // the mixed peers, a consumer's ResourceSlice authenticated by P's Liqo, and
-// the re-peering after a Liqo-mode revocation. The double stays for Liqo's
-// renewal, which needs Liqo's CRD replicator (not in the harness) or a clock
-// the test moves; where both serve, a spec here compares them: the kubeconfig
+// the re-peering after a Liqo-mode revocation. Liqo's renewal runs with
+// Liqo's CRD replicator in liqo_real_replicator_test.go; where the double and
+// the real Liqo both serve, a spec here compares them: the kubeconfig
 // Secret of the identity controller (expectDoubleKubeconfig) and the
 // ResourceSlice CSRs the provider passes or denies (CheckResourceSliceCSR).
 var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers", Ordered, func() {
