@@ -198,18 +198,8 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(can(ctx, clientFor(cpKubeconfig), "create", "authentication.liqo.io", "resourceslices", pNS)).To(BeFalse())
 
 		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret and Renew go with the Identity")
-		renew := &unstructured.Unstructured{}
-		renew.SetGroupVersionKind(renewGVK)
-		renew.SetNamespace(cNS)
-		renew.SetName(identityKey.Name)
-		for _, obj := range []client.Object{renew,
-			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}},
-		} {
-			Eventually(func() bool { return apierrors.IsNotFound(c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).
-				WithTimeout(time.Minute).Should(BeTrue(), "%T %s", obj, obj.GetName())
-		}
+		expectGone(ctx, c, append(identityObjects(cNS, identityKey.Name),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}})...)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID(pID)), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))
 		}).WithTimeout(time.Minute).Should(Succeed())

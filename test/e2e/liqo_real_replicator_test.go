@@ -130,24 +130,36 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 	It("revokes with the replicator running: its finalizers on the kubeconfig Secret and the Renews hold nothing up", func(ctx SpecContext) {
 		revokeByGit(dir, cID)
 		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
-		renew := &unstructured.Unstructured{}
-		renew.SetGroupVersionKind(renewGVK)
-		renew.SetNamespace(cNS)
-		renew.SetName(identityKey.Name)
-		for _, obj := range []client.Object{renew,
-			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: secretKey.Name}},
-		} {
-			Eventually(func() string { return presence(ctx, c, obj) }).WithTimeout(time.Minute).Should(BeEmpty(), "%T %s", obj, obj.GetName())
-		}
+		expectGone(ctx, c, identityObjects(cNS, identityKey.Name)...)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID(pID)), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: identityKey.Name}, renew))
-		}).WithTimeout(time.Minute).Should(BeTrue(), "the provider's replicated Renew goes too")
+		By("the provider's replicated Renew goes too")
+		expectGone(ctx, p, identityObjects(pNS, identityKey.Name)[0])
 	})
 })
+
+// identityObjects are the objects of the control-plane Identity named
+// identity in the tenant namespace ns of a consumer: Liqo's Renew for it
+// (first), the Identity, and Liqo's kubeconfig Secret.
+func identityObjects(ns, identity string) []client.Object {
+	renew := &unstructured.Unstructured{}
+	renew.SetGroupVersionKind(renewGVK)
+	renew.SetNamespace(ns)
+	renew.SetName(identity)
+	return []client.Object{renew,
+		&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: identity}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.KubeconfigSecretName(identity)}},
+	}
+}
+
+// expectGone waits until each of objs is absent from cl.
+func expectGone(ctx context.Context, cl *cluster, objs ...client.Object) {
+	GinkgoHelper()
+	for _, obj := range objs {
+		Eventually(func() string { return presence(ctx, cl, obj) }).WithTimeout(time.Minute).Should(BeEmpty(), "%T %s", obj, obj.GetName())
+	}
+}
 
 // presence is "" when obj is absent from cl, or else its deletion timestamp
 // and finalizers: what holds it.
