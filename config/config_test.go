@@ -286,6 +286,8 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"delete", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"list", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
 		{"delete", "offloading.liqo.io", "namespacemaps", "", tenantNS, "map-1"},
+		{"list", "authentication.liqo.io", "renews", "", tenantNS, ""},
+		{"delete", "authentication.liqo.io", "renews", "", tenantNS, "controlplane-p"},
 	}
 	denied := []access{
 		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeletServingSignerName},
@@ -321,6 +323,8 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"update", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"create", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
 		{"watch", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
+		{"create", "authentication.liqo.io", "renews", "", tenantNS, ""},
+		{"update", "authentication.liqo.io", "renews", "", tenantNS, "controlplane-p"},
 	}
 	for _, a := range allowed {
 		if !can(a) {

@@ -8,10 +8,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -168,12 +170,13 @@ func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, 
 // (its ResourceSlices and NamespaceMaps go, and with them Liqo's bindings of
 // Group <consumer> in offloaded namespaces); then what this PeeringRepository
 // created for it goes (deleteOwned: the Tenant, whose deletion makes Liqo
-// unbind it), and last Liqo's certificate caches, or a new peering would get a
-// revoked certificate back from them. Without Liqo there is nothing to drain
-// and no cache to delete.
+// unbind it), then Liqo's certificate caches, or a new peering would get a
+// revoked certificate back from them, and last, once Liqo unbound it, the
+// Renews Liqo's CRD replicator created for it (deleteReplicatedRenews).
+// Without Liqo there is nothing to drain and no cache to delete.
 func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
-	drained, err := s.liqoDrained(ctx, consumer, ns)
+	drained, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
 	if err != nil {
 		return err
 	}
@@ -187,26 +190,61 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	if err := s.recordRevoked(ctx, consumer); err != nil {
 		return err
 	}
-	for i := range drained {
-		uid := drained[i].GetUID()
-		if err := s.r.Delete(ctx, &drained[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("draining %s %s/%s: %w", drained[i].GetKind(), ns, drained[i].GetName(), err)
-		}
+	if err := s.deleteReplicated(ctx, drained); err != nil {
+		return err
 	}
 	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
 		return err
 	}
-	return s.deleteLiqoCaches(ctx, ns, caches...)
+	if err := s.deleteLiqoCaches(ctx, ns, caches...); err != nil {
+		return err
+	}
+	return s.deleteReplicatedRenews(ctx, consumer, ns)
 }
 
-// liqoDrained lists, in the tenant namespace ns, what Liqo's Drained deletes
-// for consumer (provider.LiqoDrainedKinds, provider.LiqoDrainSelector): what
-// Liqo's CRD replicator created there for it. It reads from the API server:
-// no informer watches these kinds. A kind whose CRD is not installed (no
-// Liqo) has nothing to drain.
-func (s *session) liqoDrained(ctx context.Context, consumer, ns string) ([]unstructured.Unstructured, error) {
+// deleteReplicatedRenews deletes the Renews Liqo's CRD replicator created in
+// ns for consumer (provider.LiqoRenewKind) once no RoleBinding there names
+// it: bound, the consumer's replicator would create them again at once. Until
+// Liqo unbound it (the Tenant is gone, its bindings follow) it returns an
+// error, so the revocation is tried again.
+func (s *session) deleteReplicatedRenews(ctx context.Context, consumer, ns string) error {
+	renews, err := s.liqoReplicated(ctx, consumer, ns, []schema.GroupVersionKind{provider.LiqoRenewKind})
+	if err != nil || len(renews) == 0 {
+		return err
+	}
+	var bindings rbacv1.RoleBindingList
+	if err := s.r.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for _, rb := range bindings.Items {
+		for _, sub := range rb.Subjects {
+			if (sub.Kind == rbacv1.UserKind || sub.Kind == rbacv1.GroupKind) && sub.Name == consumer {
+				return fmt.Errorf("waiting for Liqo to unbind %s (RoleBinding %s/%s) before deleting the Renews its CRD replicator created, which it would create again", consumer, ns, rb.Name)
+			}
+		}
+	}
+	return s.deleteReplicated(ctx, renews)
+}
+
+// deleteReplicated deletes objs, each only if it is still the object listed.
+func (s *session) deleteReplicated(ctx context.Context, objs []unstructured.Unstructured) error {
+	for i := range objs {
+		uid := objs[i].GetUID()
+		if err := s.r.Delete(ctx, &objs[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s/%s: %w", objs[i].GetKind(), objs[i].GetNamespace(), objs[i].GetName(), err)
+		}
+	}
+	return nil
+}
+
+// liqoReplicated lists, in the tenant namespace ns, the objects of kinds that
+// Liqo's CRD replicator created there for consumer (provider.LiqoDrainSelector;
+// provider.LiqoDrainedKinds are what Liqo's Drained deletes). It reads from
+// the API server: no informer watches these kinds. A kind whose CRD is not
+// installed (no Liqo) has nothing to list.
+func (s *session) liqoReplicated(ctx context.Context, consumer, ns string, kinds []schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
-	for _, gvk := range provider.LiqoDrainedKinds {
+	for _, gvk := range kinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		err := s.r.apiReader().List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: provider.LiqoDrainSelector(consumer)})
@@ -281,7 +319,7 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
 		return err
 	}
-	drained, err := s.liqoDrained(ctx, pe.Consumer, ns)
+	drained, err := s.liqoReplicated(ctx, pe.Consumer, ns, provider.LiqoDrainedKinds)
 	if err != nil {
 		return err
 	}
@@ -293,7 +331,7 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 }
 
 // liqoCaches names Liqo's certificate caches of a consumer: the control
-// plane's and those of its ResourceSlices among drained (liqoDrained). The
+// plane's and those of its ResourceSlices among drained (liqoReplicated). The
 // agent may not list Secrets (they would include their data); it finds the
 // caches by name.
 func liqoCaches(drained []unstructured.Unstructured) []string {

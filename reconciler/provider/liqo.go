@@ -102,6 +102,17 @@ var LiqoDrainedKinds = []schema.GroupVersionKind{
 	{Group: "offloading.liqo.io", Version: "v1beta1", Kind: "NamespaceMap"},
 }
 
+// LiqoRenewKind is the Renew Liqo's CRD replicator creates on the provider
+// for each control-plane Identity of the consumer (Liqo's local renewer keeps
+// one per Identity). Liqo's Drained leaves it, as Liqo's own unpeering starts
+// on the consumer, whose replicator deletes it. gitpeer revokes from the
+// provider: the consumer, unbound, can no longer delete it, and its
+// replicator holds the consumer's Renew and Liqo's kubeconfig Secret by their
+// finalizers until it is gone (liqotech/liqo v1.2.0
+// internal/crdReplicator/reflection/handler.go, deleteRemoteObject), so
+// revocation deletes it once the consumer is unbound.
+var LiqoRenewKind = schema.GroupVersionKind{Group: "authentication.liqo.io", Version: "v1beta1", Kind: "Renew"}
+
 // LiqoDrainSelector selects what Liqo's CRD replicator created for consumer,
 // as Drained selects it (pkg/utils/labels, RemoteLabelSelectorForCluster):
 // liqo.io/replicated=true and liqo.io/originID=<consumer>.

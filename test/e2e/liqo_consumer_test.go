@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -37,9 +36,10 @@ import (
 // The same handshake, Liqo's restarts and the revocation run on Liqo's own
 // controllers in "Liqo mode on the real Liqo" (liqo_real_consumer_test.go),
 // which also checks that the double's identity controller writes the
-// kubeconfig the real one writes. The double stays here for Liqo's renewer:
-// on the real Liqo it needs the CRD replicator (Renew objects replicated
-// between the clusters), which liqo-auth-harness does not run.
+// kubeconfig the real one writes; Liqo's renewal, with Liqo's CRD replicator
+// carrying the Renews, runs in "Liqo on both sides with Liqo's CRD
+// replicator" (liqo_real_replicator_test.go). The double stays here for a
+// gitpeer provider in standalone mode facing a Liqo consumer.
 var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 	const lProviderID, lConsumerID = "liqoc-p", "liqoc-c"
 	dir := lProviderID + "/" + lConsumerID + "/"
@@ -96,42 +96,6 @@ var _ = Describe("Consumer in Liqo mode", Ordered, func() {
 		for _, user := range cfg.AuthInfos {
 			Expect(user.ClientKeyData).To(Equal(liqoKey))
 		}
-		Expect(must(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
-	})
-
-	It("does not undo a renewal by Liqo's renewer with the older identity.yaml", func(ctx SpecContext) {
-		provider.stopAgent()
-		tenantKey := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(lConsumerID), Name: lConsumerID}
-		tenant := &authv1beta1.Tenant{}
-		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
-		old := tenant.Status.AuthParams.SignedCRT
-		time.Sleep(time.Second) // certificates count NotBefore in seconds
-		renewed := issueClientCertificate(ctx, provider, double.Key, lConsumerID)
-		Expect(must(crypto.ParseCertificatePEM(renewed)).NotBefore).To(BeTemporally(">", must(crypto.ParseCertificatePEM(old)).NotBefore))
-		tenant.Status.AuthParams.SignedCRT = renewed
-		Expect(provider.k8s.Status().Update(ctx, tenant)).To(Succeed())
-
-		By("Liqo's renewer copying the certificate of the provider's Tenant status into Identity.spec")
-		renewal := &liqodouble.Renewal{Client: consumer.k8s, Provider: provider.k8s, ConsumerID: lConsumerID}
-		_, err := renewal.Reconcile(ctx, reconcile.Request{NamespacedName: identityKey})
-		Expect(err).NotTo(HaveOccurred())
-
-		By("gitpeer rounds at the same identity.yaml keeping it, and proving Liqo's new kubeconfig")
-		for range 5 {
-			requestRound(ctx, consumer)
-		}
-		Eventually(func(g Gomega) {
-			g.Expect(peeringRepository(ctx, g, consumer).Status.Peerings).To(ContainElement(And(HaveField("Phase", gitpeerv1alpha1.PhaseReady),
-				HaveField("Message", And(ContainSubstring(must(crypto.ParseCertificatePEM(renewed)).SerialNumber.Text(16)), ContainSubstring("kept"))))))
-		}).WithTimeout(time.Minute).Should(Succeed())
-		identity := &authv1beta1.Identity{}
-		Expect(consumer.k8s.Get(ctx, identityKey, identity)).To(Succeed())
-		Expect(identity.Spec.AuthParams.SignedCRT).To(Equal(renewed))
-		var onBranch authv1beta1.Identity
-		Expect(yaml.Unmarshal([]byte(show("main", dir+"identity.yaml")), &onBranch)).To(Succeed())
-		Expect(onBranch.Spec.AuthParams.SignedCRT).To(Equal(old), "identity.yaml still carries the older certificate")
-		secret := &corev1.Secret{}
-		Expect(consumer.k8s.Get(ctx, kubeconfigKey, secret)).To(Succeed())
 		Expect(must(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField]))).To(Equal(lConsumerID))
 	})
 })

@@ -47,9 +47,9 @@ import (
 // of "Consumer in Liqo mode" and the re-peering of "Liqo provider", run the
 // handshakes of those and of "Liqo on both sides" on the real Liqo, and add
 // the mixed peers, a consumer's ResourceSlice authenticated by P's Liqo, and
-// the re-peering after a Liqo-mode revocation. The double stays for Liqo's
-// renewal, which needs Liqo's CRD replicator (not in the harness) or a clock
-// the test moves; where both serve, a spec here compares them: the kubeconfig
+// the re-peering after a Liqo-mode revocation. Liqo's renewal runs with
+// Liqo's CRD replicator in liqo_real_replicator_test.go; where the double and
+// the real Liqo both serve, a spec here compares them: the kubeconfig
 // Secret of the identity controller (expectDoubleKubeconfig) and the
 // ResourceSlice CSRs the provider passes or denies (CheckResourceSliceCSR).
 var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers", Ordered, func() {
@@ -198,18 +198,8 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(can(ctx, clientFor(cpKubeconfig), "create", "authentication.liqo.io", "resourceslices", pNS)).To(BeFalse())
 
 		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret and Renew go with the Identity")
-		renew := &unstructured.Unstructured{}
-		renew.SetGroupVersionKind(renewGVK)
-		renew.SetNamespace(cNS)
-		renew.SetName(identityKey.Name)
-		for _, obj := range []client.Object{renew,
-			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}},
-		} {
-			Eventually(func() bool { return apierrors.IsNotFound(c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).
-				WithTimeout(time.Minute).Should(BeTrue(), "%T %s", obj, obj.GetName())
-		}
+		expectGone(ctx, c, append(identityObjects(cNS, identityKey.Name),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}})...)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID(pID)), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))
 		}).WithTimeout(time.Minute).Should(Succeed())
