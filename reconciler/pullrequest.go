@@ -52,7 +52,7 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 	if merged && s.previousPhase(pe.Provider) != gitpeerv1alpha1.PhaseAwaitingApproval {
 		return o // cleaned up when the merge was first seen; no forge call every round after
 	}
-	branch, err := s.reviewBranch(pe)
+	branch, err := consumer.ReviewBranch(spec, pe.Provider, pe.Consumer)
 	if err != nil {
 		return outcome{err: err}
 	}
