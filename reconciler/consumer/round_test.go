@@ -492,7 +492,9 @@ func TestPlanLiqoIdentity(t *testing.T) {
 			snap:    with(func(s *Snapshot) { s.Identity, s.LiqoKubeconfig = older, liqoSecret(older.Spec.AuthParams.SignedCRT) }),
 			actions: []string{"EnsureNamespace", "NoteCertificate", "PutIdentity", "RecheckAt"}, phase: gitpeerv1alpha1.PhaseIssued, message: "to rewrite Secret"},
 		"Liqo renewed it: kept, never downgraded": {
-			snap:    with(func(s *Snapshot) { s.Identity, s.LiqoKubeconfig = renewed, liqoSecret(renewed.Spec.AuthParams.SignedCRT) }),
+			snap: with(func(s *Snapshot) {
+				s.Identity, s.LiqoKubeconfig = renewed, liqoSecret(renewed.Spec.AuthParams.SignedCRT)
+			}),
 			actions: []string{"EnsureNamespace", "NoteCertificate", "Prove", "RememberProven"}, phase: gitpeerv1alpha1.PhaseReady,
 			message: "identity.yaml is older than the certificate Liqo renewed, kept"},
 	})
