@@ -64,7 +64,7 @@ func (s *session) observeConsumer(ctx context.Context, pe *protocol.Documents) (
 		return snap, err
 	} else if found {
 		revokedAt, revoked := nsObj.Annotations[RevokedAnnotation]
-		snap.Namespace = &consumer.Namespace{Name: ns, Mode: nsObj.Annotations[ModeAnnotation], Revoked: revoked, RevokedAt: revokedAt, Annotations: nsObj.Annotations}
+		snap.Namespace = &consumer.Namespace{Mode: nsObj.Annotations[ModeAnnotation], Revoked: revoked, RevokedAt: revokedAt, Annotations: nsObj.Annotations}
 	}
 	var err error
 	switch {

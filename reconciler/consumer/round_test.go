@@ -147,7 +147,7 @@ func runPlanCases(t *testing.T, now time.Time, cases map[string]planCase) {
 // TestPlanRequest: the steps before the provider's nonce, and a revocation.
 func TestPlanRequest(t *testing.T) {
 	p := newPeering(t)
-	revoked := &Namespace{Name: "liqo-tenant-provider", Revoked: true, RevokedAt: "2026-11-28T10:00:00Z"}
+	revoked := &Namespace{Revoked: true, RevokedAt: "2026-11-28T10:00:00Z"}
 	with := func(s Snapshot, f func(*Snapshot)) Snapshot { f(&s); return s }
 	none := p.snapshot(protocol.Documents{})
 	direct := with(none, func(s *Snapshot) { s.Spec = &gitpeerv1alpha1.ConsumerSpec{Direct: true} })
@@ -307,7 +307,7 @@ func TestPlanMode(t *testing.T) {
 	p := newPeering(t)
 	with := func(s Snapshot, f func(*Snapshot)) Snapshot { f(&s); return s }
 	madeInLiqo := func(s *Snapshot) {
-		s.Namespace = &Namespace{Name: "liqo-tenant-provider", Mode: gitpeerv1alpha1.PeeringModeLiqo}
+		s.Namespace = &Namespace{Mode: gitpeerv1alpha1.PeeringModeLiqo}
 	}
 	waiting := with(p.snapshot(protocol.Documents{Request: p.request()}), madeInLiqo)
 	runPlanCases(t, p.now, map[string]planCase{
@@ -379,7 +379,7 @@ func TestPlanIdentityRefusals(t *testing.T) {
 			actions: []string{"EnsureNamespace", "Log", "Event"}, phase: failed, check: rejected("trusted CA of provider provider: not found")},
 		"first use, another pin": {snap: with(p.issued(), func(s *Snapshot) {
 			s.Anchor = Anchor{FirstUse: true}
-			s.Namespace = &Namespace{Name: "liqo-tenant-provider", Annotations: map[string]string{PinnedProviderAnnotation: ProviderPin("https://before:6443", p.ca)}}
+			s.Namespace = &Namespace{Annotations: map[string]string{PinnedProviderAnnotation: ProviderPin("https://before:6443", p.ca)}}
 		}), actions: []string{"EnsureNamespace", "Log", "Event"}, phase: failed, check: rejected("pin mismatch")},
 	})
 }
@@ -431,7 +431,7 @@ func TestPlanApplyIdentity(t *testing.T) {
 			}},
 		"trust on first use, pinned before: nothing to pin": {snap: with(func(s *Snapshot) {
 			s.Anchor = Anchor{FirstUse: true}
-			s.Namespace = &Namespace{Name: "liqo-tenant-provider", Annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(tAPIServer, p.ca)}}
+			s.Namespace = &Namespace{Annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(tAPIServer, p.ca)}}
 		}), actions: []string{"EnsureNamespace", "NoteCertificate", "Prove", "WriteIdentity"}, phase: ready, message: "trusted on first use"},
 	})
 	t.Run("proof failures name the provider and what it answered", func(t *testing.T) {

@@ -64,7 +64,6 @@ type Snapshot struct {
 
 // Namespace is what the round observed of the consumer-side tenant namespace of a provider.
 type Namespace struct {
-	Name string
 	// Mode is the mode the peering was recorded in ("": standalone, earlier versions).
 	Mode string
 	// Revoked: the namespace records a revocation by the provider, at RevokedAt.
