@@ -218,4 +218,4 @@ $(LIQO_HARNESS): test/liqotools/go.mod test/liqotools/go.sum $(wildcard test/liq
 	@echo ">> building liqo-auth-harness from Liqo $(LIQO_VERSION) at $(abspath $(LIQO_SRC)) (first time only, takes minutes)"
 	cp test/liqotools/go.mod $(@D)/liqotools.mod && cp test/liqotools/go.sum $(@D)/liqotools.sum
 	cd test/liqotools && go mod edit -modfile=$(@D)/liqotools.mod -replace=github.com/liqotech/liqo=$(abspath $(LIQO_SRC)) && \
-		go build -modfile=$(@D)/liqotools.mod -mod=mod -trimpath -ldflags '-s -w' -o $@ ./liqo-auth-harness
+		go build -modfile=$(@D)/liqotools.mod -mod=mod -trimpath -ldflags '-s -w -X main.liqoVersion=$(LIQO_VERSION)' -o $@ ./liqo-auth-harness

@@ -463,7 +463,8 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 
 // testNamespaceAdoption checks the agent cannot take over a tenant namespace it did not create: it
 // may not add its labels to an existing namespace, change its owner, or delete a namespace that
-// lacks the owner label; it may still annotate and delete its own (providerNS).
+// lacks the owner label; it may still annotate and delete its own (providerNS), and adopt one of
+// an earlier version or one Liqo created (owner label only).
 func testNamespaceAdoption(ctx context.Context, t *testing.T, admin, agent client.Client, providerNS string) {
 	labels := func(name, labels string) error {
 		return agent.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
@@ -483,6 +484,19 @@ func testNamespaceAdoption(ctx context.Context, t *testing.T, admin, agent clien
 		agent.Delete(ctx, legacy, client.DryRunAll))
 	expectAllowed(t, "adopt a namespace of an earlier version (add the owner label)", labels(legacy.Name, `{"`+ownerLabel+`":"uid-of-peering"}`))
 	expectDenied(t, "adopt a namespace of an earlier version by adding managed-by too", labels(foreign, `{"app.kubernetes.io/managed-by":"gitpeer","`+ownerLabel+`":"uid-of-peering"}`))
+
+	// A tenant namespace Liqo created (liqotech/liqo pkg/tenantNamespace, ForgeNamespace) may gain the
+	// owner label, never managed-by, and so is never deletable by the agent.
+	byLiqo := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-c-liqo",
+		Labels: map[string]string{"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": "c-liqo"}}}
+	expectAllowed(t, "create a tenant namespace as Liqo does (admin)", admin.Create(ctx, byLiqo))
+	expectAllowed(t, "adopt a tenant namespace Liqo created (add the owner label)", labels(byLiqo.Name, `{"`+ownerLabel+`":"uid-of-peering"}`))
+	expectDenied(t, "adopt a tenant namespace Liqo created with managed-by gitpeer", labels(byLiqo.Name, `{"app.kubernetes.io/managed-by":"gitpeer","`+ownerLabel+`":"uid-of-peering"}`))
+	wrongPeer := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-c-other",
+		Labels: map[string]string{"liqo.io/tenant-namespace": "true", "liqo.io/remote-cluster-id": "c-liqo"}}}
+	expectAllowed(t, "create a namespace with Liqo's labels naming another peer (admin)", admin.Create(ctx, wrongPeer))
+	expectDenied(t, "adopt a namespace whose Liqo labels name another peer", labels(wrongPeer.Name, `{"`+ownerLabel+`":"uid-of-peering"}`))
+	expectDenied(t, "delete a tenant namespace Liqo created", agent.Delete(ctx, byLiqo, client.DryRunAll))
 	expectAllowed(t, "delete its own namespace", agent.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNS}}, client.DryRunAll))
 }
 

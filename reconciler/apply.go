@@ -9,13 +9,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // gitStep is what one peering of a round writes to the branch: its files, the
@@ -166,7 +167,7 @@ func roundMessage(cluster string, steps []gitStep) (protocol.Message, []gitsync.
 		fmt.Fprintf(&body, "- %s\n", st.msg.Subject)
 		own := st.msg.Trailers()
 		trailers = append(trailers, own[:len(own)-len(st.msg.Extra)]...)
-		trailers = append(trailers, protocol.Trailer{Key: protocol.TrailerSummary, Value: st.msg.Subject})
+		trailers = append(trailers, protocol.Trailer{Key: vocabulary.TrailerSummary, Value: st.msg.Subject})
 		trailers = append(trailers, st.msg.Extra...)
 	}
 	var parts []string
@@ -202,11 +203,11 @@ func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gi
 func (s *session) markRenewals() {
 	switch {
 	case !s.obj.IsProvider():
-		deleteCondition(s.obj, ConditionCertificatesRenewed)
+		deleteCondition(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition)
 	case len(s.overdue) > 0:
 		first := s.overdue[slices.Min(slices.Collect(maps.Keys(s.overdue)))]
-		markFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), first)
+		markFalse(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition, gitpeerv1alpha1.RenewalOverdueReason, "%d renewal(s) overdue: %s", len(s.overdue), first)
 	default:
-		markTrue(s.obj, ConditionCertificatesRenewed, ReasonSucceeded, "no renewal overdue")
+		markTrue(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition, meta.SucceededReason, "no renewal overdue")
 	}
 }

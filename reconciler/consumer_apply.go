@@ -18,6 +18,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // applyConsumer carries out plan, the consumer's round for provider, one
@@ -35,14 +36,14 @@ func (s *session) applyConsumer(ctx context.Context, provider string, plan consu
 		case consumer.EnsureNamespace:
 			err = s.ensureTenantNamespace(ctx, provider, ns)
 		case consumer.RecordMode:
-			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { metav1.SetMetaDataAnnotation(m, ModeAnnotation, a.Mode) })
+			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { metav1.SetMetaDataAnnotation(m, vocabulary.ModeAnnotation, a.Mode) })
 		case consumer.ConsumeAnnotation:
 			err = s.consumeAnnotation(ctx, a.Key)
 		case consumer.ClearRevoked:
-			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { delete(m.Annotations, RevokedAnnotation) })
+			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { delete(m.Annotations, vocabulary.RevokedAnnotation) })
 		case consumer.MarkRevoked:
 			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) {
-				metav1.SetMetaDataAnnotation(m, RevokedAnnotation, a.At.UTC().Format(time.RFC3339))
+				metav1.SetMetaDataAnnotation(m, vocabulary.RevokedAnnotation, a.At.UTC().Format(time.RFC3339))
 			})
 		case consumer.ForgetProvider:
 			err = s.forgetProvider(ctx, provider, ns)
@@ -62,15 +63,15 @@ func (s *session) applyConsumer(ctx context.Context, provider string, plan consu
 		case consumer.Prove:
 			got, proofErr := whoami.Kubeconfig(ctx, a.Kubeconfig)
 			if proofErr != nil || got != a.User {
-				return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: a.Failed(got, proofErr)}
+				return consumerOutcome(a.Drift.Mark(consumer.Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Message: a.Failed(got, proofErr)}))
 			}
 			user = got
 		case consumer.RememberProven:
 			s.r.proven.set(provenKey{repo: client.ObjectKeyFromObject(s.obj), provider: provider}, a.Digest)
 		case consumer.PinProvider:
 			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) {
-				metav1.SetMetaDataAnnotation(m, PinnedProviderAnnotation, a.Pin)
-				delete(m.Annotations, PinnedCAAnnotation)
+				metav1.SetMetaDataAnnotation(m, vocabulary.PinnedProviderAnnotation, a.Pin)
+				delete(m.Annotations, vocabulary.PinnedCAAnnotation)
 			})
 		case consumer.WriteIdentity:
 			var op controllerutil.OperationResult
@@ -78,7 +79,7 @@ func (s *session) applyConsumer(ctx context.Context, provider string, plan consu
 				s.consumerEvents([]consumer.Event{{Reason: consumer.PeeringReady, About: provider, Message: a.Written(string(op), user)}})
 			}
 		case consumer.PutIdentity:
-			_, err = s.putIdentity(ctx, ns, provider, a.Identity)
+			_, err = s.putIdentity(ctx, ns, provider, a.Identity, a.ParamsDigest)
 		case consumer.NoteCertificate:
 			s.noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{expiry: a.Expiry})
 		case consumer.RecheckAt:
@@ -94,21 +95,26 @@ func (s *session) applyConsumer(ctx context.Context, provider string, plan consu
 			return outcome{err: err}
 		}
 	}
-	o := plan.Outcome
+	return consumerOutcome(plan.Outcome)
+}
+
+// consumerOutcome is the peering's outcome for the planner's o.
+func consumerOutcome(o consumer.Outcome) outcome {
 	return outcome{phase: o.Phase, message: o.Message, reason: consumerReasons[o.Reason].reason, err: o.Err}
 }
 
 // consumerReasons are the event type and reason of each of the consumer planner's.
 var consumerReasons = map[consumer.EventReason]struct{ eventType, reason string }{
-	consumer.Requested:         {corev1.EventTypeNormal, ReasonRequested},
-	consumer.DirectMode:        {corev1.EventTypeWarning, ReasonDirectMode},
-	consumer.TenantProposed:    {corev1.EventTypeNormal, ReasonTenantProposed},
-	consumer.PeeringReady:      {corev1.EventTypeNormal, ReasonPeeringReady},
-	consumer.Revoked:           {corev1.EventTypeNormal, ReasonRevoked},
-	consumer.Rejected:          {corev1.EventTypeWarning, ReasonRejected},
-	consumer.TrustedOnFirstUse: {corev1.EventTypeWarning, ReasonTrustedOnFirstUse},
-	consumer.ModeChanged:       {corev1.EventTypeWarning, ReasonModeChanged},
-	consumer.ModeSwitched:      {corev1.EventTypeNormal, ReasonModeSwitched},
+	consumer.Requested:         {corev1.EventTypeNormal, gitpeerv1alpha1.RequestedReason},
+	consumer.DirectMode:        {corev1.EventTypeWarning, gitpeerv1alpha1.DirectModeReason},
+	consumer.TenantProposed:    {corev1.EventTypeNormal, gitpeerv1alpha1.TenantProposedReason},
+	consumer.PeeringReady:      {corev1.EventTypeNormal, gitpeerv1alpha1.PeeringReadyReason},
+	consumer.Revoked:           {corev1.EventTypeNormal, gitpeerv1alpha1.RevokedReason},
+	consumer.Rejected:          {corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason},
+	consumer.TrustedOnFirstUse: {corev1.EventTypeWarning, gitpeerv1alpha1.TrustedOnFirstUseReason},
+	consumer.ModeChanged:       {corev1.EventTypeWarning, vocabulary.ReasonModeChanged},
+	consumer.ModeSwitched:      {corev1.EventTypeNormal, vocabulary.ReasonModeSwitched},
+	consumer.AuthParamsDrifted: {corev1.EventTypeWarning, vocabulary.ReasonAuthParamsDrifted},
 }
 
 // consumerEvents records events on the PeeringRepository.
@@ -152,15 +158,15 @@ func (s *session) putSignedNonce(ctx context.Context, provider, ns string, data 
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, provider)
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
-		delete(secret.Annotations, consumer.ProposedAnnotation)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+		delete(secret.Annotations, vocabulary.ProposedAnnotation)
 		secret.Data = data
 		return nil
 	})
 	return err
 }
 
-// markLiqoProposed sets consumer.ProposedAnnotation on the liqo-signed-nonce
+// markLiqoProposed sets vocabulary.ProposedAnnotation on the liqo-signed-nonce
 // Secret, which must still hold the nonce tenant.yaml was signed for.
 func (s *session) markLiqoProposed(ctx context.Context, ns string, a consumer.MarkLiqoProposed) error {
 	secret := &corev1.Secret{}
@@ -171,15 +177,20 @@ func (s *session) markLiqoProposed(ctx context.Context, ns string, a consumer.Ma
 		return fmt.Errorf("secret %s/%s no longer holds the nonce tenant.yaml was signed for", ns, secret.Name)
 	}
 	// An update, not a patch: the agent's role has no patch on Secrets.
-	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, consumer.ProposedAnnotation, a.Where)
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, vocabulary.ProposedAnnotation, a.Where)
 	return s.r.Update(ctx, secret)
 }
 
-// putIdentity creates or updates the Identity id in ns, labelled as the consumer's for provider.
-func (s *session) putIdentity(ctx context.Context, ns, provider string, id *authv1beta1.Identity) (*authv1beta1.Identity, error) {
+// putIdentity creates or updates the Identity id in ns, labelled as the
+// consumer's for provider; a paramsDigest is recorded in
+// vocabulary.IdentityParamsAnnotation (Liqo mode).
+func (s *session) putIdentity(ctx context.Context, ns, provider string, id *authv1beta1.Identity, paramsDigest string) (*authv1beta1.Identity, error) {
 	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, identity, func() error {
 		s.labelConsumerObject(&identity.ObjectMeta, provider)
+		if paramsDigest != "" {
+			metav1.SetMetaDataAnnotation(&identity.ObjectMeta, vocabulary.IdentityParamsAnnotation, paramsDigest)
+		}
 		identity.Spec = id.Spec
 		return nil
 	})
@@ -189,7 +200,7 @@ func (s *session) putIdentity(ctx context.Context, ns, provider string, id *auth
 // writeIdentity applies the Identity of a and its kubeconfig Secret, and
 // returns what happened to the Secret.
 func (s *session) writeIdentity(ctx context.Context, ns string, a consumer.WriteIdentity) (controllerutil.OperationResult, error) {
-	identity, err := s.putIdentity(ctx, ns, a.Provider, a.Identity)
+	identity, err := s.putIdentity(ctx, ns, a.Provider, a.Identity, "")
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
@@ -218,6 +229,6 @@ func (s *session) writeIdentity(ctx context.Context, ns string, a consumer.Write
 // labelConsumerObject sets the labels of an object the consumer creates for provider.
 func (s *session) labelConsumerObject(meta *metav1.ObjectMeta, provider string) {
 	metav1.SetMetaDataLabel(meta, authv1beta1.RemoteClusterIDLabel, provider)
-	metav1.SetMetaDataLabel(meta, ManagedByLabel, managedBy)
-	metav1.SetMetaDataLabel(meta, OwnerLabel, string(s.obj.UID))
+	metav1.SetMetaDataLabel(meta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+	metav1.SetMetaDataLabel(meta, vocabulary.OwnerLabel, string(s.obj.UID))
 }

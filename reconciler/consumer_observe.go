@@ -12,17 +12,13 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The consumer's round for one provider is three stages with plain data
 // between them: observeConsumer reads (a consumer.Snapshot),
 // consumer.PlanPeering decides (a consumer.Plan), applyConsumer writes
 // (consumer_apply.go).
-
-// RevokedAnnotation on a consumer-side tenant namespace records when the
-// provider revoked the identity; the agent then does not request again on
-// its own (see gitpeerv1alpha1.RequestAgainAnnotation).
-const RevokedAnnotation = "gitpeer.io/revoked-at"
 
 // consume runs the consumer's round for the peering directory pe: observe, plan, apply.
 func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
@@ -63,8 +59,8 @@ func (s *session) observeConsumer(ctx context.Context, pe *protocol.Documents) (
 	if found, err := s.getIfExists(ctx, "", ns, nsObj); err != nil {
 		return snap, err
 	} else if found {
-		revokedAt, revoked := nsObj.Annotations[RevokedAnnotation]
-		snap.Namespace = &consumer.Namespace{Mode: nsObj.Annotations[ModeAnnotation], Revoked: revoked, RevokedAt: revokedAt, Annotations: nsObj.Annotations}
+		revokedAt, revoked := nsObj.Annotations[vocabulary.RevokedAnnotation]
+		snap.Namespace = &consumer.Namespace{Mode: nsObj.Annotations[vocabulary.ModeAnnotation], Revoked: revoked, RevokedAt: revokedAt, Annotations: nsObj.Annotations}
 	}
 	var err error
 	switch {
@@ -78,9 +74,13 @@ func (s *session) observeConsumer(ctx context.Context, pe *protocol.Documents) (
 			}
 		case s.liqo.Active:
 			snap.Proven = s.r.proven.get(provenKey{repo: client.ObjectKeyFromObject(s.obj), provider: provider})
+			// Before Liqo sets the reference, the Secret of its default name
+			// may be one a finalizer holds (consumer.LiqoSecretTerminating).
+			secret := authv1beta1.KubeconfigSecretName(pe.Identity.Name)
 			if snap.Identity != nil && snap.Identity.Status.KubeconfigSecretRef != nil {
-				snap.LiqoKubeconfig, err = s.secretIfExists(ctx, ns, snap.Identity.Status.KubeconfigSecretRef.Name)
+				secret = snap.Identity.Status.KubeconfigSecretRef.Name
 			}
+			snap.LiqoKubeconfig, err = s.secretIfExists(ctx, ns, secret)
 		}
 	case pe.Nonce != nil && (s.liqo.Active || !snap.Quiet):
 		snap.SignedNonce, err = s.secretIfExists(ctx, ns, authv1beta1.SignedNonceSecretName)

@@ -24,7 +24,7 @@ func (s *session) failClosed(ctx context.Context, consumer string, tenant *authv
 		if err := s.r.Patch(ctx, tenant, patch); err != nil {
 			return outcome{err: err}
 		}
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, consumer, "tenant %s drained: %s", consumer, closure.Message)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, consumer, "tenant %s drained: %s", consumer, closure.Message)
 	}
 	if closure.Unbind {
 		if err := s.syncBinding(ctx, consumer, tenant.Namespace, authv1beta1.TenantConditionDrained); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The provider in Liqo mode: gitpeer moves the files and gates approval, and
@@ -33,12 +34,6 @@ import (
 // makes of the Tenant's status, committed once per change of that status
 // after its certificate is checked and its serial recorded.
 
-// LiqoCertificateCacheSecret is the Secret in a tenant namespace where Liqo's
-// tenant controller caches the certificate it issued with the CSR it was
-// issued for (provider.LiqoCertificateCache). Revocation deletes it, or a new
-// peering of the consumer would be stuck on a CSR that does not match the cache.
-const LiqoCertificateCacheSecret = provider.LiqoCertificateCache
-
 // createLiqoNonce creates the consumer's nonce Secret as `liqoctl create
 // nonce` does: labels only, for Liqo's nonce creator to fill data.nonce. It
 // carries this PeeringRepository's labels too, so that revocation deletes it.
@@ -47,7 +42,7 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 		Namespace: ns, Name: authv1beta1.NonceSecretName,
 		Labels: map[string]string{
 			authv1beta1.NonceSecretLabel: authv1beta1.TrueValue, authv1beta1.RemoteClusterIDLabel: consumer,
-			ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID),
+			vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: string(s.obj.UID),
 		},
 	}}))
 }
@@ -56,6 +51,11 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 // (applyTenant, which fails closed on a refused one) for Liqo's tenant
 // controller to issue, and publishes the certificate once it has.
 func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	if current == nil {
+		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
+			return outcome{err: err}
+		}
+	}
 	tenant, _, note, stop := s.applyTenant(ctx, pe, ns, current)
 	if stop != nil {
 		return *stop
@@ -68,11 +68,35 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 	return o
 }
 
+// reportTenantDeletedOutsideGit warns, before the consumer's Tenant is
+// applied, when Liqo's certificate cache shows that one was applied and
+// issued before: the agent's own revocation deletes the cache with the
+// Tenant, `liqoctl unauthenticate` and `unpeer` (liqotech/liqo v1.2.0
+// pkg/liqoctl/unauthenticate, DeleteTenant) delete only the Tenant. Their
+// deletion is undone, as any change the branch does not carry: ending a
+// peering is deleting tenant.yaml, which also records its certificates
+// revoked. Liqo then gives the cached certificate back.
+func (s *session) reportTenantDeletedOutsideGit(ctx context.Context, pe *protocol.Documents, ns string) error {
+	cache := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: provider.LiqoCertificateCache}, cache); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonTenantDeletedOutsideGit, pe.Consumer,
+		"Tenant %s/%s was deleted outside Git (as liqoctl unauthenticate or unpeer do) while %s is on the branch: it is applied again; to end the peering, delete tenant.yaml (gitpeer revoke)",
+		ns, pe.Consumer, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile})
+	return nil
+}
+
 // publishLiqoIdentity keeps an issued peering of Liqo mode true to the
 // branch: the Tenant's condition is the branch's, and the certificate Liqo put
 // in its status (issued or renewed) is checked, recorded, then committed as
 // identity.yaml unless the branch carries it already.
 func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
+	if err := protocol.CheckNoAWSConfig(tenant.Status.AuthParams); err != nil {
+		msg := fmt.Sprintf("Liqo answered Tenant %s with an IAM identity, not committed: %v", pe.Consumer, err)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoAWSUnsupported, message: msg}
+	}
 	if err := s.syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
 	}
@@ -88,23 +112,52 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	}
 	if err != nil {
 		msg := fmt.Sprintf("certificate in the status of Tenant %s not committed: %v", pe.Consumer, err)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCertificateRejected, pe.Consumer, "%s", msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCertificateRejected, pe.Consumer, "%s", msg)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 	}
 	// Recorded before it is published: a revoked certificate must block a revival.
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix()})
 	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
 		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
 		if err != nil {
 			return outcome{err: err}
 		}
-		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
-		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
+		reason := map[string]string{vocabulary.ActionIssueIdentity: gitpeerv1alpha1.IdentityIssuedReason, vocabulary.ActionRenewIdentity: gitpeerv1alpha1.IdentityRenewedReason}[action]
+		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String(), doc))
 	}
-	return issuedOutcome(tenant, cert)
+	o := issuedOutcome(tenant, cert)
+	if advertised, published := tenant.Status.AuthParams.APIServer, s.apiServer(); provider.APIServerDiffers(advertised, published) {
+		msg := fmt.Sprintf("Liqo advertises API server %q (its chart's apiServer.address, or its control-plane node) but this provider publishes %q (spec.provider.apiServer, or the agent's own API server) in terms.yaml: "+
+			"consumers that check the terms refuse identity.yaml; set Liqo's apiServer.address and spec.provider.apiServer to the same address", advertised, published)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
+		o.reason, o.message = vocabulary.ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
+	}
+	return s.watchLiqoRenewal(pe.Consumer, tenant, cert, o)
+}
+
+// watchLiqoRenewal watches the renewal Liqo's tenant controller makes of
+// cert, the certificate in the status of tenant, at the point gitpeer renews
+// its own (2/3 of the life: liqotech/liqo v1.2.0
+// pkg/liqo-controller-manager/authentication/utils, ShouldRenewCertificate):
+// once overdue it is reported as in standalone mode (renewalStalled:
+// condition, event, metric); until then the peering is visited again when it
+// would become overdue, since nothing changes in the cluster while Liqo
+// stalls. Liqo renews nothing for a Drained Tenant, on purpose.
+func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, cert *x509.Certificate, o outcome) outcome {
+	if tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
+		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix()})
+		return o
+	}
+	renewal := provider.RenewalOf(cert, s.r.Now())
+	if renewal.Overdue {
+		o.message = joinNote(o.message, "Liqo's tenant controller has not renewed it: is liqo-controller-manager running?")
+		return s.renewalStalled(consumer, cert, renewal, o)
+	}
+	s.noteRenewalOf(consumer, renewal.At.Add(provider.OverdueAfter(cert)))
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
+	return o
 }
 
 // revokeConsumer takes back everything issued or bound for consumer, in
@@ -124,13 +177,7 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	if err != nil {
 		return err
 	}
-	var slices []string
-	for _, obj := range drained {
-		if obj.GetKind() == provider.LiqoDrainedKinds[0].Kind {
-			slices = append(slices, obj.GetName())
-		}
-	}
-	caches := provider.LiqoCertificateCaches(slices)
+	caches := liqoCaches(drained)
 	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
 		return err
 	}
@@ -217,10 +264,12 @@ func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...stri
 
 // dropStaleLiqoCache prepares an approved change of the CSR of an applied
 // Tenant (a rekey, or a new CSR for the same key): the certificate in its
-// status is recorded, and Liqo's certificate cache is deleted before the new
-// spec is applied. Liqo's tenant controller refuses a CSR that differs from
-// the cached one and leaves the Tenant stuck (liqotech/liqo v1.2.0:
-// pkg/identityManager/certificateIdentityProvider.go, the liqo-remote-certificate cache).
+// status and those in Liqo's caches are recorded, and every cache of Liqo's,
+// the control plane's and the ResourceSlices', is deleted before the new spec
+// is applied. Liqo refuses a CSR that differs from the cached one and leaves
+// the Tenant, or a ResourceSlice the consumer's Liqo signs anew with the new
+// key, stuck (liqotech/liqo v1.2.0:
+// pkg/identityManager/certificateIdentityProvider.go, GetRemoteCertificate).
 func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
 	applied := &authv1beta1.Tenant{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, applied); err != nil {
@@ -232,7 +281,29 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
 		return err
 	}
-	return s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache)
+	drained, err := s.liqoDrained(ctx, pe.Consumer, ns)
+	if err != nil {
+		return err
+	}
+	caches := liqoCaches(drained)
+	if err := s.recordLiqoCertificates(ctx, pe.Consumer, ns, nil, caches); err != nil {
+		return err
+	}
+	return s.deleteLiqoCaches(ctx, ns, caches...)
+}
+
+// liqoCaches names Liqo's certificate caches of a consumer: the control
+// plane's and those of its ResourceSlices among drained (liqoDrained). The
+// agent may not list Secrets (they would include their data); it finds the
+// caches by name.
+func liqoCaches(drained []unstructured.Unstructured) []string {
+	var slices []string
+	for _, obj := range drained {
+		if obj.GetKind() == provider.LiqoDrainedKinds[0].Kind {
+			slices = append(slices, obj.GetName())
+		}
+	}
+	return provider.LiqoCertificateCaches(slices)
 }
 
 // recordTenantCertificate records the certificate in the status of the
@@ -255,3 +326,20 @@ func (s *session) recordTenantCertificate(ctx context.Context, consumer string) 
 
 // liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).
 func (s *session) liqoMode() bool { return s.liqo.Active }
+
+// strayLiqoTenant reports, before gitpeer creates the Tenant of consumer in
+// ns, a Tenant of someone else's that Liqo's Tenant webhook would refuse it
+// for (provider.StrayTenants): a condition and an event naming it, instead
+// of a creation refused every round.
+func (s *session) strayLiqoTenant(ctx context.Context, consumer, ns string) *outcome {
+	var tenants authv1beta1.TenantList
+	if err := s.r.List(ctx, &tenants); err != nil {
+		return &outcome{err: err}
+	}
+	err := provider.StrayTenants(consumer, ns, tenants.Items)
+	if err == nil {
+		return nil
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonStrayTenant, consumer, "%v", err)
+	return &outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonStrayTenant, message: err.Error()}
+}

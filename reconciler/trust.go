@@ -13,6 +13,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // anchor is what the admin configured to trust provider's Identity by
@@ -50,12 +51,12 @@ func (s *session) forgetProvider(ctx context.Context, provider, ns string) error
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if nsObj.Annotations[PinnedProviderAnnotation] == "" && nsObj.Annotations[PinnedCAAnnotation] == "" {
+	if nsObj.Annotations[vocabulary.PinnedProviderAnnotation] == "" && nsObj.Annotations[vocabulary.PinnedCAAnnotation] == "" {
 		return nil
 	}
 	patch := client.MergeFrom(nsObj.DeepCopy())
-	delete(nsObj.Annotations, PinnedProviderAnnotation)
-	delete(nsObj.Annotations, PinnedCAAnnotation)
+	delete(nsObj.Annotations, vocabulary.PinnedProviderAnnotation)
+	delete(nsObj.Annotations, vocabulary.PinnedCAAnnotation)
 	return s.r.Patch(ctx, nsObj, patch)
 }
 
@@ -65,7 +66,7 @@ func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) erro
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if secret.Labels[ManagedByLabel] != managedBy {
+	if secret.Labels[vocabulary.ManagedByLabel] != vocabulary.ManagedBy {
 		return nil
 	}
 	err := s.r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
@@ -83,7 +84,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 		providers = s.obj.Spec.Consumer.Providers
 	}
 	var identities authv1beta1.IdentityList
-	if err := s.r.List(ctx, &identities, client.MatchingLabels{ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)}); err != nil {
+	if err := s.r.List(ctx, &identities, client.MatchingLabels{vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: string(s.obj.UID)}); err != nil {
 		return err
 	}
 	var errs []error
@@ -98,7 +99,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 			continue
 		}
 		s.noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{})
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, provider,
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.RevokedReason, provider,
 			"provider %s left spec.consumer.providers: Identity, kubeconfig, signed nonce and pin deleted", provider)
 	}
 	return errors.Join(errs...)

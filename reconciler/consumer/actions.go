@@ -80,7 +80,7 @@ type MarkProposed struct {
 // signature and proposed mark.
 type PutNonce struct{ Nonce string }
 
-// MarkLiqoProposed sets ProposedAnnotation to Where on the liqo-signed-nonce
+// MarkLiqoProposed sets vocabulary.ProposedAnnotation to Where on the liqo-signed-nonce
 // Secret, if it still holds Nonce: tenant.yaml for it was pushed.
 type MarkLiqoProposed struct{ Nonce, Where string }
 
@@ -92,6 +92,25 @@ type Prove struct {
 	Kubeconfig     []byte
 	// Liqo: the kubeconfig is Liqo's, nothing is kept in its place.
 	Liqo bool
+	// Drift is what the outcome of a failed proof says of parameters this
+	// round restored.
+	Drift Drift
+}
+
+// Drift is what a round that restored an Identity's drifted parameters adds
+// to the peering's outcome, whatever it is: its Reason and a Note.
+type Drift struct {
+	Reason EventReason
+	Note   string
+}
+
+// Mark returns o with the drift's reason and note; o unchanged when nothing drifted.
+func (d Drift) Mark(o Outcome) Outcome {
+	if d.Note == "" || o.Err != nil {
+		return o
+	}
+	o.Reason, o.Message = d.Reason, o.Message+"; "+d.Note
+	return o
 }
 
 // Failed is the message of a proof that failed: err, or the user the provider named.
@@ -128,8 +147,13 @@ func (w WriteIdentity) Written(op, user string) string {
 	return fmt.Sprintf("kubeconfig for provider %s %s (serial %s); it authenticates as %s", w.Provider, op, w.Serial, user)
 }
 
-// PutIdentity creates or updates Identity (Liqo mode: Liqo's identity controller writes its kubeconfig).
-type PutIdentity struct{ Identity *authv1beta1.Identity }
+// PutIdentity creates or updates Identity (Liqo mode: Liqo's identity
+// controller writes its kubeconfig), recording ParamsDigest, when set, in
+// vocabulary.IdentityParamsAnnotation.
+type PutIdentity struct {
+	Identity     *authv1beta1.Identity
+	ParamsDigest string
+}
 
 // NoteCertificate notes, for the metrics, the expiry of the peering's
 // certificate (Unix seconds); zero: the peering holds none any more.
@@ -189,4 +213,5 @@ const (
 	TrustedOnFirstUse
 	ModeChanged
 	ModeSwitched
+	AuthParamsDrifted
 )

@@ -17,8 +17,10 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // LiqoRecheck is how soon a round comes back while it waits for one of
@@ -50,7 +52,7 @@ func PlanPeering(s Snapshot, now time.Time) Plan {
 	case ApplyIdentity:
 		p.applyIdentity(s, now)
 	case KeepIdentity:
-		p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[protocol.Identity])}
+		p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Message: fmt.Sprintf("%v; skipped: the current Identity is kept", pe.Invalid[vocabulary.IdentityFile])}
 	case DropIdentity:
 		p.add(ForgetProvider{}, NoteCertificate{}, MarkRevoked{At: now},
 			Event{Revoked, pe.Provider, fmt.Sprintf("identity.yaml for provider %s left the branch: Identity, kubeconfig and pin deleted", pe.Provider)})
@@ -111,9 +113,9 @@ func (p *Plan) request(s Snapshot) {
 	}
 	msg := protocol.Message{
 		Subject: fmt.Sprintf("Request peering of %s with %s", pe.Consumer, pe.Provider),
-		Action:  protocol.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  vocabulary.ActionRequest, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
-	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Request}.String(), doc)
+	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.RequestFile}.String(), doc)
 	requested := func(where string) Event {
 		return Event{Requested, pe.Provider, fmt.Sprintf("request.yaml for provider %s pushed to %s", pe.Provider, where)}
 	}
@@ -230,9 +232,9 @@ func (p *Plan) pushTenant(pe *protocol.Documents, tenant *authv1beta1.Tenant, br
 	msg := protocol.Message{
 		Subject: fmt.Sprintf("Propose Tenant of %s for %s", pe.Consumer, pe.Provider),
 		Body:    "Merging this change approves the peering: the provider's agent then verifies the Tenant and issues an identity.",
-		Action:  protocol.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
+		Action:  vocabulary.ActionProposeTenant, Provider: pe.Provider, Consumer: pe.Consumer,
 	}
-	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), doc)
+	change := gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), doc)
 	proposed := Event{TenantProposed, pe.Provider, fmt.Sprintf("tenant.yaml for provider %s pushed to %s", pe.Provider, where)}
 	if branch == "" {
 		p.add(Stage{Message: msg, Change: change, Pushed: []Event{warnDirect(pe.Provider, "tenant.yaml"), proposed}})
@@ -261,8 +263,9 @@ func ReviewBranch(spec *gitpeerv1alpha1.ConsumerSpec, provider, consumer string)
 }
 
 // applyIdentity acts on identity.yaml only for a provider this cluster asked
-// (its own tenant.yaml merged beside it), checks it against the cluster's own
-// key, the API server of the provider's terms and the anchor the admin
+// (its own tenant.yaml merged beside it), checks it (check.Identity, with the
+// cluster's own key: the certificate and the API server of the provider's
+// terms) and against the anchor the admin
 // configured (CA hashes or CA) or, only by opt-in, the provider's pin; proves
 // the kubeconfig with a SelfSubjectReview when it is new or the branch moved,
 // and only then pins the provider (trust on first use) and writes the
@@ -271,18 +274,12 @@ func ReviewBranch(spec *gitpeerv1alpha1.ConsumerSpec, provider, consumer string)
 func (p *Plan) applyIdentity(s Snapshot, now time.Time) {
 	pe := s.Docs
 	id := pe.Identity
-	if err := OwnTenantMerged(pe, s.Key.Public()); err != nil {
-		p.reject(pe, err)
+	checked := check.Identity(pe, check.Facts{Key: s.Key.Public(), Now: now})
+	if checked.Err != nil {
+		p.reject(pe, checked.Err)
 		return
 	}
-	cert, err := protocol.CheckIdentity(id, s.Key.Public(), pe.Consumer, now)
-	if err == nil {
-		err = CheckTerms(pe)
-	}
-	if err != nil {
-		p.reject(pe, err)
-		return
-	}
+	cert := checked.Cert
 	p.add(EnsureNamespace{})
 	var annotations map[string]string
 	if s.Namespace != nil {
@@ -325,11 +322,12 @@ func (p *Plan) applyIdentity(s Snapshot, now time.Time) {
 	p.Outcome = ready
 }
 
-// applyLiqoIdentity ends applyIdentity in Liqo mode: it applies the Identity
-// unless Liqo's renewer already moved it to a newer certificate, waits for
-// Liqo's identity controller to write the kubeconfig Secret, proves that
-// kubeconfig (once per kubeconfig) and then pins the provider. It never
-// writes the kubeconfig Secret.
+// applyLiqoIdentity ends applyIdentity in Liqo mode: it holds the Identity
+// to identity.yaml's parameters with the newer of its certificate and the one
+// Liqo's renewer put there (PlanIdentity), reporting parameters that drifted,
+// waits for Liqo's identity controller to write the kubeconfig Secret from
+// them, proves that kubeconfig (once per kubeconfig) and then pins the
+// provider. It never writes the kubeconfig Secret.
 func (p *Plan) applyLiqoIdentity(s Snapshot, now time.Time, annotations map[string]string, pin string) {
 	pe := s.Docs
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Provider))
@@ -338,25 +336,32 @@ func (p *Plan) applyLiqoIdentity(s Snapshot, now time.Time, annotations map[stri
 	if s.Identity != nil {
 		current, identity = &s.Identity.Spec, s.Identity.DeepCopy()
 	}
-	change, err := PlanIdentity(current, &pe.Identity.Spec)
+	plan, err := PlanIdentity(current, identity.Annotations[vocabulary.IdentityParamsAnnotation], &pe.Identity.Spec)
 	if err != nil {
 		p.Outcome = Outcome{Err: err}
 		return
 	}
-	applied := change == CreateIdentity || change == UpdateIdentity
-	if applied {
-		identity.Name, identity.Spec = pe.Identity.Name, pe.Identity.Spec
-		p.add(PutIdentity{Identity: pe.Identity})
+	// Every outcome of a round that restored drifted parameters says so.
+	drift := Drift{}
+	if plan.Write && len(plan.Drifted) > 0 {
+		drift = Drift{Reason: AuthParamsDrifted, Note: "restored " + strings.Join(plan.Drifted, ", ") + " from identity.yaml"}
+		p.add(Event{AuthParamsDrifted, pe.Provider, fmt.Sprintf(
+			"Identity %s/%s: %s changed outside identity.yaml (Liqo's renewal copies the provider's authParams, or another writer): restored from identity.yaml; a change of the provider's API server, CA or proxy takes effect once a reviewed identity.yaml carries it",
+			ns, pe.Identity.Name, strings.Join(plan.Drifted, ", "))})
+	}
+	if plan.Write {
+		identity.Name, identity.Spec = pe.Identity.Name, plan.Spec
+		p.add(PutIdentity{Identity: identity.DeepCopy(), ParamsDigest: plan.Digest})
 	}
 	kubeconfig, err := LiqoKubeconfig(identity, s.LiqoKubeconfig)
 	if err != nil {
 		p.add(RecheckAt{At: now.Add(LiqoRecheck)})
-		p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseIssued, Message: err.Error()}
+		p.Outcome = drift.Mark(Outcome{Phase: gitpeerv1alpha1.PhaseIssued, Message: err.Error()})
 		return
 	}
 	sum := sha256.Sum256(kubeconfig)
 	if digest := hex.EncodeToString(sum[:]); digest != s.Proven {
-		p.add(Prove{Provider: pe.Provider, User: pe.Consumer, Kubeconfig: kubeconfig, Liqo: true}, RememberProven{Digest: digest})
+		p.add(Prove{Provider: pe.Provider, User: pe.Consumer, Kubeconfig: kubeconfig, Liqo: true, Drift: drift}, RememberProven{Digest: digest})
 	}
 	p.recordPin(pe.Provider, ns, annotations, pin)
 	cert, err := crypto.ParseCertificatePEM(identity.Spec.AuthParams.SignedCRT)
@@ -364,15 +369,15 @@ func (p *Plan) applyLiqoIdentity(s Snapshot, now time.Time, annotations map[stri
 		p.Outcome = Outcome{Err: err}
 		return
 	}
-	if applied {
+	if plan.Change == CreateIdentity || plan.Change == UpdateIdentity {
 		p.add(Event{PeeringReady, pe.Provider, fmt.Sprintf("Identity for provider %s applied (serial %s); Liqo's kubeconfig works", pe.Provider, cert.SerialNumber.Text(16))})
 	}
 	kept := ""
-	if change == KeepRenewed {
+	if plan.Change == KeepRenewed {
 		kept = "; identity.yaml is older than the certificate Liqo renewed, kept"
 	}
-	p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseReady, Message: fmt.Sprintf("Liqo's kubeconfig Secret %s/%s works (certificate %s, expires %s)%s%s",
-		ns, s.LiqoKubeconfig.Name, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339), kept, firstUseNote(pin))}
+	p.Outcome = drift.Mark(Outcome{Phase: gitpeerv1alpha1.PhaseReady, Message: fmt.Sprintf("Liqo's kubeconfig Secret %s/%s works (certificate %s, expires %s)%s%s",
+		ns, s.LiqoKubeconfig.Name, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339), kept, firstUseNote(pin))})
 }
 
 // recordPin records pin (Trust's) on the tenant namespace ns when RecordPin
@@ -386,7 +391,7 @@ func (p *Plan) recordPin(provider, ns string, annotations map[string]string, pin
 		Log{"provider trusted on first use: pinned without an anchor", []any{"provider", provider, "namespace", ns}},
 		Event{TrustedOnFirstUse, provider, fmt.Sprintf(
 			"provider %s trusted on first use (spec.consumer.trustOnFirstUse): its API server and CA are pinned in annotation %s of namespace %s, with no anchor; %s, and add it to spec.consumer.trustedCAs",
-			provider, PinnedProviderAnnotation, ns, CAHashHowTo)})
+			provider, vocabulary.PinnedProviderAnnotation, ns, CAHashHowTo)})
 }
 
 // firstUseNote is what a peering's message adds while its provider is
@@ -400,7 +405,7 @@ func firstUseNote(pin string) string {
 
 // reject reports identity.yaml refused (phase message, Warning, log); nothing is written.
 func (p *Plan) reject(pe *protocol.Documents, reason error) {
-	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String()
+	path := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String()
 	msg := fmt.Sprintf("%s rejected: %s", path, reason)
 	p.add(Log{"identity rejected", []any{"path", path, "reason", reason.Error()}}, Event{Rejected, path, msg})
 	p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Message: msg}

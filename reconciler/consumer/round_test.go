@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	gocrypto "crypto"
 	"crypto/sha256"
 	"encoding/base64"
@@ -14,12 +15,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -110,7 +113,7 @@ func signedNonce(nonce string, signature []byte, proposed bool) *corev1.Secret {
 		s.Data[authv1beta1.SignedNonceSecretField] = signature
 	}
 	if proposed {
-		metav1.SetMetaDataAnnotation(&s.ObjectMeta, ProposedAnnotation, "branch x")
+		metav1.SetMetaDataAnnotation(&s.ObjectMeta, vocabulary.ProposedAnnotation, "branch x")
 	}
 	return s
 }
@@ -156,7 +159,7 @@ func TestPlanRequest(t *testing.T) {
 			phase: gitpeerv1alpha1.PhaseRequested, message: "request.yaml proposed on branch gitpeer/provider/consumer; waiting for someone to merge it into main",
 			check: func(t *testing.T, pl Plan) {
 				push := find[PushReview](t, pl)
-				if push.Branch != "gitpeer/provider/consumer" || push.Change.Path != "provider/consumer/request.yaml" || push.Message.Action != protocol.ActionRequest {
+				if push.Branch != "gitpeer/provider/consumer" || push.Change.Path != "provider/consumer/request.yaml" || push.Message.Action != vocabulary.ActionRequest {
 					t.Errorf("push = %s %s %s", push.Branch, push.Change.Path, push.Message.Action)
 				}
 				if len(push.Pushed) != 1 || push.Pushed[0].Reason != Requested {
@@ -194,7 +197,7 @@ func TestPlanRequest(t *testing.T) {
 				}
 			}},
 		"invalid identity.yaml: the current Identity is kept": {
-			snap:    with(p.snapshot(protocol.Documents{Request: p.request(), Invalid: map[protocol.Kind]error{protocol.Identity: protocol.ErrInvalid}}), func(s *Snapshot) { s.Identity = p.identity(1) }),
+			snap:    with(p.snapshot(protocol.Documents{Request: p.request(), Invalid: map[vocabulary.FileKind]error{vocabulary.IdentityFile: protocol.ErrInvalid}}), func(s *Snapshot) { s.Identity = p.identity(1) }),
 			actions: []string{}, phase: gitpeerv1alpha1.PhaseFailed, message: "skipped: the current Identity is kept"},
 	})
 }
@@ -217,7 +220,7 @@ func TestPlanProposeTenant(t *testing.T) {
 				if mark.Nonce != p.nonce || crypto.VerifyNonceSignature(p.key.Public(), p.nonce, mark.Signature) != nil {
 					t.Errorf("mark = %+v", mark)
 				}
-				if push := find[PushReview](t, pl); push.Change.Path != "provider/consumer/tenant.yaml" || push.Message.Action != protocol.ActionProposeTenant {
+				if push := find[PushReview](t, pl); push.Change.Path != "provider/consumer/tenant.yaml" || push.Message.Action != vocabulary.ActionProposeTenant {
 					t.Errorf("push = %s %s", push.Change.Path, push.Message.Action)
 				}
 			}},
@@ -379,7 +382,7 @@ func TestPlanIdentityRefusals(t *testing.T) {
 			actions: []string{"EnsureNamespace", "Log", "Event"}, phase: failed, check: rejected("trusted CA of provider provider: not found")},
 		"first use, another pin": {snap: with(p.issued(), func(s *Snapshot) {
 			s.Anchor = Anchor{FirstUse: true}
-			s.Namespace = &Namespace{Annotations: map[string]string{PinnedProviderAnnotation: ProviderPin("https://before:6443", p.ca)}}
+			s.Namespace = &Namespace{Annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin("https://before:6443", p.ca)}}
 		}), actions: []string{"EnsureNamespace", "Log", "Event"}, phase: failed, check: rejected("pin mismatch")},
 	})
 }
@@ -431,7 +434,7 @@ func TestPlanApplyIdentity(t *testing.T) {
 			}},
 		"trust on first use, pinned before: nothing to pin": {snap: with(func(s *Snapshot) {
 			s.Anchor = Anchor{FirstUse: true}
-			s.Namespace = &Namespace{Annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(tAPIServer, p.ca)}}
+			s.Namespace = &Namespace{Annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(tAPIServer, p.ca)}}
 		}), actions: []string{"EnsureNamespace", "NoteCertificate", "Prove", "WriteIdentity"}, phase: ready, message: "trusted on first use"},
 	})
 	t.Run("proof failures name the provider and what it answered", func(t *testing.T) {
@@ -450,21 +453,24 @@ func TestPlanApplyIdentity(t *testing.T) {
 func TestPlanLiqoIdentity(t *testing.T) {
 	p := newPeering(t)
 	id := p.issued().Identity
+	applied := ParamsDigest(&id.Spec) // what the consumer last wrote
 	inCluster := func(serial int64, notBefore time.Time, ref bool) *authv1beta1.Identity {
 		c := id.DeepCopy()
 		c.Spec.AuthParams.SignedCRT = certificate(t, p.key, notBefore, serial)
+		metav1.SetMetaDataAnnotation(&c.ObjectMeta, vocabulary.IdentityParamsAnnotation, applied)
 		if ref {
 			c.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: authv1beta1.KubeconfigSecretName(id.Name)}
 		}
 		return c
 	}
-	liqoSecret := func(cert []byte) *corev1.Secret {
-		data, err := crypto.BuildKubeconfig(crypto.KubeconfigParams{ProviderClusterID: tProvider, IdentityName: id.Name, APIServer: tAPIServer, Certificate: cert, Key: p.key})
+	liqoSecretFor := func(cert []byte, apiServer string) *corev1.Secret {
+		data, err := crypto.BuildKubeconfig(crypto.KubeconfigParams{ProviderClusterID: tProvider, IdentityName: id.Name, APIServer: apiServer, CA: id.Spec.AuthParams.CA, Certificate: cert, Key: p.key})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.KubeconfigSecretName(id.Name)}, Data: map[string][]byte{authv1beta1.KubeconfigSecretField: data}}
 	}
+	liqoSecret := func(cert []byte) *corev1.Secret { return liqoSecretFor(cert, tAPIServer) }
 	with := func(f func(*Snapshot)) Snapshot {
 		s := p.snapshot(p.issued())
 		s.Liqo, s.Mode = true, gitpeerv1alpha1.PeeringModeLiqo
@@ -472,13 +478,40 @@ func TestPlanLiqoIdentity(t *testing.T) {
 		return s
 	}
 	current := id.DeepCopy()
+	metav1.SetMetaDataAnnotation(&current.ObjectMeta, vocabulary.IdentityParamsAnnotation, applied)
 	current.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: authv1beta1.KubeconfigSecretName(id.Name)}
 	works := liqoSecret(id.Spec.AuthParams.SignedCRT)
 	sum := sha256.Sum256(works.Data[authv1beta1.KubeconfigSecretField])
 	renewed, older := inCluster(9, p.now, true), inCluster(5, p.now.Add(-time.Hour), true)
+	// Liqo's renewal: a newer certificate, and the provider's authParams copied over identity.yaml's.
+	liqoRenewal := inCluster(9, p.now, true)
+	liqoRenewal.Spec.AuthParams.APIServer, liqoRenewal.Spec.AuthParams.ProxyURL = "https://elsewhere:6443", ptr.To("http://proxy:3128")
+	// A kubeconfig Secret being deleted, held by Liqo's CRD replicator (the revoked Identity's).
+	held := works.DeepCopy()
+	held.DeletionTimestamp, held.Finalizers = &metav1.Time{Time: p.now}, []string{ReplicatorFinalizer}
+	restored := func(t *testing.T, pl Plan) {
+		put := find[PutIdentity](t, pl)
+		if put.Identity.Spec.AuthParams.APIServer != tAPIServer || put.Identity.Spec.AuthParams.ProxyURL != nil || put.ParamsDigest != applied {
+			t.Errorf("PutIdentity %+v, digest %s: identity.yaml's parameters not restored", put.Identity.Spec.AuthParams, put.ParamsDigest)
+		}
+		if !bytes.Equal(put.Identity.Spec.AuthParams.SignedCRT, liqoRenewal.Spec.AuthParams.SignedCRT) {
+			t.Errorf("the certificate Liqo renewed was not kept")
+		}
+		if e := find[Event](t, pl); e.Reason != AuthParamsDrifted || !strings.Contains(e.Message, "spec.authParams.apiServer, spec.authParams.proxyURL changed outside identity.yaml") {
+			t.Errorf("event %+v, want AuthParamsDrifted naming the fields", e)
+		}
+		if pl.Outcome.Reason != AuthParamsDrifted {
+			t.Errorf("outcome reason %v, want AuthParamsDrifted", pl.Outcome.Reason)
+		}
+	}
 	runPlanCases(t, p.now, map[string]planCase{
 		"no Identity: apply it, wait for Liqo's identity controller": {snap: with(func(*Snapshot) {}),
-			actions: []string{"EnsureNamespace", "NoteCertificate", "PutIdentity", "RecheckAt"}, phase: gitpeerv1alpha1.PhaseIssued, message: "status.kubeconfigSecretRef"},
+			actions: []string{"EnsureNamespace", "NoteCertificate", "PutIdentity", "RecheckAt"}, phase: gitpeerv1alpha1.PhaseIssued, message: "status.kubeconfigSecretRef",
+			check: func(t *testing.T, pl Plan) {
+				if got := find[PutIdentity](t, pl).ParamsDigest; got != applied {
+					t.Errorf("PutIdentity records digest %q, want %q", got, applied)
+				}
+			}},
 		"applied, Liqo's kubeconfig there: prove it once, remember it": {snap: with(func(s *Snapshot) { s.Identity, s.LiqoKubeconfig = current, works }),
 			actions: []string{"EnsureNamespace", "NoteCertificate", "Prove", "RememberProven"}, phase: gitpeerv1alpha1.PhaseReady, message: "Liqo's kubeconfig Secret liqo-tenant-provider/kubeconfig-controlplane-provider works",
 			check: func(t *testing.T, pl Plan) {
@@ -488,6 +521,11 @@ func TestPlanLiqoIdentity(t *testing.T) {
 			}},
 		"proven before: nothing to do": {snap: with(func(s *Snapshot) { s.Identity, s.LiqoKubeconfig, s.Proven = current, works, hex.EncodeToString(sum[:]) }),
 			actions: []string{"EnsureNamespace", "NoteCertificate"}, phase: gitpeerv1alpha1.PhaseReady},
+		"Identity of an earlier version, same spec: annotate it, no drift": {snap: with(func(s *Snapshot) {
+			s.Identity, s.LiqoKubeconfig, s.Proven = current.DeepCopy(), works, hex.EncodeToString(sum[:])
+			delete(s.Identity.Annotations, vocabulary.IdentityParamsAnnotation)
+		}),
+			actions: []string{"EnsureNamespace", "NoteCertificate", "PutIdentity"}, phase: gitpeerv1alpha1.PhaseReady},
 		"identity.yaml renewed: update, wait for Liqo to rewrite the kubeconfig": {
 			snap:    with(func(s *Snapshot) { s.Identity, s.LiqoKubeconfig = older, liqoSecret(older.Spec.AuthParams.SignedCRT) }),
 			actions: []string{"EnsureNamespace", "NoteCertificate", "PutIdentity", "RecheckAt"}, phase: gitpeerv1alpha1.PhaseIssued, message: "to rewrite Secret"},
@@ -497,5 +535,32 @@ func TestPlanLiqoIdentity(t *testing.T) {
 			}),
 			actions: []string{"EnsureNamespace", "NoteCertificate", "Prove", "RememberProven"}, phase: gitpeerv1alpha1.PhaseReady,
 			message: "identity.yaml is older than the certificate Liqo renewed, kept"},
+		"Liqo's renewal moved the API server and proxy: reported, restored, its certificate kept; the kubeconfig it built is not used": {
+			snap: with(func(s *Snapshot) {
+				s.Identity, s.LiqoKubeconfig = liqoRenewal, liqoSecretFor(liqoRenewal.Spec.AuthParams.SignedCRT, "https://elsewhere:6443")
+			}),
+			actions: []string{"EnsureNamespace", "NoteCertificate", "Event", "PutIdentity", "RecheckAt"}, phase: gitpeerv1alpha1.PhaseIssued,
+			message: "with the API server, CA and proxy of Identity controlplane-provider; restored spec.authParams.apiServer, spec.authParams.proxyURL from identity.yaml",
+			check:   restored},
+		"drift restored, Liqo's kubeconfig rebuilt: a failed proof still says what was restored": {
+			snap: with(func(s *Snapshot) {
+				s.Identity, s.LiqoKubeconfig = liqoRenewal, liqoSecret(liqoRenewal.Spec.AuthParams.SignedCRT)
+			}),
+			actions: []string{"EnsureNamespace", "NoteCertificate", "Event", "PutIdentity", "Prove", "RememberProven"}, phase: gitpeerv1alpha1.PhaseReady,
+			message: "kept; restored spec.authParams.apiServer, spec.authParams.proxyURL from identity.yaml",
+			check: func(t *testing.T, pl Plan) {
+				restored(t, pl)
+				failed := find[Prove](t, pl).Drift.Mark(Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Message: "does not work yet"})
+				if failed.Reason != AuthParamsDrifted || !strings.HasSuffix(failed.Message, "; restored spec.authParams.apiServer, spec.authParams.proxyURL from identity.yaml") {
+					t.Errorf("failed proof outcome %+v", failed)
+				}
+			}},
+		"kubeconfig Secret held by Liqo's CRD replicator, before Liqo set the reference: named, not waited on silently": {
+			snap: with(func(s *Snapshot) {
+				s.Identity, s.LiqoKubeconfig = inCluster(1, p.now.Add(-time.Minute), false), held
+				s.Identity.Spec = id.Spec
+			}),
+			actions: []string{"EnsureNamespace", "NoteCertificate", "RecheckAt"}, phase: gitpeerv1alpha1.PhaseIssued,
+			message: "held by finalizers [crdreplicator.liqo.io/operator]; Liqo's identity controller writes the new one once it is gone; crdreplicator.liqo.io/operator is removed by Liqo's CRD replicator"},
 	})
 }

@@ -42,7 +42,8 @@ type Snapshot struct {
 	// Namespace is the consumer-side tenant namespace of the provider, nil when absent.
 	Namespace *Namespace
 	// Identity is the provider's Identity in the cluster, nil when absent:
-	// the one identity.yaml names when it is on the branch.
+	// the one identity.yaml names when it is on the branch. Its
+	// vocabulary.IdentityParamsAnnotation tells drift from an update.
 	Identity *authv1beta1.Identity
 	// Kubeconfig is what the kubeconfig Secret of identity.yaml's Identity
 	// holds (standalone; not read in a quiet round).
@@ -50,7 +51,8 @@ type Snapshot struct {
 	// SignedNonce is the liqo-signed-nonce Secret, nil when absent (not read in a quiet round).
 	SignedNonce *corev1.Secret
 	// LiqoKubeconfig is the Secret Identity.status.kubeconfigSecretRef names
-	// (Liqo mode), nil when absent.
+	// (Liqo mode), or the one of its default name before Liqo sets the
+	// reference; nil when absent.
 	LiqoKubeconfig *corev1.Secret
 	// Proven is the SHA-256 (hex) of Liqo's kubeconfig this process last
 	// proved for the provider, "" if none.

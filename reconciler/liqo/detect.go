@@ -12,21 +12,35 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// Where an installed Liqo keeps its cluster ID and key, in its namespace
+// Where an installed Liqo keeps its cluster ID, in its namespace (its key: crypto.KeySecretName)
 // (liqotech/liqo v1.2.0: pkg/consts/clusterid.go, pkg/liqo-controller-manager/authentication/keys.go).
 const (
 	// ClusterIDConfigMap holds Liqo's cluster ID under ClusterIDKey.
 	ClusterIDConfigMap = "liqo-clusterid-configmap"
 	// ClusterIDKey is the key of the cluster ID in ClusterIDConfigMap.
 	ClusterIDKey = "CLUSTER_ID"
-	// KeysSecret holds Liqo's cluster key pair, laid out as crypto.ParseKeySecret reads it.
-	KeysSecret = crypto.KeySecretName
+	// VersionLabel on ClusterIDConfigMap holds the installed Liqo's version: Liqo's chart puts its
+	// common labels, the version included, on every object it installs
+	// (deployments/liqo/templates/_helpers.tpl "liqo.labels" and "liqo.version",
+	// liqo-clusterid-configmap.yaml), and `liqoctl install` installs that chart. `liqoctl version`
+	// reads the tag of the controller manager's image instead, which the agent may not read.
+	VersionLabel = "app.kubernetes.io/version"
+)
+
+// The Liqo versions gitpeer works with.
+const (
+	// MinVersion is the first Liqo version gitpeer works with: v1.0.0 and v1.0.1 panic on PEM keys,
+	// and up to v1.1.2 Liqo never renews the certificates it issues for the control plane.
+	MinVersion = "v1.1.3"
+	// TestedVersion is the Liqo version `make test` runs gitpeer's Liqo-mode specs on.
+	TestedVersion = "v1.2.0"
 )
 
 // Mode is the mode the agent runs in for one PeeringRepository.
@@ -39,6 +53,11 @@ type Mode struct {
 	ClusterID string
 	// Key is Liqo's cluster key; nil in standalone mode.
 	Key gocrypto.Signer
+	// Version is Liqo's version (VersionLabel); empty when unknown or in standalone mode.
+	Version string
+	// VersionWarning says why Liqo's version was not checked, or that it is newer than
+	// TestedVersion; empty otherwise. Liqo mode runs anyway (CheckVersion).
+	VersionWarning string
 }
 
 // String says the mode for people, as condition LiqoReady does.
@@ -46,7 +65,14 @@ func (m Mode) String() string {
 	if !m.Active {
 		return "standalone"
 	}
-	return fmt.Sprintf("Liqo mode: cluster ID %s, key type %s", m.ClusterID, crypto.KeyType(m.Key.Public()))
+	s := fmt.Sprintf("Liqo mode: cluster ID %s, key type %s", m.ClusterID, crypto.KeyType(m.Key.Public()))
+	if m.Version != "" {
+		s += ", Liqo " + m.Version
+	}
+	if m.VersionWarning != "" {
+		s += "; warning: " + m.VersionWarning
+	}
+	return s
 }
 
 // Error is why Liqo mode cannot run: Reason is the reason of condition
@@ -73,7 +99,9 @@ func newError(reason string, format string, args ...any) *Error {
 // exist; with neither, Auto is standalone and Enabled an *Error
 // (LiqoPrerequisitesMissing), as is Auto with only one of them or an object
 // the agent may not read. In Liqo mode the cluster IDs must match
-// (LiqoClusterIDMismatch) and the key pair must be valid (LiqoKeyInvalid).
+// (LiqoClusterIDMismatch), Liqo's version must not be one gitpeer cannot
+// work with (CheckVersion: LiqoVersionUnsupported) and the key pair must be
+// valid (LiqoKeyInvalid).
 // Other errors (API server unavailable) are returned as they are.
 func Detect(ctx context.Context, reader client.Reader, spec *gitpeerv1alpha1.LiqoSpec, clusterID string) (Mode, error) {
 	mode := Mode{Namespace: spec.GetNamespace()}
@@ -86,7 +114,7 @@ func Detect(ctx context.Context, reader client.Reader, spec *gitpeerv1alpha1.Liq
 	if err != nil {
 		return mode, err
 	}
-	secretFound, err := get(ctx, reader, mode.Namespace, KeysSecret, &secret)
+	secretFound, err := get(ctx, reader, mode.Namespace, crypto.KeySecretName, &secret)
 	if err != nil {
 		return mode, err
 	}
@@ -98,6 +126,10 @@ func Detect(ctx context.Context, reader client.Reader, spec *gitpeerv1alpha1.Liq
 	}
 	mode.Active = true
 	if mode.ClusterID, err = liqoClusterID(&cm, clusterID); err != nil {
+		return mode, err
+	}
+	mode.Version = cm.Labels[VersionLabel]
+	if mode.VersionWarning, err = CheckVersion(mode.Version); err != nil {
 		return mode, err
 	}
 	key, err := crypto.ParseKeySecret(&secret)
@@ -133,7 +165,7 @@ func requirePresent(mode gitpeerv1alpha1.LiqoMode, namespace string, cmFound, se
 		missing = append(missing, "ConfigMap "+namespace+"/"+ClusterIDConfigMap)
 	}
 	if !secretFound {
-		missing = append(missing, "Secret "+namespace+"/"+KeysSecret)
+		missing = append(missing, "Secret "+namespace+"/"+crypto.KeySecretName)
 	}
 	switch {
 	case len(missing) == 0:
@@ -160,6 +192,44 @@ func liqoClusterID(cm *corev1.ConfigMap, clusterID string) (string, error) {
 			id, cm.Namespace, cm.Name, clusterID)
 	}
 	return id, nil
+}
+
+// CheckVersion decides whether gitpeer works with Liqo version v (the value
+// of VersionLabel, "" when absent). A version before MinVersion is refused,
+// an *Error (LiqoVersionUnsupported) saying what fails with it. A version
+// that is no semantic version, or none, is run with a warning rather than
+// refused: every release Liqo published carries its semantic version there,
+// so what lacks it is a build from a commit (the chart's tag is then the
+// commit) or an install that dropped the chart's labels; refusing would stop
+// Liqo mode for installs that work, while the versions known not to work are
+// all releases, which are recognized. A version newer than TestedVersion runs
+// with a warning too.
+func CheckVersion(v string) (warning string, err error) {
+	if v == "" {
+		return fmt.Sprintf("Liqo's version is unknown (no label %s on ConfigMap %s): not checked; gitpeer needs Liqo %s or later and is tested with %s",
+			VersionLabel, ClusterIDConfigMap, MinVersion, TestedVersion), nil
+	}
+	parsed, perr := version.ParseSemantic(v)
+	if perr != nil {
+		return fmt.Sprintf("Liqo's version %q (label %s on ConfigMap %s) is no release version: not checked; gitpeer needs Liqo %s or later and is tested with %s",
+			v, VersionLabel, ClusterIDConfigMap, MinVersion, TestedVersion), nil
+	}
+	var why string
+	switch {
+	case parsed.LessThan(version.MustParseSemantic("v1.0.0")):
+		why = "Liqo before v1.0.0 has no authentication.liqo.io Tenants, the peering gitpeer drives"
+	case parsed.LessThan(version.MustParseSemantic("v1.0.2")):
+		why = "Liqo v1.0.0 and v1.0.1 panic on the PEM keys of the handshake, and Liqo up to v1.1.2 never renews the control-plane certificates it issues"
+	case parsed.LessThan(version.MustParseSemantic(MinVersion)):
+		why = "Liqo up to v1.1.2 never renews the control-plane certificates it issues, so every peering would stop working when its certificate expires"
+	case parsed.GreaterThan(version.MustParseSemantic(TestedVersion)):
+		return fmt.Sprintf("Liqo %s is newer than %s, the version gitpeer is tested with: see docs/liqo.md to run the conformance suite against it", v, TestedVersion), nil
+	default:
+		return "", nil
+	}
+	return "", newError(gitpeerv1alpha1.LiqoVersionUnsupportedReason,
+		"Liqo %s is installed (label %s on ConfigMap %s) but gitpeer needs Liqo %s or later: %s; upgrade Liqo (tested: %s), or set spec.liqo.mode Disabled to run standalone",
+		v, VersionLabel, ClusterIDConfigMap, MinVersion, why, TestedVersion)
 }
 
 // Reason returns the LiqoReady reason of err if it is an *Error.

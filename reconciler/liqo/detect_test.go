@@ -41,9 +41,20 @@ func newKey(t *testing.T, alg string) gocrypto.Signer {
 	return key
 }
 
+// clusterIDConfigMap is Liqo's cluster-ID ConfigMap as Liqo's chart
+// (liqo.TestedVersion) installs it.
 func clusterIDConfigMap(ns, id string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqo.ClusterIDConfigMap},
+	return versioned(ns, id, liqo.TestedVersion)
+}
+
+// versioned is Liqo's cluster-ID ConfigMap with version label v (none if "").
+func versioned(ns, id, v string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqo.ClusterIDConfigMap},
 		Data: map[string]string{liqo.ClusterIDKey: id}}
+	if v != "" {
+		cm.Labels = map[string]string{liqo.VersionLabel: v}
+	}
+	return cm
 }
 
 // keysSecret lays key out as Liqo's authentication-keys; pub, when not nil,
@@ -61,7 +72,7 @@ func keysSecret(t *testing.T, ns string, key gocrypto.Signer, pub gocrypto.Publi
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqo.KeysSecret},
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: crypto.KeySecretName},
 		Data: map[string][]byte{crypto.PrivateKeyField: priv, crypto.PublicKeyField: pubPEM}}
 }
 
@@ -82,6 +93,8 @@ func TestDetect(t *testing.T) {
 		key gocrypto.Signer
 		// reason and message are the expected *liqo.Error.
 		reason, message string
+		// version and warning are Mode's when Liqo's ConfigMap is not clusterIDConfigMap's.
+		version, warning string
 	}{
 		"unset spec, Liqo absent: standalone": {spec: nil},
 		"Auto, Liqo absent: standalone":       {spec: spec(gitpeerv1alpha1.LiqoAuto)},
@@ -110,6 +123,12 @@ func TestDetect(t *testing.T) {
 			reason: gitpeerv1alpha1.LiqoKeyInvalidReason, message: `invalid "privateKey"`},
 		"public key of another key": {spec: nil, objects: []client.Object{installed[0], keysSecret(t, liqoNS, ed, rsa.Public())},
 			reason: gitpeerv1alpha1.LiqoKeyInvalidReason, message: `"publicKey" is not the public key of "privateKey"`},
+		"Liqo v1.1.2: refused": {spec: nil, objects: []client.Object{versioned(liqoNS, clusterID, "v1.1.2"), installed[1]},
+			reason: gitpeerv1alpha1.LiqoVersionUnsupportedReason, message: "Liqo v1.1.2 is installed (label app.kubernetes.io/version on ConfigMap liqo-clusterid-configmap) but gitpeer needs Liqo v1.1.3 or later"},
+		"Liqo v1.0.0 with mode Enabled: refused": {spec: spec(gitpeerv1alpha1.LiqoEnabled), objects: []client.Object{versioned(liqoNS, clusterID, "v1.0.0"), installed[1]},
+			reason: gitpeerv1alpha1.LiqoVersionUnsupportedReason, message: "panic on the PEM keys"},
+		"Liqo version unknown: runs, warned": {spec: nil, objects: []client.Object{versioned(liqoNS, clusterID, ""), installed[1]}, key: ed,
+			version: "", warning: "Liqo's version is unknown (no label app.kubernetes.io/version on ConfigMap liqo-clusterid-configmap): not checked"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithObjects(tc.objects...).Build()
@@ -136,7 +155,13 @@ func TestDetect(t *testing.T) {
 			if !tc.key.Public().(interface{ Equal(gocrypto.PublicKey) bool }).Equal(mode.Key.Public()) {
 				t.Errorf("Key is not Liqo's key")
 			}
-			want := "Liqo mode: cluster ID cluster-a, key type " + crypto.KeyType(tc.key.Public())
+			want := "Liqo mode: cluster ID cluster-a, key type " + crypto.KeyType(tc.key.Public()) + ", Liqo " + liqo.TestedVersion
+			if tc.warning != "" {
+				want = "Liqo mode: cluster ID cluster-a, key type " + crypto.KeyType(tc.key.Public()) + "; warning: " + mode.VersionWarning
+				if mode.Version != tc.version || !strings.HasPrefix(mode.VersionWarning, tc.warning) {
+					t.Errorf("version %q, warning %q; want %q, %q…", mode.Version, mode.VersionWarning, tc.version, tc.warning)
+				}
+			}
 			if mode.ClusterID != clusterID || mode.String() != want {
 				t.Errorf("mode = %q (cluster ID %q), want %q", mode, mode.ClusterID, want)
 			}
@@ -180,7 +205,7 @@ func TestDetectUnreadable(t *testing.T) {
 		err    error
 		reason string
 	}{
-		"forbidden":   {apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, liqo.KeysSecret, errors.New("no RBAC")), gitpeerv1alpha1.LiqoPrerequisitesMissingReason},
+		"forbidden":   {apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, crypto.KeySecretName, errors.New("no RBAC")), gitpeerv1alpha1.LiqoPrerequisitesMissingReason},
 		"unavailable": {apierrors.NewServiceUnavailable("down"), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -196,6 +221,50 @@ func TestDetectUnreadable(t *testing.T) {
 			}
 			if _, typed := liqo.Reason(err); typed || !errors.Is(err, tc.err) {
 				t.Fatalf("error = %v, want %v untyped", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestCheckVersion: the Liqo versions gitpeer refuses, with why, and those it
+// runs with a warning.
+func TestCheckVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		// refused is in the message of a refusal; warning in the warning of a version run anyway.
+		refused, warning string
+	}{
+		{version: "v0.10.3", refused: "Liqo before v1.0.0 has no authentication.liqo.io Tenants"},
+		{version: "v1.0.0-rc.3", refused: "Liqo before v1.0.0"},
+		{version: "v1.0.0", refused: "panic on the PEM keys"},
+		{version: "v1.0.1", refused: "panic on the PEM keys"},
+		{version: "v1.0.2", refused: "never renews the control-plane certificates"},
+		{version: "v1.1.0", refused: "never renews"},
+		{version: "v1.1.2", refused: "never renews"},
+		{version: "1.1.2", refused: "never renews"},
+		{version: "v1.1.3-rc.1", refused: "never renews"},
+		{version: "v1.1.3"},
+		{version: "v1.2.0-rc.1"},
+		{version: liqo.TestedVersion},
+		{version: "v1.2.1", warning: "Liqo v1.2.1 is newer than v1.2.0, the version gitpeer is tested with"},
+		{version: "v2.0.0", warning: "newer than v1.2.0"},
+		{version: "", warning: "Liqo's version is unknown"},
+		{version: "e9f4428d32fdf97705a0b9fecb6cda59ccd11e4e", warning: `Liqo's version "e9f4428d32fdf97705a0b9fecb6cda59ccd11e4e" (label app.kubernetes.io/version on ConfigMap liqo-clusterid-configmap) is no release version: not checked`},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			warning, err := liqo.CheckVersion(tc.version)
+			if tc.refused != "" {
+				requireError(t, err, gitpeerv1alpha1.LiqoVersionUnsupportedReason, tc.refused)
+				if !strings.Contains(err.Error(), "upgrade Liqo (tested: v1.2.0), or set spec.liqo.mode Disabled") {
+					t.Errorf("error %q does not say what to do", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("CheckVersion(%q): %v", tc.version, err)
+			}
+			if tc.warning == "" && warning != "" || !strings.Contains(warning, tc.warning) {
+				t.Errorf("warning = %q, want %q", warning, tc.warning)
 			}
 		})
 	}

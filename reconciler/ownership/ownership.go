@@ -8,21 +8,13 @@ package ownership
 
 import (
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-)
-
-// Labels gitpeer puts on what it creates.
-const (
-	// ManagedByLabel marks the objects the agent creates; its value is ManagedBy.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedBy is the value of ManagedByLabel on gitpeer's objects.
-	ManagedBy = "gitpeer"
-	// OwnerLabel holds the UID of the PeeringRepository that created an object.
-	OwnerLabel = "gitpeer.io/owner"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Owner is who an existing object belongs to, relative to one PeeringRepository.
@@ -45,10 +37,10 @@ func (o Owner) String() string { return ownerNames[o] }
 // Of returns the owner of an object with labels relative to the
 // PeeringRepository of UID uid.
 func Of(labels map[string]string, uid types.UID) Owner {
-	switch owner, has := labels[OwnerLabel]; {
+	switch owner, has := labels[vocabulary.OwnerLabel]; {
 	case has && owner == string(uid):
 		return Ours
-	case !has && labels[ManagedByLabel] == ManagedBy:
+	case !has && labels[vocabulary.ManagedByLabel] == vocabulary.ManagedBy:
 		return Legacy
 	}
 	return Others
@@ -103,4 +95,50 @@ func SoleClaimant(self types.UID, peer string, repos []gitpeerv1alpha1.PeeringRe
 		}
 	}
 	return true
+}
+
+// LiqoCreated reports whether the namespace name with labels is a tenant
+// namespace Liqo itself created for peer (`liqoctl peer`, `liqoctl network
+// connect`, `liqoctl create nonce` run before gitpeer): none of gitpeer's
+// labels, and Liqo's tenant-namespace labels naming peer on the name Liqo
+// derives from peer, as Liqo's tenant namespace manager makes it
+// (liqotech/liqo v1.2.0 pkg/tenantNamespace/namespaceManager.go, ForgeNamespace).
+func LiqoCreated(name string, labels map[string]string, peer string) bool {
+	_, owned := labels[vocabulary.OwnerLabel]
+	_, managed := labels[vocabulary.ManagedByLabel]
+	return !owned && !managed && name == authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(peer)) &&
+		labels[authv1beta1.RemoteClusterIDLabel] == peer && labels[authv1beta1.TenantNamespaceLabel] == authv1beta1.TrueValue
+}
+
+// LiqoClaim is what decides whether a PeeringRepository adopts a tenant
+// namespace Liqo created (LiqoCreated).
+type LiqoClaim struct {
+	// LiqoMode: the agent runs in Liqo mode; without Liqo, Liqo did not create it.
+	LiqoMode bool
+	// Listed: the peer has a directory with this cluster in the PeeringRepository's repository.
+	Listed bool
+	// Sole: no other PeeringRepository of the cluster could own the namespace (SoleClaimant).
+	Sole bool
+	// Found names what the namespace holds that a peering run by gitpeer would
+	// have to trust without having made or verified it: a Tenant, an Identity,
+	// a RoleBinding, a ResourceSlice or NamespaceMap, a signed nonce or Liqo's
+	// certificate cache (an earlier handshake, or access already granted), or a
+	// nonce that is not Liqo's. Networking objects (`liqoctl network connect`)
+	// grant no access and are not listed.
+	Found []string
+}
+
+// Refusal says why the namespace is not adopted, or "" when it is.
+func (c LiqoClaim) Refusal() string {
+	switch {
+	case !c.LiqoMode:
+		return "it carries Liqo's labels but the agent does not run in Liqo mode"
+	case !c.Listed:
+		return "the peer has no directory with this cluster in the repository"
+	case !c.Sole:
+		return "another PeeringRepository of the cluster could own it"
+	case len(c.Found) > 0:
+		return "it holds what gitpeer did not make or verify and would have to trust: " + strings.Join(c.Found, ", ")
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	gocrypto "crypto"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -53,6 +54,9 @@ func CheckTenantSpec(t *authv1beta1.Tenant, consumer string) (gocrypto.PublicKey
 // serving CA, or empty for a publicly trusted API server (the system roots
 // verify it), and never promised to be the CA that signed the certificate.
 func CheckIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer string, now time.Time) (*x509.Certificate, error) {
+	if err := CheckNoAWSConfig(&id.Spec.AuthParams); err != nil {
+		return nil, err
+	}
 	cert, err := crypto.CheckClientCertificate(id.Spec.AuthParams.SignedCRT, key, now)
 	if err != nil {
 		return nil, fmt.Errorf("identity certificate: %w", err)
@@ -66,6 +70,21 @@ func CheckIdentity(id *authv1beta1.Identity, key gocrypto.PublicKey, consumer st
 		return nil, err
 	}
 	return cert, nil
+}
+
+// ErrAWSConfig refuses authParams carrying awsConfig: Liqo on EKS with IAM
+// (authentication.awsConfig in Liqo's chart) hands the consumer an IAM
+// user's secret access key instead of a certificate, a secret that must
+// never be committed to Git, and gitpeer has no way to verify or revoke it.
+var ErrAWSConfig = errors.New("authParams carry awsConfig (Liqo on EKS with IAM, authentication.awsConfig in Liqo's chart): gitpeer does not support it, as it would put an IAM secret access key in Git; " +
+	"peer this provider with liqoctl, or install its Liqo without authentication.awsConfig (docs/liqo.md)")
+
+// CheckNoAWSConfig fails with ErrAWSConfig when a carries awsConfig.
+func CheckNoAWSConfig(a *authv1beta1.AuthParams) error {
+	if a != nil && a.AwsConfig != nil {
+		return ErrAWSConfig
+	}
+	return nil
 }
 
 // CheckRequestKey checks that key, the public key of the peering's Tenant,

@@ -12,8 +12,8 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 func TestCheckIdentity(t *testing.T) {
@@ -51,9 +51,13 @@ func TestCheckIdentity(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cert, ca []byte
+		aws      *authv1beta1.AwsConfig
 		at       time.Time
 		wantErr  string
 	}{
+		{name: "valid certificate beside awsConfig (Liqo on EKS with IAM): refused", cert: good, ca: ca.PEM,
+			aws:     &authv1beta1.AwsConfig{AwsUserArn: "arn:aws:iam::1:user/liqo", AwsAccessKeyID: "AKIA", AwsSecretAccessKey: "secret", AwsRegion: "eu-west-1", AwsClusterName: "p"},
+			wantErr: "authParams carry awsConfig (Liqo on EKS with IAM"},
 		{name: "chains to its CA", cert: good, ca: ca.PEM},
 		{name: "empty CA: publicly trusted API server, no chain to check", cert: good},
 		{name: "signed by a CA it does not name (Liqo: ca is the serving CA)", cert: good, ca: otherCA.PEM},
@@ -66,7 +70,7 @@ func TestCheckIdentity(t *testing.T) {
 		{name: "extra organization", cert: issue(consumer, authv1beta1.CertificateOrganization, "system:masters"), ca: ca.PEM, wantErr: "organization [liqo.io system:masters]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: "https://p:6443", CA: tc.ca, SignedCRT: tc.cert}}}
+			id := &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: "https://p:6443", CA: tc.ca, SignedCRT: tc.cert, AwsConfig: tc.aws}}}
 			at := now
 			if !tc.at.IsZero() {
 				at = tc.at

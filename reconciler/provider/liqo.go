@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +17,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // In Liqo mode the provider moves files and gates approval, and Liqo's tenant
@@ -41,8 +44,8 @@ func CheckLiqoCertificate(certPEM []byte, key gocrypto.PublicKey, consumer strin
 
 // IdentityAction says what the provider commits for the authParams Liqo put
 // in a Tenant's status, given identity.yaml on the branch (nil if none): the
-// first identity.yaml (protocol.ActionIssueIdentity), a new one for a
-// changed status, as after Liqo's renewal (protocol.ActionRenewIdentity), or
+// first identity.yaml (vocabulary.ActionIssueIdentity), a new one for a
+// changed status, as after Liqo's renewal (vocabulary.ActionRenewIdentity), or
 // nothing ("") when the branch carries the status already: each change of the
 // status is committed once.
 func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Identity) string {
@@ -50,11 +53,27 @@ func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Ident
 	case status == nil:
 		return ""
 	case published == nil:
-		return protocol.ActionIssueIdentity
+		return vocabulary.ActionIssueIdentity
 	case equality.Semantic.DeepEqual(*status, published.Spec.AuthParams):
 		return ""
 	}
-	return protocol.ActionRenewIdentity
+	return vocabulary.ActionRenewIdentity
+}
+
+// APIServerDiffers reports whether advertised, the API server Liqo put in a
+// Tenant's status, is not published, the one the provider publishes in its
+// terms. Liqo prefixes https:// to an address without a scheme
+// (liqotech/liqo v1.2.0 pkg/utils/apiserver/address.go, GetURL), so both are
+// compared so, without a trailing slash.
+func APIServerDiffers(advertised, published string) bool {
+	norm := func(s string) string {
+		s = strings.TrimSuffix(s, "/")
+		if !strings.Contains(s, "://") {
+			s = "https://" + s
+		}
+		return s
+	}
+	return norm(advertised) != norm(published)
 }
 
 // What Liqo issues and binds for a consumer beyond the Tenant, which a
@@ -113,4 +132,30 @@ func SliceCertificate(slice *unstructured.Unstructured) ([]byte, error) {
 		return nil, fmt.Errorf("ResourceSlice %s/%s: status.authParams.signedCRT: %w", slice.GetNamespace(), slice.GetName(), err)
 	}
 	return pem, nil
+}
+
+// StrayTenants returns why Liqo's Tenant webhook would refuse the Tenant of
+// consumer gitpeer is about to create in ns, given the Tenants in the
+// cluster, or nil: another Tenant in ns (Liqo allows one Tenant per tenant
+// namespace) or a Tenant named consumer elsewhere (Liqo requires Tenant
+// names unique in the cluster) (liqotech/liqo v1.2.0
+// pkg/webhooks/tenant/validate.go, handleCreate). Such a Tenant is not
+// gitpeer's: an earlier `liqoctl peer`, or an admin's; the error says what
+// to do.
+func StrayTenants(consumer, ns string, tenants []authv1beta1.Tenant) error {
+	var strays []string
+	for _, t := range tenants {
+		switch {
+		case t.Namespace == ns && t.Name != consumer:
+			strays = append(strays, fmt.Sprintf("Tenant %s/%s in the tenant namespace (Liqo allows one Tenant per tenant namespace)", t.Namespace, t.Name))
+		case t.Namespace != ns && t.Name == consumer:
+			strays = append(strays, fmt.Sprintf("Tenant %s/%s (Liqo requires Tenant names unique in the cluster)", t.Namespace, t.Name))
+		}
+	}
+	if len(strays) == 0 {
+		return nil
+	}
+	slices.Sort(strays)
+	return fmt.Errorf("%s, not created by gitpeer (an earlier `liqoctl peer`, or an admin), keeps Liqo's Tenant webhook from admitting the Tenant of %s: "+
+		"delete it (`liqoctl unpeer` on the consumer, or kubectl delete tenant) for gitpeer to apply tenant.yaml", strings.Join(strays, "; "), consumer)
 }

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // liqoCert is a client certificate as Liqo's tenant controller gets it
@@ -84,11 +85,11 @@ func TestIdentityAction(t *testing.T) {
 		want      string
 	}{
 		"Liqo has not issued yet":                 {nil, nil, ""},
-		"first certificate: issue":                {params("crt-1"), nil, protocol.ActionIssueIdentity},
+		"first certificate: issue":                {params("crt-1"), nil, vocabulary.ActionIssueIdentity},
 		"published already: nothing":              {params("crt-1"), published(params("crt-1")), ""},
-		"renewed by Liqo: renew once":             {params("crt-2"), published(params("crt-1")), protocol.ActionRenewIdentity},
-		"proxyURL added to the status":            {proxied, published(params("crt-1")), protocol.ActionRenewIdentity},
-		"published newer than status: republish":  {params("crt-1"), published(params("crt-2")), protocol.ActionRenewIdentity},
+		"renewed by Liqo: renew once":             {params("crt-2"), published(params("crt-1")), vocabulary.ActionRenewIdentity},
+		"proxyURL added to the status":            {proxied, published(params("crt-1")), vocabulary.ActionRenewIdentity},
+		"published newer than status: republish":  {params("crt-1"), published(params("crt-2")), vocabulary.ActionRenewIdentity},
 		"status gone after publishing: no change": {nil, published(params("crt-1")), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -148,5 +149,64 @@ func TestSliceCertificate(t *testing.T) {
 	_, err = SliceCertificate(slice(map[string]any{"authParams": map[string]any{"signedCRT": "not base64!"}}))
 	if err == nil || !strings.Contains(err.Error(), "ns/s1: status.authParams.signedCRT") {
 		t.Errorf("bad base64: error %v, want one naming the slice and the field", err)
+	}
+}
+
+// TestAPIServerDiffers: Liqo's advertised address is compared with the
+// published one as Liqo completes it (https:// when it has no scheme).
+func TestAPIServerDiffers(t *testing.T) {
+	for _, tc := range []struct {
+		advertised, published string
+		differs               bool
+	}{
+		{"https://p.example:6443", "https://p.example:6443", false},
+		{"p.example:6443", "https://p.example:6443", false},
+		{"https://p.example:6443/", "https://p.example:6443", false},
+		{"https://10.0.0.1:6443", "https://p.example:6443", true},
+		{"https://p.example:443", "https://p.example:6443", true},
+		{"http://p.example:6443", "https://p.example:6443", true},
+	} {
+		if got := APIServerDiffers(tc.advertised, tc.published); got != tc.differs {
+			t.Errorf("APIServerDiffers(%q, %q) = %v, want %v", tc.advertised, tc.published, got, tc.differs)
+		}
+	}
+}
+
+func TestStrayTenants(t *testing.T) {
+	tenant := func(ns, name string) authv1beta1.Tenant {
+		return authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	const ns = "liqo-tenant-c1"
+	for name, tc := range map[string]struct {
+		tenants []authv1beta1.Tenant
+		want    []string // in the error, in order; none: no error
+	}{
+		"no Tenant":                          {nil, nil},
+		"other consumers' Tenants":           {[]authv1beta1.Tenant{tenant("liqo-tenant-c2", "c2")}, nil},
+		"another Tenant in the namespace":    {[]authv1beta1.Tenant{tenant(ns, "c1-old")}, []string{ns + "/c1-old", "one Tenant per tenant namespace", "liqoctl unpeer"}},
+		"the same name in another namespace": {[]authv1beta1.Tenant{tenant("my-ns", "c1")}, []string{"my-ns/c1", "unique in the cluster"}},
+		"both, each named": {[]authv1beta1.Tenant{tenant("my-ns", "c1"), tenant(ns, "c1-old")},
+			[]string{ns + "/c1-old", "; Tenant my-ns/c1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := StrayTenants("c1", ns, tc.tenants)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("StrayTenants = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("StrayTenants = nil, want an error with %q", tc.want)
+			}
+			rest := err.Error()
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("StrayTenants = %v, want %q (in order)", err, w)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
 	}
 }

@@ -67,11 +67,11 @@ func (d *demo) showLiqo(ctx context.Context, provider *sandbox.Cluster) error {
 	if err := provider.Client.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(demoConsumer), Name: demoConsumer}, tenant); err != nil {
 		return err
 	}
-	csr, err := crypto.BuildCSR(d.doubles[demoConsumer].Key, demoConsumer)
+	csr, err := liqo.ResourceSliceCSR(d.doubles[demoConsumer].Key, "slice-1", demoConsumer)
 	if err != nil {
 		return err
 	}
-	sliceErr := liqo.CheckResourceSliceCSR(tenant, csr)
+	sliceErr := liqo.CheckResourceSliceCSR(tenant, "slice-1", csr)
 	fmt.Fprintf(d.out, "  a ResourceSlice signed by the consumer's Liqo: %s\n", map[bool]string{true: "accepted (Tenant key = Liqo's key)", false: "refused"}[sliceErr == nil])
 	if liqoCSRs != len(csrs.Items) || liqoCSRs == 0 || sliceErr != nil {
 		return errors.New("in Liqo mode Liqo must issue every certificate and the Tenant must carry Liqo's key")

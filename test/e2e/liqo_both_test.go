@@ -11,9 +11,9 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Both clusters in Liqo mode, each beside the Liqo double: gitpeer on both
@@ -21,6 +21,10 @@ import (
 // and renews, the consumer's Liqo signs and builds the kubeconfig. A renewal
 // by the provider's Liqo reaches the consumer through exactly one new
 // identity.yaml.
+//
+// The handshake runs on Liqo's own controllers in "Liqo mode on the real
+// Liqo" (liqo_real_consumer_test.go); the double stays here for the renewal,
+// which needs its clock.
 var _ = Describe("Liqo on both sides", Ordered, func() {
 	const bProviderID, bConsumerID = "liqob-p", "liqob-c"
 	dir := bProviderID + "/" + bConsumerID + "/"
@@ -54,7 +58,7 @@ var _ = Describe("Liqo on both sides", Ordered, func() {
 		tenant := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, tenantKey, tenant)).To(Succeed())
 		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(double.Key.Public()))))
-		Expect(liqodouble.CheckResourceSliceCSR(tenant, must(crypto.BuildCSR(double.Key, bConsumerID)))).To(Succeed(),
+		Expect(liqodouble.CheckResourceSliceCSR(tenant, "slice-1", must(liqodouble.ResourceSliceCSR(double.Key, "slice-1", bConsumerID)))).To(Succeed(),
 			"the consumer's Liqo signs ResourceSlice CSRs with the key the provider's Tenant carries")
 	})
 
@@ -86,7 +90,7 @@ func expectLiqoKubeconfig(ctx SpecContext, consumer *cluster, providerID, consum
 		ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(providerID))
 		secret := &corev1.Secret{}
 		g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.KubeconfigSecretName(authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(providerID)))}, secret)).To(Succeed())
-		g.Expect(secret.Labels).NotTo(HaveKey(reconciler.ManagedByLabel), "gitpeer wrote Liqo's kubeconfig Secret")
+		g.Expect(secret.Labels).NotTo(HaveKey(vocabulary.ManagedByLabel), "gitpeer wrote Liqo's kubeconfig Secret")
 		cert, err := kubeconfigCert(consumer, providerID)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cert.SerialNumber.Text(16)).To(Equal(serial))

@@ -21,9 +21,9 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -39,6 +39,11 @@ func lpDir(consumer string) string { return lpProviderID + "/" + consumer + "/" 
 // controller does the crypto. The consumer is simulated as `liqoctl generate
 // tenant` would act with its Liqo key, committing to main as a merged pull
 // request.
+//
+// Re-peering after a revocation runs on Liqo's own controllers instead ("Liqo
+// mode on the real Liqo", liqo_real_consumer_test.go); the revocation stays
+// here for the serials Liqo's renewal and the rekey issued, which need the
+// double's clock.
 var _ = Describe("Liqo provider", Ordered, func() {
 	var provider *cluster
 	var liqoKey gocrypto.Signer // the consumer's Liqo key (its authentication-keys)
@@ -75,7 +80,7 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		id := waitIdentity(dir, "")
 		applied := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, tenantKey, applied)).To(Succeed())
-		Expect(applied.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(provider.object.UID)))
+		Expect(applied.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(provider.object.UID)))
 		Expect(applied.Finalizers).To(ContainElement(liqo.TenantFinalizer), "Liqo's tenant controller reconciled it")
 		want := must(liqo.GenerateIdentity(applied, lpProviderID))
 		Expect(id.Name).To(Equal(want.Name))
@@ -95,8 +100,8 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		review := must(cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))
 		Expect(review.Status.UserInfo.Username).To(Equal(lpConsumerID))
 		Expect(can(ctx, cs, "create", "authentication.liqo.io", "resourceslices", tenantNS)).To(BeTrue())
-		Expect(liqo.CheckResourceSliceCSR(applied, must(crypto.BuildCSR(liqoKey, lpConsumerID)))).To(Succeed())
-		Expect(liqo.CheckResourceSliceCSR(applied, must(crypto.BuildCSR(newClusterKey(), lpConsumerID)))).To(MatchError(liqo.ErrInvalidSliceCSR))
+		Expect(liqo.CheckResourceSliceCSR(applied, "slice-1", must(liqo.ResourceSliceCSR(liqoKey, "slice-1", lpConsumerID)))).To(Succeed())
+		Expect(liqo.CheckResourceSliceCSR(applied, "slice-1", must(liqo.ResourceSliceCSR(newClusterKey(), "slice-1", lpConsumerID)))).To(MatchError(liqo.ErrInvalidSliceCSR))
 		Expect(issuedRecords(ctx, provider, lpConsumerID)).To(ContainSubstring(serials[0]))
 	})
 
@@ -163,20 +168,6 @@ var _ = Describe("Liqo provider", Ordered, func() {
 		Eventually(func() []string { return roleBindings(ctx, provider, tenantNS) }).WithTimeout(time.Minute).Should(BeEmpty())
 		rec := issuedRecords(ctx, provider, lpConsumerID)
 		Expect(strings.Count(rec, "revokedAt")).To(Equal(len(serials)), rec)
-	})
-
-	It("refuses to re-peer while a revoked certificate is valid, and re-peers with the override", func(ctx SpecContext) {
-		commit("Request peering of "+lpConsumerID+" again", map[string][]byte{dir + "request.yaml": requestFor(lpProviderID, lpConsumerID, liqoKey)})
-		fresh := waitNonceAt(dir, nonce)
-		commit("Merge pull request: Tenant of "+lpConsumerID, map[string][]byte{dir + "tenant.yaml": tenantDoc(must(protocol.NewTenant(lpConsumerID, liqoKey, fresh)))})
-		expectReported(ctx, provider, dir+"tenant.yaml", "re-peering is refused")
-		expectNothingIssuedIn(ctx, provider, dir, lpConsumerID)
-
-		annotateRepository(ctx, provider, gitpeerv1alpha1.RevivalAnnotationPrefix+lpConsumerID, gitpeerv1alpha1.AcceptRevivalValue)
-		id := waitIdentity(dir, "")
-		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
-		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: its cache was deleted at revocation")
-		expectOnlyLiqoCSRs(ctx, provider, len(serials)+1)
 	})
 })
 

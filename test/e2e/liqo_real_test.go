@@ -3,13 +3,8 @@ package e2e
 import (
 	"context"
 	gocrypto "crypto"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"fmt"
 	"strings"
 	"time"
 
@@ -28,10 +23,10 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	planner "github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/test/liqo"
-	"github.com/gitpeer/gitpeer/test/liqoreal"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The provider in Liqo mode on Liqo's own authentication module (v1.2.0, the
@@ -49,11 +44,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 	tenantNS := authv1beta1.TenantNamespaceName(consumerID)
 
 	BeforeAll(func(ctx SpecContext) {
-		provider = newCluster(providerID)
-		h := must(liqoreal.Start(ctx, provider.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: providerID, APIServer: provider.cp.URL}))
-		DeferCleanup(h.Stop)
-		applyLiqoProvider(provider)
-		provider.startAgent()
+		provider = startRealLiqoProvider(ctx, providerID)
 		liqoKey = newClusterKey()
 	})
 
@@ -88,7 +79,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		const sliceName = "slice-1"
 		slice := replicated(resourceSliceGVR, consumerID, providerID, tenantNS, sliceName, map[string]any{
 			"consumerClusterID": consumerID, "providerClusterID": providerID, "class": "default",
-			"csr": base64.StdEncoding.EncodeToString(sliceCSR(liqoKey, sliceName, consumerID)),
+			"csr": base64.StdEncoding.EncodeToString(must(liqo.ResourceSliceCSR(liqoKey, sliceName, consumerID))),
 		})
 		must(dyn.Resource(resourceSliceGVR).Namespace(tenantNS).Create(ctx, slice, metav1.CreateOptions{}))
 		nsMap := replicated(namespaceMapGVR, consumerID, providerID, tenantNS, consumerID+"-map", map[string]any{})
@@ -105,15 +96,11 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		}).WithTimeout(time.Minute).Should(Succeed())
 		Expect(sliceCert.Subject.Organization).To(ConsistOf(consumerID))
 		serials = append(serials, sliceCert.SerialNumber.Text(16))
-		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: reconciler.LiqoCertificateCacheSecret + "-" + sliceName}, &corev1.Secret{})).To(Succeed())
+		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: planner.LiqoCertificateCache + "-" + sliceName}, &corev1.Secret{})).To(Succeed())
 		Expect(bindingsNaming(ctx, provider, consumerID)).NotTo(BeEmpty(), "Liqo bound the consumer's user and group")
 
 		By("tenant.yaml leaves the branch")
-		w := clone()
-		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
-		gitCLI(w, "commit", "-q", "-m", "Revoke "+consumerID)
-		pushMain(w)
-		Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+		revokeByGit(dir, consumerID)
 
 		Eventually(func() []string { return bindingsNaming(ctx, provider, consumerID) }).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func() []string { return liqoCaches(ctx, provider, tenantNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
@@ -151,17 +138,6 @@ func replicated(gvr schema.GroupVersionResource, consumer, provider, ns, name st
 	}}
 }
 
-// sliceCSR is the CSR a consumer's Liqo makes for a ResourceSlice: CN
-// <slice>-<first 6 bytes of sha256(consumer) in hex>, O <consumer>
-// (liqotech/liqo v1.2.0 pkg/liqo-controller-manager/authentication/csr.go).
-func sliceCSR(key gocrypto.Signer, slice, consumer string) []byte {
-	sum := sha256.Sum256([]byte(consumer))
-	der := must(x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: fmt.Sprintf("%s-%x", slice, sum[:6]), Organization: []string{consumer}},
-	}, key))
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-}
-
 // bindingsNaming lists the RoleBindings and ClusterRoleBindings of the
 // cluster that name subject as a User or a Group.
 func bindingsNaming(ctx context.Context, c *cluster, subject string) []string {
@@ -194,7 +170,7 @@ func liqoCaches(ctx context.Context, c *cluster, ns string, slices ...string) []
 	GinkgoHelper()
 	var out []string
 	for _, name := range append([]string{""}, slices...) {
-		name = strings.TrimSuffix(reconciler.LiqoCertificateCacheSecret+"-"+name, "-")
+		name = strings.TrimSuffix(planner.LiqoCertificateCache+"-"+name, "-")
 		err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})
 		if !apierrors.IsNotFound(err) {
 			out = append(out, name)
@@ -207,8 +183,8 @@ func liqoCaches(ctx context.Context, c *cluster, ns string, slices ...string) []
 func revokedSerials(ctx context.Context, c *cluster, consumer string) []string {
 	GinkgoHelper()
 	secret := &corev1.Secret{}
-	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName("peering", consumer)}, secret)).To(Succeed())
-	records := must(reconciler.DecodeRecords(secret, consumer))
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: vocabulary.RecordsSecretName("peering", consumer)}, secret)).To(Succeed())
+	records := must(vocabulary.DecodeRecords(secret, consumer))
 	var out []string
 	for _, r := range records.Certificates {
 		if r.RevokedAt != nil {

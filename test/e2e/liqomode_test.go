@@ -17,8 +17,8 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	liqodouble "github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Where Liqo is installed (its cluster-ID ConfigMap and authentication-keys
@@ -48,7 +48,7 @@ var _ = Describe("Liqo mode detection", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(conditionOf(peeringRepository(ctx, g, c), gitpeerv1alpha1.LiqoReadyCondition)).To(And(
 				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", gitpeerv1alpha1.LiqoModeReason),
-				HaveField("Message", "Liqo mode: cluster ID liqo-base-c, key type RSA-2048")))
+				HaveField("Message", "Liqo mode: cluster ID liqo-base-c, key type RSA-2048, Liqo "+liqodouble.Version)))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		var request documents.PeeringRequest
 		Eventually(func(g Gomega) {
@@ -105,8 +105,8 @@ var _ = Describe("Mode switch", Ordered, func() {
 	BeforeAll(func() { provider, consumer = peerDirect(providerID, consumerID) })
 
 	It("records the mode of the peering on both tenant namespaces", func(ctx SpecContext) {
-		Expect(namespaceOf(ctx, Default, provider, consumerID).Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeStandalone))
-		Expect(namespaceOf(ctx, Default, consumer, providerID).Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeStandalone))
+		Expect(namespaceOf(ctx, Default, provider, consumerID).Annotations).To(HaveKeyWithValue(vocabulary.ModeAnnotation, gitpeerv1alpha1.PeeringModeStandalone))
+		Expect(namespaceOf(ctx, Default, consumer, providerID).Annotations).To(HaveKeyWithValue(vocabulary.ModeAnnotation, gitpeerv1alpha1.PeeringModeStandalone))
 	})
 
 	It("leaves the peering alone on both sides when Liqo is installed later, and says so", func(ctx SpecContext) {
@@ -120,11 +120,11 @@ var _ = Describe("Mode switch", Ordered, func() {
 		}{{provider, consumerID}, {consumer, providerID}} {
 			Eventually(func(g Gomega) {
 				g.Expect(peeringsOf(ctx, g, side.c)).To(HaveKeyWithValue(side.peer, And(
-					HaveField("Phase", gitpeerv1alpha1.PhaseFailed), HaveField("Reason", reconciler.ReasonModeChanged),
+					HaveField("Phase", gitpeerv1alpha1.PhaseFailed), HaveField("Reason", vocabulary.ReasonModeChanged),
 					HaveField("Message", ContainSubstring("was made in standalone mode but this cluster now runs in liqo mode")))))
 				g.Expect(conditionOf(peeringRepository(ctx, g, side.c), gitpeerv1alpha1.PeeringsHealthyCondition)).To(HaveField("Status", metav1.ConditionFalse))
 			}).WithTimeout(time.Minute).Should(Succeed(), side.c.id)
-			expectEvent(ctx, side.c, reconciler.ReasonModeChanged, gitpeerv1alpha1.SwitchModeAnnotationPrefix+side.peer+"="+gitpeerv1alpha1.PeeringModeLiqo)
+			expectEvent(ctx, side.c, vocabulary.ReasonModeChanged, gitpeerv1alpha1.SwitchModeAnnotationPrefix+side.peer+"="+gitpeerv1alpha1.PeeringModeLiqo)
 		}
 		Consistently(func(g Gomega) {
 			g.Expect(kubeconfigOf(ctx, consumer, providerID)).To(Equal(kubeconfig))
@@ -139,9 +139,9 @@ var _ = Describe("Mode switch", Ordered, func() {
 		}{{provider, consumerID}, {consumer, providerID}} {
 			annotateRepository(ctx, side.c, gitpeerv1alpha1.SwitchModeAnnotationPrefix+side.peer, gitpeerv1alpha1.PeeringModeLiqo)
 			Eventually(func(g Gomega) {
-				g.Expect(namespaceOf(ctx, g, side.c, side.peer).Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeLiqo))
+				g.Expect(namespaceOf(ctx, g, side.c, side.peer).Annotations).To(HaveKeyWithValue(vocabulary.ModeAnnotation, gitpeerv1alpha1.PeeringModeLiqo))
 				g.Expect(peeringRepository(ctx, g, side.c).Annotations).NotTo(HaveKey(gitpeerv1alpha1.SwitchModeAnnotationPrefix + side.peer))
-				g.Expect(peeringsOf(ctx, g, side.c)).To(HaveKeyWithValue(side.peer, HaveField("Reason", Not(Equal(reconciler.ReasonModeChanged)))))
+				g.Expect(peeringsOf(ctx, g, side.c)).To(HaveKeyWithValue(side.peer, HaveField("Reason", Not(Equal(vocabulary.ReasonModeChanged)))))
 			}).WithTimeout(time.Minute).Should(Succeed(), side.c.id)
 		}
 	})

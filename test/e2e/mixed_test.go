@@ -18,12 +18,12 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Mixed peers: the provider runs a plain Liqo (test/liqo's double, no gitpeer
@@ -142,7 +142,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		Eventually(func(g Gomega) gitpeerv1alpha1.PeeringPhase { return peering(ctx, g).Phase }).WithTimeout(30 * time.Second).Should(Equal(gitpeerv1alpha1.PhaseReady))
 		ns := &corev1.Namespace{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
-		Expect(ns.Annotations).To(HaveKey(reconciler.PinnedProviderAnnotation))
+		Expect(ns.Annotations).To(HaveKey(vocabulary.PinnedProviderAnnotation))
 		for _, l := range authv1beta1.PodSecurityLabels {
 			Expect(ns.Labels).To(HaveKeyWithValue(l, authv1beta1.PodSecurityPrivileged))
 		}
@@ -165,7 +165,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		ns := &corev1.Namespace{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
 		patch := client.MergeFrom(ns.DeepCopy())
-		delete(ns.Annotations, reconciler.PinnedProviderAnnotation)
+		delete(ns.Annotations, vocabulary.PinnedProviderAnnotation)
 		Expect(consumer.k8s.Patch(ctx, ns, patch)).To(Succeed())
 
 		data := kubeconfig(ctx, func(data []byte) bool {

@@ -97,16 +97,21 @@ var _ = Describe("Renewal", func() {
 	})
 })
 
-var _ = Describe("ResourceSlice key check", func() {
-	It("passes a slice CSR signed with the Tenant's key and fails any other", func(ctx SpecContext) {
+var _ = Describe("ResourceSlice CSR check", func() {
+	It("passes the consumer's Liqo's CSR for the slice and fails another key, another slice or a control-plane subject", func(ctx SpecContext) {
 		t := issued(ctx, applyTenant(ctx, "slice-check", nil))
-		own, err := crypto.BuildCSR(consumer.double.Key, "slice-check")
+		own, err := liqo.ResourceSliceCSR(consumer.double.Key, "slice-1", "slice-check")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(liqo.CheckResourceSliceCSR(t, own)).To(Succeed())
+		Expect(liqo.CheckResourceSliceCSR(t, "slice-1", own)).To(Succeed())
+		Expect(liqo.CheckResourceSliceCSR(t, "slice-2", own)).To(MatchError(ContainSubstring("common name")))
 		gitpeerKey, err := crypto.GenerateKey(crypto.Ed25519)
 		Expect(err).NotTo(HaveOccurred())
-		other, err := crypto.BuildCSR(gitpeerKey, "slice-check")
+		other, err := liqo.ResourceSliceCSR(gitpeerKey, "slice-1", "slice-check")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(liqo.CheckResourceSliceCSR(t, other)).To(MatchError(liqo.ErrInvalidSliceCSR))
+		Expect(liqo.CheckResourceSliceCSR(t, "slice-1", other)).To(MatchError(liqo.ErrInvalidSliceCSR))
+		// The control plane's CSR (CN the consumer, O liqo.io), with the Tenant's key: Liqo refuses it for a slice.
+		controlPlane, err := crypto.BuildCSR(consumer.double.Key, "slice-check")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(liqo.CheckResourceSliceCSR(t, "slice-1", controlPlane)).To(MatchError(liqo.ErrInvalidSliceCSR))
 	})
 })

@@ -24,6 +24,11 @@ const (
 	ClusterIDConfigMap = "liqo-clusterid-configmap"
 	// ClusterIDConfigMapLabel marks that ConfigMap: app.kubernetes.io/name=clusterid-configmap.
 	ClusterIDConfigMapLabel = "app.kubernetes.io/name"
+	// VersionLabel on ClusterIDConfigMap holds the Liqo version, as Liqo's chart labels what it
+	// installs (deployments/liqo/templates/_helpers.tpl, "liqo.labels").
+	VersionLabel = "app.kubernetes.io/version"
+	// Version is the Liqo version the double behaves as.
+	Version = "v1.2.0"
 	// ClusterIDKey is the ConfigMap key of the cluster ID.
 	ClusterIDKey = "CLUSTER_ID"
 	// KeysSecret holds Liqo's cluster key pair (PrivateKeyField, PublicKeyField).
@@ -78,7 +83,7 @@ func Install(ctx context.Context, c client.Client, o Options) (gocrypto.Signer, 
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: ClusterIDConfigMap, Namespace: ns,
-			Labels: map[string]string{ClusterIDConfigMapLabel: "clusterid-configmap"}},
+			Labels: map[string]string{ClusterIDConfigMapLabel: "clusterid-configmap", VersionLabel: Version}},
 		Data: map[string]string{ClusterIDKey: o.ClusterID},
 	}
 	if err := createIfAbsent(ctx, c, cm); err != nil {

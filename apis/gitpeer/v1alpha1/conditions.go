@@ -15,7 +15,8 @@ const (
 	CertificatesRenewedCondition = "CertificatesRenewed"
 	// LiqoReadyCondition reports the mode in force (spec.liqo): True with reason LiqoModeReason
 	// (message: Liqo's cluster ID and key type) or StandaloneReason, False with the reason of what
-	// stops Liqo mode (LiqoPrerequisitesMissing, LiqoClusterIDMismatch, LiqoKeyInvalid).
+	// stops Liqo mode (LiqoPrerequisitesMissing, LiqoClusterIDMismatch, LiqoKeyInvalid,
+	// LiqoVersionUnsupported).
 	LiqoReadyCondition = "LiqoReady"
 )
 
@@ -71,6 +72,10 @@ const (
 	LiqoClusterIDMismatchReason = "LiqoClusterIDMismatch"
 	// LiqoKeyInvalidReason signals that, in Liqo mode, Liqo's key Secret holds no usable key pair.
 	LiqoKeyInvalidReason = "LiqoKeyInvalid"
+	// LiqoVersionUnsupportedReason signals that, in Liqo mode, the installed Liqo's version (the
+	// app.kubernetes.io/version label its chart puts on liqo-clusterid-configmap) is one gitpeer
+	// cannot work with; the message says why and which version to install.
+	LiqoVersionUnsupportedReason = "LiqoVersionUnsupported"
 )
 
 // Reasons of transient failures: Ready is False, Reconciling True, and the agent retries with

@@ -18,13 +18,21 @@ import (
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 )
 
+// liqoVersion is the Liqo version the harness is built from, set by the
+// Makefile (-X main.liqoVersion=$(LIQO_VERSION)); the cluster-ID ConfigMap
+// carries it as the chart's would.
+var liqoVersion string
+
 // Where Liqo's source keeps its CRDs and the rules of its chart's ClusterRoles.
 const (
 	crdDir   = "deployments/liqo/charts/liqo-crds/crds"
 	rulesDir = "deployments/liqo/files"
 	// nameLabel is the label the tenant controller selects its ClusterRoles by.
 	nameLabel = "app.kubernetes.io/name"
-	owner     = client.FieldOwner("liqo-auth-harness")
+	// versionLabel is the label Liqo's chart puts the Liqo version in, on every object it
+	// installs (deployments/liqo/templates/_helpers.tpl, "liqo.labels").
+	versionLabel = "app.kubernetes.io/version"
+	owner        = client.FieldOwner("liqo-auth-harness")
 )
 
 // chartClusterRoles are the ClusterRoles of Liqo's chart that its tenant
@@ -72,7 +80,7 @@ func install(ctx context.Context, c client.Client, src, namespace string, cluste
 			ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "liqo-clusterid-configmap", Namespace: namespace,
-				Labels: map[string]string{nameLabel: "clusterid-configmap"}},
+				Labels: chartLabels("clusterid-configmap")},
 			Data: map[string]string{"CLUSTER_ID": string(clusterID)}},
 	}
 	for name, label := range chartClusterRoles {
@@ -90,6 +98,16 @@ func install(ctx context.Context, c client.Client, src, namespace string, cluste
 		}
 	}
 	return nil
+}
+
+// chartLabels are the labels of Liqo's chart the harness gives the object
+// named name: its name and, when known, the Liqo version.
+func chartLabels(name string) map[string]string {
+	l := map[string]string{nameLabel: name}
+	if liqoVersion != "" {
+		l[versionLabel] = liqoVersion
+	}
+	return l
 }
 
 func readYAML(path string, into any) error {

@@ -1,0 +1,470 @@
+package e2e
+
+import (
+	"context"
+	gocrypto "crypto"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	planner "github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/reconciler/whoami"
+	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/test/liqoreal"
+)
+
+// Liqo mode with Liqo's own authentication module (v1.2.0, test/liqoreal)
+// on every cluster, three control planes shared by the specs:
+//   - P runs Liqo and a gitpeer provider in Liqo mode;
+//   - C runs Liqo, with RSA keys (its TLS compatibility mode), and a gitpeer
+//     consumer in Liqo mode, of P (Liqo on both sides) and of X;
+//   - X runs Liqo without gitpeer (its admin answers with liqoctl and commits
+//     by hand): a plain Liqo provider to C, and a plain Liqo consumer of P.
+//
+// They take over from the double (test/liqo) the restarts and the revocation
+// of "Consumer in Liqo mode" and the re-peering of "Liqo provider", run the
+// handshakes of those and of "Liqo on both sides" on the real Liqo, and add
+// the mixed peers, a consumer's ResourceSlice authenticated by P's Liqo, and
+// the re-peering after a Liqo-mode revocation. The double stays for Liqo's
+// renewal, which needs Liqo's CRD replicator (not in the harness) or a clock
+// the test moves; where both serve, a spec here compares them: the kubeconfig
+// Secret of the identity controller (expectDoubleKubeconfig) and the
+// ResourceSlice CSRs the provider passes or denies (CheckResourceSliceCSR).
+var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers", Ordered, func() {
+	const pID, cID, xID = "realb-p", "realb-c", "realb-x"
+	const sliceName = "slice-1"
+	var p, c, x *cluster
+	liqos := map[string]*liqoreal.Harness{} // the Liqo running on each cluster
+	var cKey, xKey gocrypto.Signer          // the Liqo keys of C and X
+	var serials []string                    // every certificate P's Liqo issued to C
+	dirPC, dirXC, dirPX := pID+"/"+cID+"/", xID+"/"+cID+"/", pID+"/"+xID+"/"
+	cNS := authv1beta1.TenantNamespaceName(pID) // C's tenant namespace for P
+	pNS := authv1beta1.TenantNamespaceName(cID) // P's tenant namespace for C
+	identityKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.ControlPlaneIdentityName(pID)}
+
+	BeforeAll(func(ctx SpecContext) {
+		p, c, x = newCluster(pID), newCluster(cID), newCluster(xID)
+		for _, cl := range []*cluster{p, c, x} {
+			liqos[cl.id] = startRealLiqo(ctx, cl, cl == c)
+		}
+		DeferCleanup(func() {
+			for _, h := range liqos {
+				h.Stop()
+			}
+		})
+		cKey = must(liqo.ClusterKey(ctx, c.k8s, liqo.DefaultNamespace))
+		xKey = must(liqo.ClusterKey(ctx, x.k8s, liqo.DefaultNamespace))
+		applyLiqoProvider(p)
+		c.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
+			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{pID, xID}, Direct: true, TrustedCAs: anchors(p, x)}
+			enableLiqo(s)
+		})
+		p.startAgent()
+		c.startAgent()
+	})
+
+	It("peers both sides with Liqo doing all the crypto: Liqo's nonce signature, key and kubeconfig", func(ctx SpecContext) {
+		id := waitIdentity(dirPC, "")
+		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
+		serials = append(serials, serial)
+		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
+		expectOnlyLiqoCSRs(ctx, p, 1)
+
+		Expect(cKey).To(BeAssignableToTypeOf(&rsa.PrivateKey{}), "C's Liqo runs in TLS compatibility mode")
+		Eventually(func(g Gomega) {
+			g.Expect(conditionOf(peeringRepository(ctx, g, c), gitpeerv1alpha1.LiqoReadyCondition)).To(HaveField("Message", ContainSubstring("RSA-2048")))
+		}).WithTimeout(time.Minute).Should(Succeed())
+
+		By("tenant.yaml carries C's Liqo key and the signature C's Liqo nonce signer wrote")
+		var nonce documents.Nonce
+		Expect(yaml.Unmarshal([]byte(show("main", dirPC+"nonce.yaml")), &nonce)).To(Succeed())
+		var tenant authv1beta1.Tenant
+		Expect(yaml.Unmarshal([]byte(show("main", dirPC+"tenant.yaml")), &tenant)).To(Succeed())
+		signed := &corev1.Secret{}
+		Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}, signed)).To(Succeed())
+		Expect(string(signed.Data[authv1beta1.NonceSecretField])).To(Equal(nonce.Spec.Nonce))
+		Expect(crypto.VerifyNonceSignature(cKey.Public(), nonce.Spec.Nonce, signed.Data[authv1beta1.SignedNonceSecretField])).To(Succeed())
+		Expect(tenant.Spec.Signature).To(Equal(signed.Data[authv1beta1.SignedNonceSecretField]))
+		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
+
+		By("C's Liqo keeps a Renew for the Identity gitpeer applied, owned by it (the double has none)")
+		Eventually(func(g Gomega) {
+			renew := &unstructured.Unstructured{}
+			renew.SetGroupVersionKind(renewGVK)
+			g.Expect(c.k8s.Get(ctx, identityKey, renew)).To(Succeed())
+			g.Expect(renew.GetOwnerReferences()).To(ContainElement(HaveField("Kind", "Identity")))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("keeps C's Identity and Liqo's kubeconfig Secret unchanged over restarts of C's Liqo and gitpeer rounds; the double writes the same kubeconfig", func(ctx SpecContext) {
+		identity, secret := &authv1beta1.Identity{}, &corev1.Secret{}
+		secretKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}
+		Expect(c.k8s.Get(ctx, identityKey, identity)).To(Succeed())
+		Expect(c.k8s.Get(ctx, secretKey, secret)).To(Succeed())
+		// A restarted Liqo reconciles every Identity; two restarts keep the spec's cost small.
+		for i := range 2 {
+			liqos[cID].Stop()
+			if i == 0 {
+				By("while C's Liqo is stopped, the double's identity controller writes the kubeconfig Liqo's wrote")
+				expectDoubleKubeconfig(ctx, c, identityKey, cKey)
+			}
+			liqos[cID] = startRealLiqo(ctx, c, true)
+			requestRound(ctx, c)
+		}
+		for range 3 {
+			requestRound(ctx, c)
+		}
+		after, afterSecret := &authv1beta1.Identity{}, &corev1.Secret{}
+		Expect(c.k8s.Get(ctx, identityKey, after)).To(Succeed())
+		Expect(after.ResourceVersion).To(Equal(identity.ResourceVersion))
+		Expect(c.k8s.Get(ctx, secretKey, afterSecret)).To(Succeed())
+		Expect(afterSecret.ResourceVersion).To(Equal(secret.ResourceVersion))
+	})
+
+	It("has a ResourceSlice created on C authenticated by P's Liqo, and its certificate works on P", func(ctx SpecContext) {
+		createSlice(ctx, c, pID, sliceName)
+		sliceKubeconfig := replicateSlice(ctx, c, p, sliceName, "")
+		cs := clientFor(sliceKubeconfig)
+		review := must(cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}))
+		Expect(review.Status.UserInfo.Groups).To(ContainElement(cID), "O of the slice certificate is C's cluster ID")
+		cert := must(kubeconfigClientCert(sliceKubeconfig))
+		Expect(review.Status.UserInfo.Username).To(Equal(cert.Subject.CommonName))
+		serials = append(serials, cert.SerialNumber.Text(16))
+		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeTrue(), "Liqo binds the consumer's group cluster-wide")
+
+		By("P's Liqo and the double's check (test/liqo CheckResourceSliceCSR) pass and deny the same slice CSRs")
+		tenant := &authv1beta1.Tenant{}
+		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: cID}, tenant)).To(Succeed())
+		slices := remoteSlices(ctx, c, p)
+		csrs := map[string][]byte{
+			sliceName:             must(base64.StdEncoding.DecodeString(must(nestedString(must(slices.Get(ctx, sliceName, metav1.GetOptions{})), "spec", "csr")))),
+			"slice-other-key":     must(liqo.ResourceSliceCSR(newClusterKey(), "slice-other-key", cID)),
+			"slice-renamed":       must(liqo.ResourceSliceCSR(cKey, "slice-elsewhere", cID)),
+			"slice-control-plane": must(crypto.BuildCSR(cKey, cID)),
+		}
+		for name, csr := range csrs {
+			if name != sliceName {
+				must(slices.Create(ctx, replicated(resourceSliceGVR, cID, pID, pNS, name, map[string]any{
+					"consumerClusterID": cID, "providerClusterID": pID, "class": "default", "csr": base64.StdEncoding.EncodeToString(csr),
+				}), metav1.CreateOptions{}))
+			}
+			real := sliceAuthentication(ctx, slices, name)
+			double := liqo.CheckResourceSliceCSR(tenant, name, csr)
+			Expect(real == "Accepted").To(Equal(double == nil), "ResourceSlice %s: Liqo says %s, the double %v", name, real, double)
+			Expect(real == "Accepted").To(Equal(name == sliceName), "ResourceSlice %s: %s", name, real)
+		}
+	})
+
+	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
+		cpKubeconfig := kubeconfigOf(ctx, c, pID)
+		sliceKubeconfig := must(sliceKubeconfigOf(ctx, c, pID, sliceName))
+		revokeByGit(dirPC, cID)
+
+		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func() []string { return liqoCaches(ctx, p, pNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: authv1beta1.NonceSecretName}, &corev1.Secret{}))
+		}).WithTimeout(time.Minute).Should(BeTrue(), "the nonce goes: a re-peering signs a new one")
+		Eventually(func(g Gomega) {
+			g.Expect(revokedSerials(ctx, p, cID)).To(ContainElements(serials))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(resourceSliceGVR.GroupVersion().WithKind("ResourceSliceList"))
+		Expect(p.k8s.List(ctx, list, client.InNamespace(pNS))).To(Succeed())
+		Expect(list.Items).To(BeEmpty())
+		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeFalse(), "the slice certificate lost its binding")
+		Expect(can(ctx, clientFor(cpKubeconfig), "create", "authentication.liqo.io", "resourceslices", pNS)).To(BeFalse())
+
+		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret and Renew go with the Identity")
+		renew := &unstructured.Unstructured{}
+		renew.SetGroupVersionKind(renewGVK)
+		renew.SetNamespace(cNS)
+		renew.SetName(identityKey.Name)
+		for _, obj := range []client.Object{renew,
+			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}},
+		} {
+			Eventually(func() bool { return apierrors.IsNotFound(c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).
+				WithTimeout(time.Minute).Should(BeTrue(), "%T %s", obj, obj.GetName())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID(pID)), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("re-peers C with P after the revocation: refused while a revoked certificate is valid, then a new certificate, never a cached one", func(ctx SpecContext) {
+		annotateRepository(ctx, c, gitpeerv1alpha1.RequestAgainAnnotation, pID)
+		Eventually(func() string { return show("main", dirPC+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
+		expectReported(ctx, p, dirPC+"tenant.yaml", "re-peering is refused")
+		expectNothingIssuedIn(ctx, p, dirPC, cID)
+
+		annotateRepository(ctx, p, gitpeerv1alpha1.RevivalAnnotationPrefix+cID, gitpeerv1alpha1.AcceptRevivalValue)
+		id := waitIdentity(dirPC, "")
+		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
+		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: no cache survived the revocation")
+		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
+		Expect(liqoCaches(ctx, p, pNS, sliceName)).To(ConsistOf(planner.LiqoCertificateCache), "only the new control-plane certificate is cached")
+
+		By("the CRD replicator brings C's ResourceSlice, its CSR unchanged, back to P: P's Liqo issues a new slice certificate, which works")
+		old := serials[len(serials)-1]
+		sliceKubeconfig := replicateSlice(ctx, c, p, sliceName, old)
+		cert := must(kubeconfigClientCert(sliceKubeconfig))
+		Expect(serials).NotTo(ContainElement(cert.SerialNumber.Text(16)), "no slice certificate cache survived the revocation")
+		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeTrue())
+	})
+
+	It("peers C with X, a plain Liqo provider whose admin answers with liqoctl", func(ctx SpecContext) {
+		By("X's admin: liqoctl create nonce, committed as nonce.yaml")
+		nonce := must(liqo.CreateNonce(ctx, x.k8s, cID))
+		commit("liqoctl create nonce for "+cID, map[string][]byte{dirXC + "nonce.yaml": must(protocol.NonceDocument(xID, cID, nonce))})
+
+		By("C commits tenant.yaml signed by its Liqo; X's admin applies it and commits liqoctl generate identity")
+		tenant := &authv1beta1.Tenant{}
+		Eventually(func(g Gomega) {
+			data := show("main", dirXC+"tenant.yaml")
+			g.Expect(data).NotTo(BeEmpty())
+			g.Expect(yaml.UnmarshalStrict([]byte(data), tenant)).To(Succeed())
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
+		tenant.Namespace = authv1beta1.TenantNamespaceName(cID)
+		Expect(x.k8s.Create(ctx, tenant)).To(Succeed(), "X's Liqo webhooks admit the Tenant")
+		Eventually(func(g Gomega) {
+			g.Expect(x.k8s.Get(ctx, client.ObjectKeyFromObject(tenant), tenant)).To(Succeed())
+			g.Expect(tenant.Status.AuthParams).NotTo(BeNil())
+			g.Expect(tenant.Status.AuthParams.SignedCRT).NotTo(BeEmpty())
+		}).WithTimeout(time.Minute).Should(Succeed(), "X's Liqo verified the handshake and issued")
+		id := must(liqo.GenerateIdentity(tenant, xID))
+		commit("liqoctl generate identity for "+cID, map[string][]byte{dirXC + "identity.yaml": must(yaml.Marshal(id))})
+
+		expectLiqoKubeconfig(ctx, c, xID, cID, must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16))
+		applied := &authv1beta1.Identity{}
+		Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(xID), Name: id.Name}, applied)).To(Succeed())
+		Expect(applied.Spec).To(Equal(id.Spec), "the Identity applied is liqoctl's, unchanged")
+	})
+
+	It("peers X, a plain Liqo consumer whose admin commits by hand, with P", func(ctx SpecContext) {
+		By("X's admin: request.yaml with X's Liqo key, then liqoctl generate tenant for the nonce P published")
+		commit("Request peering of "+xID, map[string][]byte{dirPX + "request.yaml": requestFor(pID, xID, xKey)})
+		nonce := waitNonceAt(dirPX, "")
+		tenant := must(liqo.GenerateTenant(ctx, x.k8s, xKey, xID, pID, nonce))
+		commit("Merge pull request: Tenant of "+xID, map[string][]byte{dirPX + "tenant.yaml": tenantDoc(tenant)})
+
+		By("P's Liqo issues; X's admin applies identity.yaml; X's Liqo writes a kubeconfig that is X on P")
+		id := waitIdentity(dirPX, "")
+		id.Namespace = authv1beta1.TenantNamespaceName(pID)
+		Expect(x.k8s.Create(ctx, id)).To(Succeed())
+		Eventually(func(g Gomega) {
+			secret := &corev1.Secret{}
+			g.Expect(x.k8s.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: authv1beta1.KubeconfigSecretName(id.Name)}, secret)).To(Succeed())
+			g.Expect(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(xID))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+})
+
+// revokeByGit removes dir/tenant.yaml from main, as a merged revocation
+// does, and waits for the provider to take dir/identity.yaml away.
+func revokeByGit(dir, consumer string) {
+	GinkgoHelper()
+	w := clone()
+	gitCLI(w, "rm", "-q", dir+"tenant.yaml")
+	gitCLI(w, "commit", "-q", "-m", "Revoke "+consumer)
+	pushMain(w)
+	Eventually(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(time.Minute).Should(BeEmpty())
+}
+
+// renewGVK is the kind of the Renew Liqo's local renewer keeps for each
+// control-plane Identity (liqotech/liqo v1.2.0 localrenewer-controller).
+var renewGVK = resourceSliceGVR.GroupVersion().WithKind("Renew")
+
+// createSlice creates ResourceSlice name on the consumer c in its tenant
+// namespace for provider, as `liqoctl create resourceslice` does, and waits
+// for c's Liqo to sign its CSR.
+func createSlice(ctx context.Context, c *cluster, provider, name string) {
+	GinkgoHelper()
+	local := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": resourceSliceGVR.GroupVersion().String(), "kind": "ResourceSlice",
+		"metadata": map[string]any{"namespace": authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)), "name": name,
+			"labels": map[string]any{"liqo.io/replication": "true", "liqo.io/remoteID": provider, authv1beta1.RemoteClusterIDLabel: provider}},
+		"spec": map[string]any{"class": "default"},
+	}}
+	Expect(c.k8s.Create(ctx, local)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(c.k8s.Get(ctx, client.ObjectKeyFromObject(local), local)).To(Succeed())
+		csr, _, _ := unstructured.NestedString(local.Object, "spec", "csr")
+		g.Expect(csr).NotTo(BeEmpty(), "c's Liqo signs the slice CSR")
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
+
+// replicateSlice plays Liqo's CRD replicator (not run by the harness: an
+// internal package of Liqo) for c's ResourceSlice name, with c's control-plane
+// kubeconfig for p: the slice to p's tenant namespace, p's status back. It
+// returns the kubeconfig c's Liqo then writes for the slice's Identity, once
+// its certificate is not notSerial.
+func replicateSlice(ctx context.Context, c, p *cluster, name, notSerial string) []byte {
+	GinkgoHelper()
+	pNS := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id))
+	local := &unstructured.Unstructured{}
+	local.SetGroupVersionKind(resourceSliceGVR.GroupVersion().WithKind("ResourceSlice"))
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(p.id)), Name: name}, local)).To(Succeed())
+	spec, _, _ := unstructured.NestedMap(local.Object, "spec")
+	dyn := remoteSlices(ctx, c, p)
+	must(dyn.Create(ctx, replicated(resourceSliceGVR, c.id, p.id, pNS, name, spec), metav1.CreateOptions{}))
+	var status map[string]any
+	Eventually(func(g Gomega) {
+		remote := must(dyn.Get(ctx, name, metav1.GetOptions{}))
+		crt, _, _ := unstructured.NestedString(remote.Object, "status", "authParams", "signedCRT")
+		g.Expect(crt).NotTo(BeEmpty(), "p's Liqo authenticates the slice")
+		status, _, _ = unstructured.NestedMap(remote.Object, "status")
+	}).WithTimeout(time.Minute).Should(Succeed())
+	Expect(unstructured.SetNestedMap(local.Object, status, "status")).To(Succeed())
+	Expect(c.k8s.Status().Update(ctx, local)).To(Succeed())
+
+	var data []byte
+	Eventually(func(g Gomega) {
+		var err error
+		data, err = sliceKubeconfigOf(ctx, c, p.id, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		cert, err := kubeconfigClientCert(data)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cert.SerialNumber.Text(16)).NotTo(Equal(notSerial))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return data
+}
+
+// remoteSlices is the ResourceSlices of p's tenant namespace for c, through
+// c's control-plane kubeconfig for p, as Liqo's CRD replicator writes them.
+func remoteSlices(ctx context.Context, c, p *cluster) dynamic.ResourceInterface {
+	GinkgoHelper()
+	cfg := must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id)))
+	return must(dynamic.NewForConfig(cfg)).Resource(resourceSliceGVR).Namespace(authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id)))
+}
+
+// sliceAuthentication waits for the provider's Liqo to decide on the
+// ResourceSlice name in slices and returns its decision: the status of its
+// Authentication condition, Accepted or Denied.
+func sliceAuthentication(ctx context.Context, slices dynamic.ResourceInterface, name string) string {
+	GinkgoHelper()
+	var decision string
+	Eventually(func(g Gomega) string {
+		slice := must(slices.Get(ctx, name, metav1.GetOptions{}))
+		conditions, _, _ := unstructured.NestedSlice(slice.Object, "status", "conditions")
+		for _, c := range conditions {
+			if c, ok := c.(map[string]any); ok && c["type"] == "Authentication" {
+				decision, _ = c["status"].(string)
+			}
+		}
+		return decision
+	}).WithTimeout(time.Minute).ShouldNot(BeEmpty(), "Liqo's decision on ResourceSlice %s", name)
+	return decision
+}
+
+// sliceKubeconfigOf is the kubeconfig c's Liqo wrote for the Identity of its
+// ResourceSlice name for provider (Identity resourceslice-<name>: liqotech/liqo
+// v1.2.0 pkg/liqo-controller-manager/authentication/forge/identity.go).
+func sliceKubeconfigOf(ctx context.Context, c *cluster, provider, name string) ([]byte, error) {
+	secret := &corev1.Secret{}
+	err := c.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)),
+		Name: authv1beta1.KubeconfigSecretName("resourceslice-" + name)}, secret)
+	return secret.Data[authv1beta1.KubeconfigSecretField], err
+}
+
+// nestedString is the string field of obj at path, an error when it is not one.
+func nestedString(obj *unstructured.Unstructured, path ...string) (string, error) {
+	v, found, err := unstructured.NestedString(obj.Object, path...)
+	if err == nil && !found {
+		err = fmt.Errorf("%s has no %v", obj.GetName(), path)
+	}
+	return v, err
+}
+
+// kubeconfigClientCert is the client certificate of kubeconfig.
+func kubeconfigClientCert(kubeconfig []byte) (*x509.Certificate, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return crypto.ParseCertificatePEM(cfg.CertData)
+}
+
+// canScrapeMetrics says whether kubeconfig may get Liqo's metrics, the one
+// right of the ClusterRole Liqo binds to the consumer's group cluster-wide
+// (liqo-virtual-kubelet-remote-clusterwide).
+func canScrapeMetrics(ctx context.Context, kubeconfig []byte) bool {
+	GinkgoHelper()
+	return can(ctx, clientFor(kubeconfig), "get", "metrics.liqo.io", "scrape/metrics", "")
+}
+
+// expectDoubleKubeconfig checks that the kubeconfig Secret Liqo's identity
+// controller wrote for the Identity key on c is what the double's
+// (test/liqo IdentityController) writes with the same Liqo key: the same
+// labels, annotations and keys, and a kubeconfig reaching the same server, as
+// the same client, the same way (the names inside may differ). Liqo must not
+// run on c meanwhile: it would write the Secret of the double's Identity first.
+func expectDoubleKubeconfig(ctx context.Context, c *cluster, key client.ObjectKey, liqoKey gocrypto.Signer) {
+	GinkgoHelper()
+	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: authv1beta1.KubeconfigSecretName(key.Name)}
+	real := &corev1.Secret{}
+	Expect(c.k8s.Get(ctx, secretKey, real)).To(Succeed())
+	// The double writes into a copy of the Identity in a scratch namespace, not over Liqo's Secret.
+	identity := &authv1beta1.Identity{}
+	Expect(c.k8s.Get(ctx, key, identity)).To(Succeed())
+	scratch := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "double-"}}
+	Expect(c.k8s.Create(ctx, scratch)).To(Succeed())
+	copied := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: scratch.Name, Name: identity.Name, Labels: identity.Labels}, Spec: identity.Spec}
+	Expect(c.k8s.Create(ctx, copied)).To(Succeed())
+	_, err := (&liqo.IdentityController{Client: c.k8s, Key: liqoKey}).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(copied)})
+	Expect(err).NotTo(HaveOccurred())
+	double := &corev1.Secret{}
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: scratch.Name, Name: secretKey.Name}, double)).To(Succeed())
+	// Gone before Liqo runs again, so that it never sees them.
+	Expect(c.k8s.Delete(ctx, copied)).To(Succeed())
+	Expect(client.IgnoreNotFound(c.k8s.Delete(ctx, double))).To(Succeed())
+	Expect(c.k8s.Delete(ctx, scratch)).To(Succeed())
+
+	Expect(double.Labels).To(Equal(real.Labels), "labels of the kubeconfig Secret")
+	Expect(double.Annotations).To(Equal(real.Annotations), "annotations of the kubeconfig Secret")
+	Expect(double.Type).To(Equal(real.Type))
+	Expect(keys(double.Data)).To(Equal(keys(real.Data)))
+	want, got := must(clientcmd.Load(double.Data[authv1beta1.KubeconfigSecretField])), must(clientcmd.Load(real.Data[authv1beta1.KubeconfigSecretField]))
+	wantCtx, gotCtx := want.Contexts[want.CurrentContext], got.Contexts[got.CurrentContext]
+	Expect(gotCtx).NotTo(BeNil(), "Liqo's kubeconfig has a current context")
+	Expect(gotCtx.Namespace).To(Equal(wantCtx.Namespace), "default namespace")
+	Expect(*got.Clusters[gotCtx.Cluster]).To(Equal(*want.Clusters[wantCtx.Cluster]), "cluster: server, CA, proxy")
+	Expect(*got.AuthInfos[gotCtx.AuthInfo]).To(Equal(*want.AuthInfos[wantCtx.AuthInfo]), "user: certificate and Liqo's key")
+}
+
+// keys lists the keys of a Secret's data, sorted.
+func keys(data map[string][]byte) []string {
+	return slices.Sorted(maps.Keys(data))
+}
+
+// startRealLiqo runs Liqo's authentication module on c (test/liqoreal) with
+// c's cluster ID and API server address, with RSA keys if rsa (Liqo's
+// authentication.tlsCompatibilityMode).
+func startRealLiqo(ctx context.Context, c *cluster, rsa bool) *liqoreal.Harness {
+	GinkgoHelper()
+	return must(liqoreal.Start(ctx, c.cp, GinkgoT().TempDir(), liqoreal.Options{ClusterID: c.id, APIServer: c.cp.URL, TLSCompatibilityMode: rsa}))
+}
