@@ -31,6 +31,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
@@ -60,7 +61,7 @@ type PeeringRepositoryReconciler struct {
 	// recordsMigrated holds the UIDs of the PeeringRepositories whose gitpeer
 	// 0.1.0 records Secret this process found gone or moved (issued.go).
 	recordsMigrated sync.Map
-	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_liqo.go)
+	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_observe.go)
 	// peeringWorkers is how many peerings of a provider's round take their step at once (provideAll).
 	peeringWorkers int
 	// rounds remembers what each provider's last round found: the next visits only what changed (rounds.go).
@@ -255,7 +256,7 @@ func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepo
 		deleteCondition(obj, meta.ReconcilingCondition)
 		msg := fmt.Sprintf("at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
 		if c := obj.Spec.Consumer; c != nil && c.Direct {
-			msg += "; " + directModeWarning // said where everyone looks, as long as it is on
+			msg += "; " + consumer.DirectModeWarning // said where everyone looks, as long as it is on
 		}
 		markTrue(obj, meta.ReadyCondition, meta.SucceededReason, "%s", msg)
 	}

@@ -11,31 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// modeStep is what the agent does with a peering given its mode record.
-type modeStep int
-
-const (
-	modeGoOn    modeStep = iota // made in the current mode
-	modeSwitch                  // made in another mode; the switch is accepted: record it, go on
-	modeBlocked                 // made in another mode; leave it alone and report it
-)
-
-// decideMode compares the mode a peering was recorded in (empty: standalone)
-// with the current one; accepted is the value of the peering's
-// SwitchModeAnnotationPrefix annotation, which counts only when it names the
-// current mode.
-func decideMode(recorded, current, accepted string) modeStep {
-	switch {
-	case cmp.Or(recorded, gitpeerv1alpha1.PeeringModeStandalone) == current:
-		return modeGoOn
-	case accepted == current:
-		return modeSwitch
-	}
-	return modeBlocked
-}
 
 // modeName names the session's mode as mode records do.
 func (s *session) modeName() string {
@@ -56,10 +34,10 @@ func (s *session) checkMode(ctx context.Context, peer string, nsObj *corev1.Name
 	}
 	recorded := cmp.Or(nsObj.Annotations[vocabulary.ModeAnnotation], gitpeerv1alpha1.PeeringModeStandalone)
 	current, acceptKey := s.modeName(), gitpeerv1alpha1.SwitchModeAnnotationPrefix+peer
-	switch decideMode(recorded, current, s.obj.GetAnnotations()[acceptKey]) {
-	case modeGoOn:
+	switch liqo.DecideMode(recorded, current, s.obj.GetAnnotations()[acceptKey]) {
+	case liqo.ModeGoOn:
 		return outcome{}, false
-	case modeSwitch:
+	case liqo.ModeSwitch:
 		err := s.switchMode(ctx, peer, nsObj, recorded, acceptKey)
 		return outcome{err: err}, err != nil
 	}

@@ -18,6 +18,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/check"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/verdict"
@@ -47,7 +48,7 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 	if merged && s.previousPhase(pe.Provider) != gitpeerv1alpha1.PhaseAwaitingApproval {
 		return o // cleaned up when the merge was first seen; no forge call every round after
 	}
-	branch, err := s.reviewBranch(pe)
+	branch, err := consumer.ReviewBranch(spec, pe.Provider, pe.Consumer)
 	if err != nil {
 		return outcome{err: err}
 	}

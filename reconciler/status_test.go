@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 )
 
 // TestSummarizeReady checks how Ready is derived from the other conditions
@@ -52,7 +53,7 @@ func TestSummarizeReady(t *testing.T) {
 		"wait":                   {err: &Waiting{Reason: gitpeerv1alpha1.SecretNotFoundReason, Err: errors.New("no secret")}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.SecretNotFoundReason, message: "no secret", recon: true},
 		"stall":                  {err: &Stalling{Reason: gitpeerv1alpha1.HistoryRewrittenReason, Err: errors.New("rewritten")}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.HistoryRewrittenReason, message: "rewritten", stalled: true, generation: true},
 		"suspended":              {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, suspend: true, generation: true},
-		"direct mode":            {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, direct: true, ready: metav1.ConditionTrue, reason: meta.SucceededReason, message: "at abc: 0 peering(s); " + directModeWarning, generation: true},
+		"direct mode":            {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, direct: true, ready: metav1.ConditionTrue, reason: meta.SucceededReason, message: "at abc: 0 peering(s); " + consumer.DirectModeWarning, generation: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
