@@ -45,7 +45,7 @@ const liqoSigningDuration = 4 * time.Minute
 // them are not involved: the renewed certificate reaches the consumer through
 // Git (docs/liqo.md, "Renewal").
 var _ = Describe("Renewal on the real Liqo", Ordered, func() {
-	const providerID, consumerID = "renew-p", "renew-c"
+	const providerID, consumerID = "lrenew-p", "lrenew-c"
 	dir := providerID + "/" + consumerID + "/"
 	var prov, consumer *cluster
 	var harness *liqoreal.Harness
