@@ -4,12 +4,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -25,7 +27,7 @@ import (
 // `liqoctl peer`, `liqoctl network connect`) and Liqo's version, on Liqo's
 // own authentication module (the liqo-auth-harness).
 var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and version", Ordered, func() {
-	const providerID, consumerID, strayID = "inst-p", "inst-c", "inst-s"
+	const providerID, consumerID, strayID, tolerantID, laterID = "inst-p", "inst-c", "inst-s", "inst-t", "inst-l"
 	var provider *cluster
 
 	BeforeAll(func(ctx SpecContext) {
@@ -114,6 +116,17 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		waitNonceAt(dir, "")
 	})
 
+	It("refuses a TolerateNoHandshake Tenant, which Liqo would take without the handshake: it is never applied", func(ctx SpecContext) {
+		dir := providerID + "/" + tolerantID + "/"
+		key := newClusterKey()
+		commit("Request peering of "+tolerantID, map[string][]byte{dir + "request.yaml": requestFor(providerID, tolerantID, key)})
+		tenant := must(protocol.NewTenant(tolerantID, key, waitNonceAt(dir, "")))
+		tenant.Spec.AuthzPolicy = ptr.To(authv1beta1.TolerateNoHandshake)
+		commit("Merge pull request: Tenant of "+tolerantID, map[string][]byte{dir + "tenant.yaml": tenantDoc(tenant)})
+		expectReported(ctx, provider, dir+"tenant.yaml", `spec.authzPolicy is "TolerateNoHandshake"`)
+		expectNothingIssuedIn(ctx, provider, dir, tolerantID)
+	})
+
 	It("reports Liqo's version and refuses one that cannot work", func(ctx SpecContext) {
 		liqoReady := func(g Gomega) *metav1.Condition {
 			c := conditionOf(peeringRepository(ctx, g, provider), gitpeerv1alpha1.LiqoReadyCondition)
@@ -143,6 +156,33 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 
 		setLiqoVersion(liqo.TestedVersion)
 		Eventually(func(g Gomega) metav1.ConditionStatus { return liqoReady(g).Status }).WithTimeout(time.Minute).Should(Equal(metav1.ConditionTrue))
+	})
+
+	It("refuses to run while Liqo's cluster ID is not spec.clusterID, and runs again once it is", func(ctx SpecContext) {
+		setLiqoClusterID := func(id string) {
+			cm := &corev1.ConfigMap{}
+			Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: gitpeerv1alpha1.DefaultLiqoNamespace, Name: liqo.ClusterIDConfigMap}, cm)).To(Succeed())
+			patch := client.MergeFrom(cm.DeepCopy())
+			cm.Data[liqo.ClusterIDKey] = id
+			Expect(provider.k8s.Patch(ctx, cm, patch)).To(Succeed())
+		}
+		// As a Liqo installed with another discovery.config.clusterID has it.
+		setLiqoClusterID("someone-else")
+		Eventually(func(g Gomega) {
+			obj := peeringRepository(ctx, g, provider)
+			for _, t := range []string{meta.StalledCondition, gitpeerv1alpha1.LiqoReadyCondition} {
+				g.Expect(conditionOf(obj, t)).To(And(HaveField("Reason", gitpeerv1alpha1.LiqoClusterIDMismatchReason),
+					HaveField("Message", ContainSubstring(`Liqo's cluster ID is "someone-else"`))), t)
+			}
+			g.Expect(conditionOf(obj, meta.ReadyCondition)).To(HaveField("Status", metav1.ConditionFalse))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		expectEvent(ctx, provider, gitpeerv1alpha1.LiqoClusterIDMismatchReason, "refuses to run")
+		dir := providerID + "/" + laterID + "/"
+		commit("Request peering of "+laterID, map[string][]byte{dir + "request.yaml": requestFor(providerID, laterID, newClusterKey())})
+		Consistently(func() string { return show("main", dir+"nonce.yaml") }).WithTimeout(3*time.Second).Should(BeEmpty(), "the agent ran")
+
+		setLiqoClusterID(providerID)
+		waitNonceAt(dir, "")
 	})
 })
 
