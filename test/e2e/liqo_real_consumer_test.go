@@ -135,7 +135,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(tenant.Spec.Signature).To(Equal(signed.Data[authv1beta1.SignedNonceSecretField]))
 		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
 
-		By("C's Liqo keeps a Renew for the Identity gitpeer applied, owned by it (the double has none)")
+		By("C's Liqo keeps a Renew for the Identity gitpeer applied, owned by it")
 		Eventually(func(g Gomega) {
 			renew := &unstructured.Unstructured{}
 			renew.SetGroupVersionKind(renewGVK)

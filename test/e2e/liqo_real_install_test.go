@@ -18,6 +18,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	liqoctl "github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/test/liqoreal"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
@@ -35,8 +36,8 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 	})
 
 	It("adopts the tenant namespace `liqoctl create nonce` made before gitpeer, replaces Liqo's nonce, peers, and never deletes it", func(ctx SpecContext) {
-		ns := liqoctlCreateNonce(ctx, provider, consumerID)
-		liqosNonce := filledNonce(ctx, provider, ns)
+		liqosNonce := must(liqoctl.CreateNonce(ctx, provider.k8s, consumerID))
+		ns := authv1beta1.TenantNamespaceName(consumerID)
 
 		dir := providerID + "/" + consumerID + "/"
 		key := newClusterKey()
@@ -87,7 +88,8 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 	})
 
 	It("refuses a Liqo tenant namespace that grants access already, saying so, until it is cleared", func(ctx SpecContext) {
-		ns := liqoctlCreateNonce(ctx, provider, strayID)
+		must(liqoctl.CreateNonce(ctx, provider.k8s, strayID))
+		ns := authv1beta1.TenantNamespaceName(strayID)
 		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "left-over"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: strayID}}}
@@ -197,35 +199,4 @@ func startRealLiqoProvider(ctx context.Context, id string) *cluster {
 	applyLiqoProvider(c)
 	c.startAgent()
 	return c
-}
-
-// liqoctlCreateNonce creates the tenant namespace of consumer and its nonce
-// Secret as `liqoctl create nonce` does, before gitpeer: the namespace as
-// Liqo's tenant namespace manager forges it (liqotech/liqo v1.2.0
-// pkg/tenantNamespace/namespaceManager.go, ForgeNamespace), the Secret as
-// pkg/liqo-controller-manager/authentication/forge/nonce.go makes it, for
-// Liqo's nonce creator to fill. It returns the namespace.
-func liqoctlCreateNonce(ctx context.Context, c *cluster, consumer string) string {
-	GinkgoHelper()
-	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
-	labels := map[string]string{authv1beta1.RemoteClusterIDLabel: consumer, authv1beta1.TenantNamespaceLabel: authv1beta1.TrueValue,
-		"pod-security.kubernetes.io/audit": "privileged", "pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged"}
-	Expect(c.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})).To(Succeed())
-	Expect(c.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName,
-		Labels: map[string]string{authv1beta1.NonceSecretLabel: authv1beta1.TrueValue, authv1beta1.RemoteClusterIDLabel: consumer}}})).To(Succeed())
-	return ns
-}
-
-// filledNonce waits for Liqo's nonce creator to fill the nonce Secret in ns
-// and returns the nonce.
-func filledNonce(ctx context.Context, c *cluster, ns string) string {
-	GinkgoHelper()
-	var nonce string
-	Eventually(func(g Gomega) {
-		secret := &corev1.Secret{}
-		g.Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.NonceSecretName}, secret)).To(Succeed())
-		nonce = string(secret.Data[authv1beta1.NonceSecretField])
-		g.Expect(nonce).NotTo(BeEmpty())
-	}).WithTimeout(time.Minute).Should(Succeed())
-	return nonce
 }

@@ -19,10 +19,11 @@ import (
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// "Mode switch" with Liqo's own controllers installed later on both sides
-// instead of the double's objects: Liqo's tenant and identity controllers
-// meet the Tenant and the Identity gitpeer applied in standalone mode. The
-// consumer's Identity is Liqo's kind, so Liqo's identity controller takes it
+// A peering made in standalone mode, then Liqo's own controllers installed
+// on both sides: gitpeer leaves the peering alone until a person accepts the
+// switch, and says so; Liqo's tenant and identity controllers meet the Tenant
+// and the Identity gitpeer applied in standalone mode. The consumer's
+// Identity is Liqo's kind, so Liqo's identity controller takes it
 // (docs/liqo.md, "Switching modes").
 var _ = Describe("Mode switch on the real Liqo", Ordered, func() {
 	const providerID, consumerID = "rmode-p", "rmode-c"
@@ -88,7 +89,7 @@ var _ = Describe("Mode switch on the real Liqo", Ordered, func() {
 			}
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 
-		By("on the consumer, Liqo's identity controller rewrites the kubeconfig Secret of the standalone Identity with Liqo's key: access stops at once (the double never showed it)")
+		By("on the consumer, Liqo's identity controller rewrites the kubeconfig Secret of the standalone Identity with Liqo's key: access stops at once")
 		Eventually(func() []byte { return kubeconfigOf(ctx, consumer, providerID) }).WithTimeout(30 * time.Second).ShouldNot(Equal(kubeconfig))
 		cfg := must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, consumer, providerID)))
 		_, err := rest.TLSConfigFor(cfg)
