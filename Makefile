@@ -180,8 +180,9 @@ bench-controlplane: linux-only $(TOOLS)
 bench: bench-gitsync bench-controlplane bench-scale
 
 # The whole handshake locally: two control planes, a Git server, two agents. It needs only the
-# control plane's binaries (TOOLS), not Gitea.
-demo: linux-only $(TOOLS) build
+# control plane's binaries (TOOLS), not Gitea; with DEMO_FLAGS=--liqo also Liqo's authentication
+# module (LIQO_HARNESS, built from Liqo's source the first time).
+demo: linux-only $(TOOLS) build $(if $(findstring --liqo,$(DEMO_FLAGS)),$(LIQO_HARNESS))
 	go run ./test/demo --gitpeer bin/gitpeer $(DEMO_FLAGS)
 
 # The Helm chart charts/gitpeer. Its CRDs, RBAC, admission policy and tenant role are generated

@@ -14,7 +14,7 @@ import (
 )
 
 // TestIdentityFromTenant: identity.yaml of Liqo mode is what `liqoctl generate
-// identity` makes of the Tenant (the double's GenerateIdentity), and the
+// identity` makes of the Tenant (test/liqo GenerateIdentity), and the
 // consumer's strict decoder takes it.
 func TestIdentityFromTenant(t *testing.T) {
 	tenant := &authv1beta1.Tenant{

@@ -101,6 +101,7 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 
 	It("commits each certificate Liqo renews, records the old serial, and the consumer's kubeconfig follows", func(ctx SpecContext) {
 		first := must(crypto.ParseCertificatePEM(waitIdentity(dir, "").Spec.AuthParams.SignedCRT))
+		nonceYAML := show("main", dir+"nonce.yaml")
 		Expect(first.NotAfter.Sub(first.NotBefore)).To(BeNumerically("<", 10*time.Minute), "Liqo's certificate has the short lifetime")
 		serials = append(serials, first.SerialNumber.Text(16))
 
@@ -112,6 +113,14 @@ var _ = Describe("Renewal on the real Liqo", Ordered, func() {
 		Expect(renewed.NotBefore).To(BeTemporally(">", first.NotBefore), "Liqo renewed")
 		Expect(identityCommits(dir)[0]).To(ContainSubstring("Gitpeer-Action: renew-identity"))
 		serials = append(serials, renewed.SerialNumber.Text(16))
+		// Liqo renews again only about a minute after this renewal.
+		Consistently(func() []string { return identityCommits(dir) }).WithTimeout(5*time.Second).Should(HaveLen(2),
+			"exactly one commit for the issued certificate and one for the renewed")
+		tenant := &authv1beta1.Tenant{}
+		Expect(prov.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(consumerID), Name: consumerID}, tenant)).To(Succeed())
+		Expect(waitIdentity(dir, serials[0]).Spec.AuthParams).To(Equal(*tenant.Status.AuthParams), "identity.yaml is the renewed Tenant status")
+		expectOnlyLiqoCSRs(ctx, prov, 2)
+		Expect(show("main", dir+"nonce.yaml")).To(Equal(nonceYAML), "the nonce is never changed while the Tenant exists")
 		Eventually(func(g Gomega) {
 			g.Expect(consumerCertificate(g).NotBefore).NotTo(BeTemporally("<", renewed.NotBefore), "the consumer's kubeconfig holds the renewed certificate")
 		}).WithTimeout(time.Minute).Should(Succeed())

@@ -43,7 +43,7 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 	identityKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.ControlPlaneIdentityName(pID)}
 	secretKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}
 	var p, c *cluster
-	var first string // serial of the first certificate
+	var first, renewed string // serials of the first and the renewed certificate
 
 	// renewSerial is the serial of the certificate in status.authParams of
 	// the Renew named after the Identity in ns of cl ("" while it has none).
@@ -103,7 +103,6 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 	It("renews through the replicator: the consumer keeps Liqo's newer certificate over identity.yaml, then follows the provider's commit", func(ctx SpecContext) {
 		By("with the provider's gitpeer stopped, the renewal reaches the consumer only through Liqo's Renew")
 		p.stopAgent()
-		var renewed string
 		Eventually(func(g Gomega) {
 			renewed = identitySerial(g)
 			g.Expect(renewed).NotTo(Equal(first))
@@ -130,6 +129,9 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 	It("revokes with the replicator running: its finalizers on the kubeconfig Secret and the Renews hold nothing up", func(ctx SpecContext) {
 		revokeByGit(dir, cID)
 		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func(g Gomega) {
+			g.Expect(revokedSerials(ctx, p, cID)).To(ContainElements(first, renewed), "the serials Liqo issued and renewed are revoked")
+		}).WithTimeout(time.Minute).Should(Succeed())
 		expectGone(ctx, c, identityObjects(cNS, identityKey.Name)...)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID(pID)), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))

@@ -30,7 +30,7 @@ import (
 )
 
 // The provider in Liqo mode on Liqo's own authentication module (v1.2.0, the
-// liqo-auth-harness of test/liqotools) instead of the double: Liqo's nonce
+// liqo-auth-harness of test/liqotools): Liqo's nonce
 // creator, tenant controller and Tenant webhooks react to what gitpeer
 // creates, and the consumer, simulated as in "Liqo provider", gets a working
 // identity.
@@ -63,7 +63,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		Expect(review.Status.UserInfo.Username).To(Equal(consumerID))
 		Expect(can(ctx, cs, "create", "authentication.liqo.io", "resourceslices", authv1beta1.TenantNamespaceName(consumerID))).To(BeTrue())
 
-		By("the same Identity and RoleBinding as the double gives (test/liqo)")
+		By("the Identity liqoctl generate identity makes of the Tenant, and Liqo's RoleBinding")
 		applied := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(consumerID), Name: consumerID}, applied)).To(Succeed())
 		want := must(liqo.GenerateIdentity(applied, providerID))

@@ -1,6 +1,6 @@
 // Package liqoreal runs Liqo's real authentication module on a test control
 // plane: the liqo-auth-harness that `make tools` builds from Liqo's source
-// (test/liqotools), a drop-in alternative to the double of test/liqo.
+// (test/liqotools).
 package liqoreal
 
 import (
