@@ -33,8 +33,10 @@ type providing struct {
 	pe     *protocol.Documents
 	ns     string
 	tenant *authv1beta1.Tenant
-	step   provider.Step
-	done   *outcome
+	// namespace: the tenant namespace exists (and is the PeeringRepository's, or the peering is done).
+	namespace bool
+	step      provider.Step
+	done      *outcome
 	// signs: the step signs a certificate (an issuance or a renewal, not in
 	// Liqo mode); provideAll takes such steps last, with the round's CSR list.
 	signs bool
@@ -56,6 +58,7 @@ func (s *session) planProvide(ctx context.Context, pe *protocol.Documents, limit
 	if err != nil {
 		return settled(s.skipForeign(pe, err))
 	}
+	p.namespace = nsObj != nil
 	tenant := &authv1beta1.Tenant{}
 	err = s.r.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: pe.Consumer}, tenant)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -137,12 +140,8 @@ func (s *session) provide(ctx context.Context, p providing) outcome {
 	switch p.step {
 	case provider.FailClosed:
 		return s.failClosed(ctx, pe.Consumer, p.tenant, provider.FailClose(pe.BuildFailed, p.tenant))
-	case provider.SkipInvalid:
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[vocabulary.TenantFile])}
-	case provider.Revoke:
-		return s.revoke(ctx, pe)
-	case provider.OfferNonce:
-		return s.offerNonce(ctx, pe, ns)
+	case provider.SkipInvalid, provider.Revoke, provider.OfferNonce:
+		return s.provideStep(ctx, p)
 	case provider.Maintain:
 		if s.liqoMode() {
 			return s.publishLiqoIdentity(ctx, pe, p.tenant)
@@ -153,40 +152,6 @@ func (s *session) provide(ctx context.Context, p providing) outcome {
 		return s.issueLiqo(ctx, pe, ns, p.tenant)
 	}
 	return s.issue(ctx, pe, ns, p.tenant)
-}
-
-// offerNonce makes sure a requested peering, admitted (planProvide), has a
-// tenant namespace, a nonce Secret and that nonce committed as nonce.yaml.
-func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns string) outcome {
-	if err := s.ensureTenantNamespace(ctx, pe.Consumer, ns); err != nil {
-		return s.skipForeign(pe, err)
-	}
-	waiting := outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for a merged tenant.yaml"}
-	if pe.Nonce != nil && s.quiet() {
-		return waiting
-	}
-	nonce, err := s.nonce(ctx, pe.Consumer, ns, false)
-	if err != nil {
-		return outcome{err: err}
-	}
-	if nonce == "" {
-		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: "waiting for Liqo's nonce creator to fill Secret " + authv1beta1.NonceSecretName}
-	}
-	if pe.Nonce == nil || pe.Nonce.Spec.Nonce != nonce {
-		doc, err := protocol.NonceDocument(pe.Provider, pe.Consumer, nonce)
-		if err != nil {
-			return outcome{err: err}
-		}
-		consumer := pe.Consumer // the step, held until the commit, keeps only what it reports
-		s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
-			Subject: fmt.Sprintf("Issue nonce for %s on %s", consumer, pe.Provider),
-			Action:  vocabulary.ActionIssueNonce, Provider: pe.Provider, Consumer: consumer,
-		}, func(context.Context, bool) error {
-			s.routine.add(gitpeerv1alpha1.NonceIssuedReason, "nonce issued", consumer)
-			return nil
-		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.NonceFile}.String(), doc))
-	}
-	return waiting
 }
 
 // issue verifies a merged Tenant against the provider's own nonce and, if it
@@ -354,22 +319,17 @@ func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.T
 // is held until the round's commit, for hundreds of peerings in an issuance:
 // it keeps the strings it reports, not the peering's documents nor the parsed
 // certificate.
-func (s *session) stageIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
+func (s *session) stageIdentity(_ context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
 	consumer, serial, expires := pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)
-	s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
+	what := "identity committed"
+	if reason == gitpeerv1alpha1.IdentityRenewedReason {
+		what = "renewed identity committed"
+	}
+	s.stage(gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
 		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{vocabulary.ActionIssueIdentity: "Issue", vocabulary.ActionRenewIdentity: "Renew"}[action], consumer, pe.Provider, serial),
 		Action:  action, Provider: pe.Provider, Consumer: consumer,
 		Extra: append([]protocol.Trailer{{Key: vocabulary.TrailerSerial, Value: serial}, {Key: vocabulary.TrailerExpires, Value: expires}}, overrideTrailers(pe, tenant, cert)...),
-	}, func(_ context.Context, pushed bool) error {
-		if pushed {
-			what := "identity committed"
-			if reason == gitpeerv1alpha1.IdentityRenewedReason {
-				what = "renewed identity committed"
-			}
-			s.routine.add(reason, what, fmt.Sprintf("%s (serial %s, expires %s)", consumer, serial, expires))
-		}
-		return nil
-	}, changes...)
+	}, []provider.Routine{{Reason: reason, What: what, Item: fmt.Sprintf("%s (serial %s, expires %s)", consumer, serial, expires), IfPushed: true}}, changes...)
 }
 
 // issuedOutcome is the outcome of an issued peering holding cert, by the
@@ -449,33 +409,6 @@ func (s *session) usedNonceRotated(ctx context.Context, consumer string, tenant 
 	return gitsync.Put(protocol.Path{Provider: string(s.obj.Spec.ClusterID), Consumer: consumer, Kind: vocabulary.NonceFile}.String(), doc), nil
 }
 
-// revoke deletes everything this PeeringRepository issued to a consumer whose
-// tenant.yaml left the branch, marks its certificates revoked (the key pin
-// stays; see revokeConsumer), and removes identity.yaml, nonce.yaml and request.yaml from the
-// branch: peering again takes a new request and a new approval.
-func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
-	if err := s.revokeConsumer(ctx, pe.Consumer); err != nil {
-		return outcome{err: err}
-	}
-	var changes []gitsync.FileChange
-	for _, k := range []vocabulary.FileKind{vocabulary.IdentityFile, vocabulary.NonceFile, vocabulary.RequestFile} {
-		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
-	}
-	consumer := pe.Consumer // the step, held until the commit, keeps only what it reports
-	s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
-		Subject: fmt.Sprintf("Revoke identity of %s on %s", consumer, pe.Provider),
-		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
-		Action:  vocabulary.ActionRevoke, Provider: pe.Provider, Consumer: consumer,
-	}, func(_ context.Context, pushed bool) error {
-		if pushed {
-			s.routine.add(gitpeerv1alpha1.RevokedReason, "peering revoked", consumer)
-		}
-		return nil
-	}, changes...)
-	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{})
-	return outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "tenant.yaml removed: access revoked"}
-}
-
 // issuedConsumers lists the consumers holding a Tenant issued by this
 // PeeringRepository. It reads their names from the informer's store, by the
 // owner index: every round asks, and copying thousands of cached Tenants to
@@ -530,6 +463,11 @@ func (s *session) nonce(ctx context.Context, consumer, ns string, onlyExisting b
 // rotateNonce stores a fresh nonce in the liqo-nonce Secret.
 func (s *session) rotateNonce(ctx context.Context, consumer, ns string) (string, error) {
 	nonce := crypto.GenerateNonce()
+	return nonce, s.putNonce(ctx, consumer, ns, nonce)
+}
+
+// putNonce stores nonce in the consumer's liqo-nonce Secret, created if absent.
+func (s *session) putNonce(ctx context.Context, consumer, ns, nonce string) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.NonceSecretLabel, authv1beta1.TrueValue)
@@ -539,7 +477,7 @@ func (s *session) rotateNonce(ctx context.Context, consumer, ns string) (string,
 		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce)}
 		return nil
 	})
-	return nonce, err
+	return err
 }
 
 // syncBinding applies provider.PlanBindings in the consumer's tenant
@@ -642,7 +580,7 @@ func (s *session) writeTerms(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.stage(ctx, gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: vocabulary.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
+	s.stage(gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: vocabulary.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
 		nil, gitsync.Put(protocol.TermsPath(me), doc))
 	return nil
 }

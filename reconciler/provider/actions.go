@@ -1,0 +1,78 @@
+package provider
+
+import (
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+)
+
+// Plan is what one round does for the provider side of one peering: the
+// actions, in the order they are applied (the first that fails stops the
+// rest), and the outcome the peering reaches when they all succeed.
+type Plan struct {
+	Actions []Action
+	Outcome Outcome
+}
+
+func (p *Plan) add(a ...Action) { p.Actions = append(p.Actions, a...) }
+
+// Outcome is the phase and message a peering reaches; Err fails it.
+type Outcome struct {
+	Phase   gitpeerv1alpha1.PeeringPhase
+	Message string
+	// Reason, when set, says why the peering needs attention (status.peerings[].reason).
+	Reason string
+	Err    error
+}
+
+// Action is one step of a Plan; the agent's applier knows each type.
+type Action interface{ action() }
+
+// EnsureNamespace creates the consumer's tenant namespace, owned by the
+// PeeringRepository and recording the agent's mode, unless it exists; a
+// foreign one fails the peering.
+type EnsureNamespace struct{}
+
+// PutNonceSecret writes Nonce in the consumer's liqo-nonce Secret, created if absent.
+type PutNonceSecret struct{ Nonce string }
+
+// CreateLiqoNonce creates the consumer's liqo-nonce Secret empty, for Liqo's
+// nonce creator to fill (Liqo mode).
+type CreateLiqoNonce struct{}
+
+// RevokeConsumer deletes what the PeeringRepository issued to the consumer
+// and marks its certificates revoked in the records (the key pin stays).
+type RevokeConsumer struct{}
+
+// Stage queues Changes for the round's one commit, under Message; Routine
+// are the round's routine events the step adds once its changes are on the
+// branch.
+type Stage struct {
+	Message protocol.Message
+	Changes []gitsync.FileChange
+	Routine []Routine
+}
+
+// Routine is one step of the round's routine events (one event per Reason
+// and round, listing the Items): What the steps of Reason did. IfPushed: only
+// when this round's commit put the changes on the branch, not when the
+// branch held them already.
+type Routine struct {
+	Reason, What, Item string
+	IfPushed           bool
+}
+
+// NoteCertificate notes, for the metrics, the peering's certificate: its
+// expiry (Unix seconds; zero: the peering holds none any more), whether the
+// provider renews it and whether the renewal is overdue.
+type NoteCertificate struct {
+	Expiry          int64
+	Renews, Overdue bool
+}
+
+func (EnsureNamespace) action() {}
+func (PutNonceSecret) action()  {}
+func (CreateLiqoNonce) action() {}
+func (RevokeConsumer) action()  {}
+func (Stage) action()           {}
+func (NoteCertificate) action() {}

@@ -1,0 +1,33 @@
+package provider
+
+import (
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+)
+
+// Snapshot is everything one round observed of the provider side of one
+// peering: its documents on the branch and the cluster objects the
+// PeeringRepository keeps for it. It is plain data: the planners read
+// nothing else.
+type Snapshot struct {
+	// Docs are the documents of the peering directory <provider>/<consumer> on the branch.
+	Docs *protocol.Documents
+	// Liqo: the agent runs in Liqo mode.
+	Liqo bool
+	// Quiet: neither the branch nor the spec changed since the last round,
+	// which ended Ready; its writes landed.
+	Quiet bool
+
+	// Namespace: the consumer's tenant namespace exists, and is the
+	// PeeringRepository's (the round skips a peering whose namespace is not).
+	Namespace bool
+	// Tenant is the Tenant the PeeringRepository applied for the consumer, nil when none.
+	Tenant *authv1beta1.Tenant
+	// Nonce is what the consumer's liqo-nonce Secret holds, nil when the
+	// Secret is absent or was not read (a quiet round with nonce.yaml on the
+	// branch reads none).
+	Nonce *string
+	// FreshNonce is the nonce a new liqo-nonce Secret holds (standalone),
+	// drawn when the round found none: the planners draw nothing.
+	FreshNonce string
+}
