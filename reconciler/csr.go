@@ -240,12 +240,7 @@ func (s *session) approve(ctx context.Context, csr *certificatesv1.CertificateSi
 }
 
 // joinNote appends note, if any, to msg.
-func joinNote(msg, note string) string {
-	if note == "" {
-		return msg
-	}
-	return msg + "; " + note
-}
+var joinNote = provider.JoinNote
 
 // agentUser is the user name the agent's own client authenticates as (what
 // the API server records as a CSR's requester), learned once with a

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
@@ -261,11 +260,4 @@ func (s *session) recordRevoked(ctx context.Context, consumer string) error {
 		r.Certificates, changed = vocabulary.WithRevoked(r.Certificates, s.r.Now())
 		return changed
 	})
-}
-
-// refuseRevival says why consumer must not be bound again, or "" if it may
-// (provider.RevivalRefusal); the revival annotation may accept it once
-// (provider.CheckTenant).
-func (s *session) refuseRevival(records vocabulary.ConsumerRecords, consumer string) string {
-	return provider.RevivalRefusal(records.Certificates, consumer, s.r.Now())
 }

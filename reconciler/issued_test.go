@@ -18,6 +18,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
@@ -103,7 +104,7 @@ func TestRecordsMigrateAndScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.refuseRevival(got, "consumer-00010") == "" {
+		if provider.RevivalRefusal(got.Certificates, "consumer-00010", now) == "" {
 			t.Errorf("%d consumers: the moved revoked certificate no longer blocks revival: %+v", n, got)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(legacy), &corev1.Secret{}); !apierrors.IsNotFound(err) {

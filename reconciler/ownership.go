@@ -400,12 +400,3 @@ func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns s
 	}
 	return outcome{}, false, true
 }
-
-// pinKey records the verified Tenant's key as the consumer's pin in the
-// records, its only source, reporting a change by the rekey annotation.
-func (s *session) pinKey(ctx context.Context, consumer string, v provider.TenantVerdict) error {
-	if v.Replaces != "" {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonRekeyed, consumer, "key of %s changed from %s to %s by annotation %s", consumer, v.Replaces[:16], v.Pin[:16], gitpeerv1alpha1.RekeyAnnotationPrefix+consumer)
-	}
-	return s.recordKeyPin(ctx, consumer, v.Pin)
-}

@@ -180,73 +180,22 @@ func (s *session) issue(ctx context.Context, pe *protocol.Documents, ns string, 
 	return o
 }
 
-// applyTenant verifies the Tenant merged in pe with the trust rules
-// (provider.Verify), pins its key and applies it, labelled as this
-// PeeringRepository's, in place of current (nil if none). It returns the
-// applied Tenant, its key and a note for the peering's message (the
-// overrides it used up, those it left unused); stop is set when it was
-// refused (the peering then fails closed: failClosed) or failed.
+// applyTenant verifies the Tenant merged in pe and applies it in place of
+// current (nil if none): observe, plan (provider.PlanTenant), apply. It
+// returns the applied Tenant, its key and a note for the peering's message
+// (the overrides it used up, those it left unused); stop is set when it was
+// refused (the peering failed closed) or failed.
 func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (*authv1beta1.Tenant, gocrypto.PublicKey, string, *outcome) {
-	fail := func(err error) (*authv1beta1.Tenant, gocrypto.PublicKey, string, *outcome) {
+	snap, err := s.observeTenant(ctx, pe, ns, current)
+	if err != nil {
 		return nil, nil, "", &outcome{err: err}
 	}
-	nonce, err := s.nonce(ctx, pe.Consumer, ns, true)
-	if err != nil {
-		return fail(err)
-	}
-	records, err := s.records(ctx, pe.Consumer)
-	if err != nil {
-		return fail(err)
-	}
-	// The pin comes from the records alone: only the agent may write them
-	// (admission policy gitpeer-records), while anyone who may annotate
-	// namespaces could write an annotation.
-	annotations, applied := s.obj.GetAnnotations(), provider.Applied(pe, current)
-	verdict, closure := provider.Verify(pe, provider.TenantCheck{
-		Nonce:          nonce,
-		PinnedKey:      records.PinnedKey,
-		Rekey:          annotations[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
-		RevivalBlocked: s.refuseRevival(records, pe.Consumer),
-		Revival:        annotations[gitpeerv1alpha1.RevivalAnnotationPrefix+pe.Consumer],
-		Applied:        applied,
-		AllowProxyURL:  s.obj.Spec.Provider.AllowProxyURL,
-	}, current)
-	unused := s.reportUnusedOverrides(pe.Consumer, verdict.Unused)
-	if closure != nil {
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), "%s", closure.Message)
-		o := s.failClosed(ctx, pe.Consumer, current, *closure)
-		o.message = joinNote(o.message, unused)
+	plan, admitted := provider.PlanTenant(snap, s.r.Now())
+	o, tenant, stopped := s.applyProvider(ctx, pe, ns, current, plan)
+	if stopped || plan.Outcome != (provider.Outcome{}) {
 		return nil, nil, "", &o
 	}
-	if err := s.pinKey(ctx, pe.Consumer, verdict); err != nil {
-		return fail(err)
-	}
-	if s.liqoMode() {
-		if current == nil {
-			if stray := s.strayLiqoTenant(ctx, pe.Consumer, ns); stray != nil {
-				return nil, nil, "", stray
-			}
-		}
-		if err := s.dropStaleLiqoCache(ctx, pe, ns); err != nil {
-			return fail(err)
-		}
-	}
-	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
-		recordOverrides(tenant, verdict.Used, applied)
-		tenant.Spec = pe.Tenant.Spec
-		return nil
-	}); err != nil {
-		return fail(err)
-	}
-	used, err := s.consumeOverrides(ctx, pe.Consumer, verdict.Used)
-	if err != nil {
-		return fail(err)
-	}
-	return tenant, verdict.Key, joinNote(used, unused), nil
+	return tenant, admitted.Key, admitted.Note, nil
 }
 
 // maintain keeps an issued peering true to the branch: the nonce is rotated

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
@@ -70,9 +71,51 @@ type NoteCertificate struct {
 	Renews, Overdue bool
 }
 
-func (EnsureNamespace) action() {}
-func (PutNonceSecret) action()  {}
-func (CreateLiqoNonce) action() {}
-func (RevokeConsumer) action()  {}
-func (Stage) action()           {}
-func (NoteCertificate) action() {}
+// CloseFailing takes Closure on the consumer's applied Tenant: the Tenant on
+// the branch yields none the provider may act on.
+type CloseFailing struct{ Closure Closure }
+
+// RecordKeyPin records Pin, the verified Tenant's key, as the consumer's pin
+// in the records, their only source: before the Tenant it admits is applied.
+type RecordKeyPin struct{ Pin string }
+
+// CheckStrayTenant fails the peering, with an event, when a Tenant of
+// someone else's would make Liqo's Tenant webhook refuse the consumer's
+// (Liqo mode, before the Tenant is first created).
+type CheckStrayTenant struct{}
+
+// DropStaleLiqoCache records and deletes Liqo's certificate caches of the
+// consumer when the Tenant applied has another CSR (Liqo mode).
+type DropStaleLiqoCache struct{}
+
+// ApplyTenant creates or updates the consumer's Tenant with Spec, labelled
+// as the PeeringRepository's, recording the overrides Used (Applied: the
+// Tenant applied is this one, and keeps those of its first application).
+type ApplyTenant struct {
+	Spec    authv1beta1.TenantSpec
+	Used    []Override
+	Applied bool
+}
+
+// RemoveAnnotation removes Key from the PeeringRepository: an override was used once.
+type RemoveAnnotation struct{ Key string }
+
+// Event is an event about About on the PeeringRepository.
+type Event struct {
+	Warning                bool
+	Reason, About, Message string
+}
+
+func (EnsureNamespace) action()    {}
+func (CloseFailing) action()       {}
+func (RecordKeyPin) action()       {}
+func (CheckStrayTenant) action()   {}
+func (DropStaleLiqoCache) action() {}
+func (ApplyTenant) action()        {}
+func (RemoveAnnotation) action()   {}
+func (Event) action()              {}
+func (PutNonceSecret) action()     {}
+func (CreateLiqoNonce) action()    {}
+func (RevokeConsumer) action()     {}
+func (Stage) action()              {}
+func (NoteCertificate) action()    {}

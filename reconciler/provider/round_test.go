@@ -17,6 +17,8 @@ func summary(p Plan) string {
 	var out []string
 	for _, a := range p.Actions {
 		switch a := a.(type) {
+		case Event:
+			out = append(out, "Event "+a.Reason)
 		case PutNonceSecret:
 			out = append(out, "PutNonceSecret "+a.Nonce)
 		case Stage:

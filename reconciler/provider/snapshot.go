@@ -3,6 +3,7 @@ package provider
 import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Snapshot is everything one round observed of the provider side of one
@@ -27,6 +28,13 @@ type Snapshot struct {
 	// Secret is absent or was not read (a quiet round with nonce.yaml on the
 	// branch reads none).
 	Nonce *string
+	// Records are what the provider remembers of the consumer (read to verify a merged Tenant).
+	Records vocabulary.ConsumerRecords
+	// Rekey and Revival are the consumer's override annotations on the
+	// PeeringRepository ("" when absent).
+	Rekey, Revival string
+	// AllowProxyURL is spec.provider.allowProxyURL.
+	AllowProxyURL bool
 	// FreshNonce is the nonce a new liqo-nonce Secret holds (standalone),
 	// drawn when the round found none: the planners draw nothing.
 	FreshNonce string
