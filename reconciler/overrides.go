@@ -1,12 +1,9 @@
 package reconciler
 
 import (
-	"crypto/x509"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
@@ -21,25 +18,12 @@ import (
 // first identity (vocabulary.TrailerOverride). An override that has no effect
 // is left in place and reported (event OverrideUnused).
 
-// recordOverrides sets the overrides a Tenant is applied under on it. A
-// Tenant applied again (applied, provider.Applied) keeps those it was first
-// applied under; another Tenant has none of them.
+// recordOverrides sets the overrides a Tenant is applied under on it
+// (provider.AppliedOverrides).
 func recordOverrides(tenant *authv1beta1.Tenant, used []provider.Override, applied bool) {
-	switch {
-	case len(used) > 0:
-		metav1.SetMetaDataAnnotation(&tenant.ObjectMeta, vocabulary.OverridesAnnotation, provider.JoinOverrides(used))
-	case !applied:
+	if v := provider.AppliedOverrides(used, applied, tenant.Annotations[vocabulary.OverridesAnnotation]); v != "" {
+		metav1.SetMetaDataAnnotation(&tenant.ObjectMeta, vocabulary.OverridesAnnotation, v)
+	} else {
 		delete(tenant.Annotations, vocabulary.OverridesAnnotation)
 	}
-}
-
-// overrideTrailers names, on the commit of identity.yaml for cert, the
-// overrides tenant was applied under, if it is the first identity of its key
-// (provider.FirstIdentity): a renewal names none.
-func overrideTrailers(pe *protocol.Documents, tenant *authv1beta1.Tenant, cert *x509.Certificate) []protocol.Trailer {
-	used := tenant.Annotations[vocabulary.OverridesAnnotation]
-	if used == "" || !provider.FirstIdentity(pe.Identity, cert, pe.Consumer) {
-		return nil
-	}
-	return []protocol.Trailer{{Key: vocabulary.TrailerOverride, Value: used}}
 }

@@ -2,10 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -19,12 +22,15 @@ import (
 // A provider's step for one peering, once planProvide decided it, is three
 // stages with plain data between them: observeProvider reads (a
 // provider.Snapshot), the step's planner in package provider decides (a
-// provider.Plan), applyProvider writes. The steps that issue, renew and fail
-// closed are not yet planned so (provider.go, failclosed.go).
+// provider.Plan), applyProvider writes. The steps of Liqo mode
+// (liqoprovider.go) and a directory that fails to build (failclosed.go) are
+// not planned so yet.
 
-// provideStep takes p's step, SkipInvalid, Revoke or OfferNonce: observe, plan, apply.
+// provideStep takes p's step, standalone or one Liqo mode shares
+// (SkipInvalid, Revoke, OfferNonce): observe, plan, apply.
 func (s *session) provideStep(ctx context.Context, p providing) outcome {
-	snap, err := s.observeProvider(ctx, p)
+	now := s.r.Now()
+	snap, err := s.observeProvider(ctx, p, now)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -36,6 +42,10 @@ func (s *session) provideStep(ctx context.Context, p providing) outcome {
 		plan = provider.PlanRevoke(snap)
 	case provider.OfferNonce:
 		plan = provider.PlanOffer(snap)
+	case provider.Issue:
+		plan = provider.PlanIssue(snap, now)
+	case provider.Maintain:
+		plan = provider.PlanMaintain(snap, now)
 	default:
 		return outcome{err: fmt.Errorf("step %s has no planner", p.step)}
 	}
@@ -44,28 +54,89 @@ func (s *session) provideStep(ctx context.Context, p providing) outcome {
 }
 
 // observeProvider makes the reads of p's step beyond planProvide's (the
-// tenant namespace and the Tenant): the nonce Secret of a request to answer,
-// unless a quiet round finds nonce.yaml on the branch or there is no tenant
-// namespace to hold it.
-func (s *session) observeProvider(ctx context.Context, p providing) (provider.Snapshot, error) {
+// tenant namespace and the Tenant), at now: for a request to answer, the
+// nonce Secret, unless a quiet round finds nonce.yaml on the branch or there
+// is no tenant namespace to hold it; for an issuance, what verifying the
+// Tenant reads (observeTenant) and what issuing does (observeIssued); for an
+// issued peering, what keeping it does.
+func (s *session) observeProvider(ctx context.Context, p providing, now time.Time) (provider.Snapshot, error) {
 	snap := provider.Snapshot{Docs: p.pe, Liqo: s.liqoMode(), Quiet: s.quiet(), Namespace: p.namespace, Tenant: p.tenant}
-	if p.step != provider.OfferNonce || (p.pe.Nonce != nil && snap.Quiet) {
-		return snap, nil
-	}
-	if p.namespace {
-		secret, err := s.secretIfExists(ctx, p.ns, authv1beta1.NonceSecretName)
-		if err != nil {
-			return snap, err
+	var err error
+	// read: the step reads the nonce Secret, or knows it absent; a new one holds a fresh nonce.
+	read := false
+	switch p.step {
+	case provider.OfferNonce:
+		if read = p.pe.Nonce == nil || !snap.Quiet; read && p.namespace {
+			snap.Nonce, err = s.observeNonce(ctx, p.ns)
 		}
-		if secret != nil {
-			nonce := string(secret.Data[authv1beta1.NonceSecretField])
-			snap.Nonce = &nonce
+	case provider.Issue:
+		if snap, err = s.observeTenant(ctx, p.pe, p.ns, p.tenant); err == nil {
+			read, err = true, s.observeIssued(ctx, p, &snap, true)
 		}
+	case provider.Maintain:
+		_, due := certificateDue(p.tenant, now)
+		read, err = true, s.observeIssued(ctx, p, &snap, due)
 	}
-	if snap.Nonce == nil && !snap.Liqo {
+	if read && err == nil && snap.Nonce == nil && !snap.Liqo {
 		snap.FreshNonce = crypto.GenerateNonce()
 	}
-	return snap, nil
+	return snap, err
+}
+
+// certificateDue returns the certificate in the status of tenant, an issued
+// one, and whether it is due for renewal at now (provider.RenewalOf). A
+// certificate that does not parse is not.
+func certificateDue(tenant *authv1beta1.Tenant, now time.Time) (*x509.Certificate, bool) {
+	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, false
+	}
+	return cert, provider.RenewalOf(cert, now).Due
+}
+
+// observeIssued makes the reads of issuing a certificate to p's consumer,
+// or keeping it: the RoleBindings owned in its tenant namespace; when signs,
+// the CSRs labelled for it (read once per round for every peering that
+// signs: labelledCSRs) and the agent's user; when one of them holds a
+// certificate, the CA to store with it; and the nonce, when the round is
+// not quiet or a certificate may be committed.
+func (s *session) observeIssued(ctx context.Context, p providing, snap *provider.Snapshot, signs bool) error {
+	var err error
+	snap.ClusterRole, snap.Owner, snap.TTL, snap.APIServer = s.obj.Spec.Provider.GetClusterRoleName(), string(s.obj.UID), s.obj.Spec.Provider.GetCertificateTTL(), s.apiServer()
+	if snap.Bindings, err = s.ownedBindings(ctx, p.ns); err != nil {
+		return err
+	}
+	issued := false
+	if signs {
+		if snap.Agent, err = s.r.agentUser(ctx); err != nil {
+			return fmt.Errorf("learning the agent's own user name: %w", err)
+		}
+		if snap.CSRs, err = s.labelledCSRs(ctx, p.pe.Consumer); err != nil {
+			return err
+		}
+		for _, csr := range snap.CSRs {
+			issued = issued || len(csr.Status.Certificate) > 0
+		}
+		if issued {
+			if snap.CA, err = s.providerCA(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if snap.Nonce == nil && (!snap.Quiet || issued) {
+		snap.Nonce, err = s.observeNonce(ctx, p.ns)
+	}
+	return err
+}
+
+// observeNonce reads the consumer's nonce in its liqo-nonce Secret in ns; nil when there is none.
+func (s *session) observeNonce(ctx context.Context, ns string) (*string, error) {
+	secret, err := s.secretIfExists(ctx, ns, authv1beta1.NonceSecretName)
+	if secret == nil {
+		return nil, err
+	}
+	nonce := string(secret.Data[authv1beta1.NonceSecretField])
+	return &nonce, nil
 }
 
 // observeTenant makes the reads of verifying the Tenant merged in pe: the
@@ -78,13 +149,9 @@ func (s *session) observeTenant(ctx context.Context, pe *protocol.Documents, ns 
 		Revival:       annotations[gitpeerv1alpha1.RevivalAnnotationPrefix+pe.Consumer],
 		AllowProxyURL: s.obj.Spec.Provider.AllowProxyURL,
 	}
-	secret, err := s.secretIfExists(ctx, ns, authv1beta1.NonceSecretName)
-	if err != nil {
+	var err error
+	if snap.Nonce, err = s.observeNonce(ctx, ns); err != nil {
 		return snap, err
-	}
-	if secret != nil {
-		nonce := string(secret.Data[authv1beta1.NonceSecretField])
-		snap.Nonce = &nonce
 	}
 	snap.Records, err = s.records(ctx, pe.Consumer)
 	return snap, err
@@ -98,6 +165,7 @@ func (s *session) observeTenant(ctx context.Context, pe *protocol.Documents, ns 
 // with the events to record once they are on the branch.
 func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant, plan provider.Plan) (o outcome, tenant *authv1beta1.Tenant, stopped bool) {
 	consumer := pe.Consumer
+	tenant = current
 	for _, a := range plan.Actions {
 		var err error
 		switch a := a.(type) {
@@ -135,8 +203,22 @@ func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns 
 				eventType = corev1.EventTypeWarning
 			}
 			s.r.eventAbout(s.obj, eventType, a.Reason, a.About, "%s", a.Message)
-		case provider.NoteCertificate:
-			s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: a.Expiry, renews: a.Renews, overdue: a.Overdue})
+		case provider.SetTenantCondition:
+			patch := client.MergeFrom(tenant.DeepCopy())
+			tenant.Spec.TenantCondition = a.Condition
+			err = s.r.Patch(ctx, tenant, patch)
+		case provider.Bind:
+			err = s.applyBindings(ctx, consumer, ns, a.Bindings)
+		case provider.QueueCSR:
+			s.issuance.queue(csrRequest{key: resultKey(gitpeerv1alpha1.ProviderRole, consumer), csr: a.CSR})
+		case provider.RecordSerial:
+			err = s.recordIssued(ctx, consumer, a.Certificate)
+		case provider.StoreIssued:
+			patch := client.MergeFrom(tenant.DeepCopy())
+			tenant.Status.TenantNamespace, tenant.Status.AuthParams = ns, &a.AuthParams
+			err = s.r.Status().Patch(ctx, tenant, patch)
+		case provider.NoteCertificate, provider.NoteRenewal, provider.NoteOverdue:
+			s.note(consumer, a)
 		default:
 			err = fmt.Errorf("provider action %T has no applier", a)
 		}
@@ -144,8 +226,36 @@ func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns 
 			return outcome{err: err}, nil, true
 		}
 	}
-	po := plan.Outcome
-	return outcome{phase: po.Phase, message: po.Message, reason: po.Reason, err: po.Err}, tenant, false
+	return providerOutcome(plan.Outcome), tenant, false
+}
+
+// note applies a, one of the provider's notes for the round's requeue,
+// memory, metrics and condition about consumer.
+func (s *session) note(consumer string, a provider.Action) {
+	switch a := a.(type) {
+	case provider.NoteCertificate:
+		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: a.Expiry, renews: a.Renews, overdue: a.Overdue})
+	case provider.NoteRenewal:
+		s.noteRenewalOf(consumer, a.At)
+	case provider.NoteOverdue:
+		s.mu.Lock()
+		if s.overdue == nil {
+			s.overdue = map[string]string{}
+		}
+		s.overdue[consumer] = a.Message
+		s.mu.Unlock()
+		s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", a.Item)
+	}
+}
+
+// providerOutcome is the peering's outcome for the planner's o.
+func providerOutcome(o provider.Outcome) outcome {
+	return outcome{phase: o.Phase, message: o.Message, reason: o.Reason, err: o.Err}
+}
+
+// planned is o as the provider's planner states an outcome.
+func (o outcome) planned() provider.Outcome {
+	return provider.Outcome{Phase: o.phase, Message: o.message, Reason: o.reason, Err: o.err}
 }
 
 // putTenant creates or updates the consumer's Tenant in ns as a says,

@@ -1,6 +1,11 @@
 package provider
 
 import (
+	"crypto/x509"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
@@ -106,7 +111,41 @@ type Event struct {
 	Reason, About, Message string
 }
 
+// SetTenantCondition sets the applied Tenant's condition to Condition, the branch's.
+type SetTenantCondition struct{ Condition authv1beta1.TenantCondition }
+
+// Bind applies Bindings in the consumer's tenant namespace.
+type Bind struct{ Bindings Bindings }
+
+// QueueCSR queues CSR, one of the agent's own, for the round to create
+// (it has no name yet) and approve with those of every peering at once.
+type QueueCSR struct {
+	CSR *certificatesv1.CertificateSigningRequest
+}
+
+// RecordSerial records Certificate, issued to the consumer, in the records:
+// before it is stored or committed.
+type RecordSerial struct{ Certificate *x509.Certificate }
+
+// StoreIssued stores AuthParams, an issued certificate, in the status of the consumer's Tenant, as Liqo does.
+type StoreIssued struct{ AuthParams authv1beta1.AuthParams }
+
+// NoteRenewal notes when the consumer's certificate is due for renewal: the
+// round comes back then, and the next remembers it.
+type NoteRenewal struct{ At time.Time }
+
+// NoteOverdue reports the consumer's overdue renewal: the round's
+// CertificatesRenewed condition (Message) and its RenewalOverdue warning (Item).
+type NoteOverdue struct{ Message, Item string }
+
 func (EnsureNamespace) action()    {}
+func (SetTenantCondition) action() {}
+func (Bind) action()               {}
+func (QueueCSR) action()           {}
+func (RecordSerial) action()       {}
+func (StoreIssued) action()        {}
+func (NoteRenewal) action()        {}
+func (NoteOverdue) action()        {}
 func (CloseFailing) action()       {}
 func (RecordKeyPin) action()       {}
 func (CheckStrayTenant) action()   {}

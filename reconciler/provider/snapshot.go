@@ -1,6 +1,10 @@
 package provider
 
 import (
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/vocabulary"
@@ -35,6 +39,22 @@ type Snapshot struct {
 	Rekey, Revival string
 	// AllowProxyURL is spec.provider.allowProxyURL.
 	AllowProxyURL bool
+	// Bindings names the RoleBindings the PeeringRepository owns in the
+	// tenant namespace; ClusterRole is spec.provider.clusterRoleName.
+	Bindings    []string
+	ClusterRole string
+	// CSRs are the CSRs labelled for the consumer, read when the step signs
+	// (an issuance, a renewal due); Agent is the user the agent's client
+	// authenticates as, their requester when they are its own.
+	CSRs  []*certificatesv1.CertificateSigningRequest
+	Agent string
+	// Owner is the PeeringRepository's UID; TTL spec.provider.certificateTTL.
+	Owner string
+	TTL   time.Duration
+	// CA and APIServer are what consumers trust and reach, stored with a
+	// certificate issued (read only when a CSR holds one).
+	CA        []byte
+	APIServer string
 	// FreshNonce is the nonce a new liqo-nonce Secret holds (standalone),
 	// drawn when the round found none: the planners draw nothing.
 	FreshNonce string
