@@ -33,8 +33,10 @@ type providing struct {
 	tenant *authv1beta1.Tenant
 	// namespace: the tenant namespace exists (and is the PeeringRepository's, or the peering is done).
 	namespace bool
-	step      provider.Step
-	done      *outcome
+	// opening are the actions that open the step, or the outcome when done (provider.PlanMode).
+	opening []provider.Action
+	step    provider.Step
+	done    *outcome
 	// signs: the step signs a certificate (an issuance or a renewal, not in
 	// Liqo mode); provideAll takes such steps last, with the round's CSR list.
 	signs bool
@@ -70,8 +72,14 @@ func (s *session) planProvide(ctx context.Context, pe *protocol.Documents, limit
 	}
 	p.step = provider.Decide(pe, provider.Observed{Tenant: p.tenant})
 	if p.step != provider.Revoke {
-		if o, stop := s.checkMode(ctx, pe.Consumer, nsObj); stop {
-			return settled(o)
+		mode := provider.Snapshot{Docs: pe, Namespace: nsObj != nil, Mode: s.modeName(), ModeSummary: s.liqo.String(),
+			SwitchAccepted: s.obj.GetAnnotations()[gitpeerv1alpha1.SwitchModeAnnotationPrefix+pe.Consumer]}
+		if nsObj != nil {
+			mode.NamespaceMode = nsObj.Annotations[vocabulary.ModeAnnotation]
+		}
+		plan, blocked := provider.PlanMode(mode)
+		if p.opening = plan.Actions; blocked {
+			return settled(providerOutcome(plan.Outcome))
 		}
 	}
 	admitted := false
@@ -127,6 +135,11 @@ func heldBack(p providing, cert *x509.Certificate, limit int) outcome {
 // provide takes the step planned for a peering (planProvide). The peerings
 // of a round run it at once (provideAll).
 func (s *session) provide(ctx context.Context, p providing) outcome {
+	if len(p.opening) > 0 {
+		if o, _, stopped := s.applyProvider(ctx, p.pe, p.ns, p.tenant, provider.Plan{Actions: p.opening}); stopped {
+			return o
+		}
+	}
 	if p.done != nil {
 		return *p.done
 	}

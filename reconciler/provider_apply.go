@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -197,6 +198,10 @@ func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns 
 			tenant, err = s.putTenant(ctx, consumer, ns, a)
 		case provider.RemoveAnnotation:
 			err = s.removeAnnotation(ctx, a.Key)
+		case provider.RecordMode:
+			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { metav1.SetMetaDataAnnotation(m, vocabulary.ModeAnnotation, a.Mode) })
+		case provider.Log:
+			log.FromContext(ctx).Info(a.Message, a.KeysAndValues...)
 		case provider.Event:
 			eventType := corev1.EventTypeNormal
 			if a.Warning {

@@ -138,7 +138,18 @@ type NoteRenewal struct{ At time.Time }
 // CertificatesRenewed condition (Message) and its RenewalOverdue warning (Item).
 type NoteOverdue struct{ Message, Item string }
 
+// RecordMode records Mode on the tenant namespace: a person accepted the switch.
+type RecordMode struct{ Mode string }
+
+// Log is a line of the agent's log.
+type Log struct {
+	Message       string
+	KeysAndValues []any
+}
+
 func (EnsureNamespace) action()    {}
+func (RecordMode) action()         {}
+func (Log) action()                {}
 func (SetTenantCondition) action() {}
 func (Bind) action()               {}
 func (QueueCSR) action()           {}

@@ -126,3 +126,32 @@ func TestPlanSkip(t *testing.T) {
 		t.Errorf("plan = %+v", p)
 	}
 }
+
+// TestPlanMode: a peering goes on in the mode its tenant namespace records,
+// switches when a person accepted it, and is otherwise left alone.
+func TestPlanMode(t *testing.T) {
+	docs := &protocol.Documents{Provider: "p", Consumer: "c"}
+	for name, tc := range map[string]struct {
+		s       Snapshot
+		want    string
+		blocked bool
+	}{
+		"a new peering":                   {Snapshot{Mode: gitpeerv1alpha1.PeeringModeLiqo}, "", false},
+		"made in this mode":               {Snapshot{Namespace: true, NamespaceMode: gitpeerv1alpha1.PeeringModeLiqo, Mode: gitpeerv1alpha1.PeeringModeLiqo}, "", false},
+		"made by an earlier version":      {Snapshot{Namespace: true, Mode: gitpeerv1alpha1.PeeringModeStandalone}, "", false},
+		"made in the other mode":          {Snapshot{Namespace: true, Mode: gitpeerv1alpha1.PeeringModeLiqo}, "Log; Event " + vocabulary.ReasonModeChanged, true},
+		"switch accepted: recorded":       {Snapshot{Namespace: true, Mode: gitpeerv1alpha1.PeeringModeLiqo, SwitchAccepted: gitpeerv1alpha1.PeeringModeLiqo}, "RecordMode; RemoveAnnotation; Log; Event " + vocabulary.ReasonModeSwitched, false},
+		"switch accepted to another mode": {Snapshot{Namespace: true, Mode: gitpeerv1alpha1.PeeringModeLiqo, SwitchAccepted: gitpeerv1alpha1.PeeringModeStandalone}, "Log; Event " + vocabulary.ReasonModeChanged, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.s.Docs = docs
+			p, blocked := PlanMode(tc.s)
+			if got := summary(p); got != tc.want || blocked != tc.blocked {
+				t.Errorf("actions %q blocked %v, want %q %v", got, blocked, tc.want, tc.blocked)
+			}
+			if blocked && (p.Outcome.Phase != gitpeerv1alpha1.PhaseFailed || p.Outcome.Reason != vocabulary.ReasonModeChanged) {
+				t.Errorf("outcome %+v", p.Outcome)
+			}
+		})
+	}
+}

@@ -23,9 +23,16 @@ type Snapshot struct {
 	// which ended Ready; its writes landed.
 	Quiet bool
 
+	// Mode names the agent's mode as mode records do; ModeSummary says it for people.
+	Mode, ModeSummary string
+	// SwitchAccepted is the value of the consumer's switch-mode annotation on the PeeringRepository.
+	SwitchAccepted string
+
 	// Namespace: the consumer's tenant namespace exists, and is the
-	// PeeringRepository's (the round skips a peering whose namespace is not).
-	Namespace bool
+	// PeeringRepository's (the round skips a peering whose namespace is not);
+	// NamespaceMode is the mode it records ("": standalone, earlier versions).
+	Namespace     bool
+	NamespaceMode string
 	// Tenant is the Tenant the PeeringRepository applied for the consumer, nil when none.
 	Tenant *authv1beta1.Tenant
 	// Nonce is what the consumer's liqo-nonce Secret holds, nil when the
