@@ -317,7 +317,7 @@ func (s *session) ownedConsumers(ctx context.Context) ([]string, error) {
 // finalize runs spec.provider.deletionPolicy for a deleted PeeringRepository
 // and releases its finalizer. Nothing is written to Git.
 func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) error {
-	s := &session{r: r, obj: obj}
+	s := &session{r: r, obj: obj, recordStore: newRecordStore(r, obj)}
 	if obj.Spec.Provider.GetDeletionPolicy() == gitpeerv1alpha1.DeletionRevoke {
 		consumers, err := s.ownedConsumers(ctx)
 		if err != nil {
