@@ -63,7 +63,7 @@ func (s *session) provideStep(ctx context.Context, p providing) outcome {
 func (s *session) observeProvider(ctx context.Context, p providing, now time.Time) (provider.Snapshot, error) {
 	snap := provider.Snapshot{Docs: p.pe, Liqo: s.liqoMode(), Quiet: s.quiet(), Namespace: p.namespace, Tenant: p.tenant}
 	var err error
-	// read: the step reads the nonce Secret, or knows it absent; a new one holds a fresh nonce.
+	// read: the step reads the nonce Secret, or knows it absent.
 	read := false
 	switch p.step {
 	case provider.OfferNonce:
@@ -78,7 +78,8 @@ func (s *session) observeProvider(ctx context.Context, p providing, now time.Tim
 		_, due := certificateDue(p.tenant, now)
 		read, err = true, s.observeIssued(ctx, p, &snap, due)
 	}
-	if read && err == nil && snap.Nonce == nil && !snap.Liqo {
+	// A new nonce Secret, or a rotation of the used nonce (standalone), holds a fresh nonce.
+	if read && err == nil && !snap.Liqo && (snap.Nonce == nil || p.step != provider.OfferNonce) {
 		snap.FreshNonce = crypto.GenerateNonce()
 	}
 	return snap, err

@@ -128,6 +128,9 @@ func (p *Plan) maintain(s Snapshot, t issuedTenant, cert *x509.Certificate, fres
 		}
 		// A nonce is used once: rotated once the applied Tenant signed it.
 		if !ok || NonceUsed(&authv1beta1.Tenant{Spec: t.spec}, nonce) {
+			if s.FreshNonce == "" {
+				return Outcome{Err: fmt.Errorf("the nonce of %s must be rotated and the round drew no fresh one", pe.Consumer)}
+			}
 			nonce = s.FreshNonce
 			p.add(PutNonceSecret{Nonce: nonce})
 		}

@@ -150,6 +150,12 @@ func TestPlanMaintain(t *testing.T) {
 			t.Errorf("bindings %+v", b)
 		}
 	})
+	t.Run("nonce used, none drawn: failed, nothing committed", func(t *testing.T) {
+		p := PlanMaintain(issuing(Snapshot{Docs: pe, Tenant: tenant(valid), Nonce: &nonce}), time.Now())
+		if p.Outcome.Err == nil || strings.Contains(summary(p), "Stage") || strings.Contains(summary(p), "PutNonceSecret") {
+			t.Errorf("plan %s, outcome %+v", summary(p), p.Outcome)
+		}
+	})
 	t.Run("stored certificate unreadable: failed", func(t *testing.T) {
 		p := PlanMaintain(issuing(Snapshot{Docs: pe, Tenant: tenant([]byte("garbage"))}), time.Now())
 		if p.Outcome.Err == nil || !strings.Contains(p.Outcome.Err.Error(), "stored certificate of consumer-1") {

@@ -37,6 +37,9 @@ func PlanOffer(s Snapshot) Plan {
 		nonce = *s.Nonce
 	case s.Liqo:
 		p.add(CreateLiqoNonce{})
+	case s.FreshNonce == "":
+		p.Outcome = Outcome{Err: fmt.Errorf("the nonce Secret of %s is absent and the round drew no fresh nonce", pe.Consumer)}
+		return p
 	default:
 		nonce = s.FreshNonce
 		p.add(PutNonceSecret{Nonce: nonce})
