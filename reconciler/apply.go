@@ -16,23 +16,21 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // gitStep is what one peering of a round writes to the branch: its files, the
-// commit message it would have on its own, and what follows once the files
-// are on the branch (pushed by this round or already there).
+// commit message it would have on its own, and the events of a commit that
+// put them there: data, recorded after the push; nothing of the step runs then.
 type gitStep struct {
 	key     string // role/peer
 	msg     protocol.Message
 	changes []gitsync.FileChange
-	// done runs once the changes are on the branch; pushed says whether this
-	// round's commit put them there (events announce only what it pushed).
-	done func(ctx context.Context, pushed bool) error
+	// routine are the provider's routine events of the step (provider.Routine).
+	routine []provider.Routine
 	// announce are the events of a commit that put the changes there (the consumer's steps).
 	announce []consumer.Event
-	// err: the branch held every change already and done failed (stage).
-	err error
 }
 
 // result is one peering's outcome in a round.
@@ -51,30 +49,25 @@ func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
 	return string(role) + "/" + peer
 }
 
-// stage queues a write of the peering (role, peer) for the round's commit.
-// Changes the round's head holds already are dropped at once; when none is
-// left, done runs at once (pushed false) and nothing is queued but its
-// error: a round that visits thousands of settled peerings holds only what
-// it writes.
-func (s *session) stage(ctx context.Context, role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, done func(ctx context.Context, pushed bool) error, changes ...gitsync.FileChange) {
-	s.queue(ctx, gitStep{key: resultKey(role, peer), msg: msg, done: done}, changes)
+// stage queues a write of the peering (role, peer) for the round's commit,
+// with its routine events.
+func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, routine []provider.Routine, changes ...gitsync.FileChange) {
+	s.queue(gitStep{key: resultKey(role, peer), msg: msg, routine: routine}, changes)
 }
 
-// queue queues st with those of changes the round's head does not hold (stage).
-func (s *session) queue(ctx context.Context, st gitStep, changes []gitsync.FileChange) {
+// queue queues st with those of changes the round's head does not hold.
+// When none is left, nothing is queued and the routine events that do not
+// wait for a push are noted at once: a round that visits thousands of
+// settled peerings holds only what it writes.
+func (s *session) queue(st gitStep, changes []gitsync.FileChange) {
 	for _, c := range changes {
 		if !s.onBranch(c) {
 			st.changes = append(st.changes, c)
 		}
 	}
 	if len(st.changes) == 0 {
-		if st.done == nil {
-			return
-		}
-		if st.err = st.done(ctx, false); st.err == nil {
-			return
-		}
-		st.done, st.announce = nil, nil
+		s.noteRoutine(st.routine, false)
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,9 +75,8 @@ func (s *session) queue(ctx context.Context, st gitStep, changes []gitsync.FileC
 }
 
 // commitRound writes every staged change of the round to the branch in one
-// commit, with each step's trailers, runs the done functions of the steps
-// whose changes are on the branch and fails the peerings whose changes did
-// not land, or whose done failed.
+// commit, with each step's trailers, notes the events of the steps it
+// pushed and fails the peerings whose changes did not land.
 func (s *session) commitRound(ctx context.Context, results []result) error {
 	steps := s.staged
 	s.staged = nil
@@ -103,21 +95,28 @@ func (s *session) commitRound(ctx context.Context, results []result) error {
 		s.loader.Wrote(paths...)
 	}
 	for _, st := range steps {
-		switch written := len(st.changes) > 0; {
-		case st.err != nil:
-			failed[st.key] = st.err
-		case written && err != nil:
+		switch {
+		case err != nil:
 			failed[st.key] = err // only the peerings whose changes did not land fail
-		case pushed && written && len(st.announce) > 0:
+		case pushed:
 			s.consumerEvents(st.announce)
-		case st.done != nil:
-			if err := st.done(ctx, pushed && written); err != nil {
-				failed[st.key] = err
-			}
+			s.noteRoutine(st.routine, true)
+		default:
+			s.noteRoutine(st.routine, false)
 		}
 	}
 	failPeerings(results, failed)
 	return err
+}
+
+// noteRoutine notes routine, the routine events of a step whose changes are
+// on the branch; pushed: this round's commit put them there.
+func (s *session) noteRoutine(routine []provider.Routine, pushed bool) {
+	for _, r := range routine {
+		if pushed || !r.IfPushed {
+			s.routine.add(r.Reason, r.What, r.Item)
+		}
+	}
 }
 
 // failPeerings turns the outcome of each peering in failed (by resultKey)

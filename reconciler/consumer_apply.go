@@ -53,7 +53,7 @@ func (s *session) applyConsumer(ctx context.Context, provider string, plan consu
 				s.consumerEvents(a.Pushed)
 			}
 		case consumer.Stage:
-			s.queue(ctx, gitStep{key: resultKey(gitpeerv1alpha1.ConsumerRole, provider), msg: a.Message, announce: a.Pushed}, []gitsync.FileChange{a.Change})
+			s.queue(gitStep{key: resultKey(gitpeerv1alpha1.ConsumerRole, provider), msg: a.Message, announce: a.Pushed}, []gitsync.FileChange{a.Change})
 		case consumer.MarkProposed:
 			err = s.putSignedNonce(ctx, provider, ns, map[string][]byte{authv1beta1.NonceSecretField: []byte(a.Nonce), authv1beta1.SignedNonceSecretField: a.Signature})
 		case consumer.PutNonce:

@@ -2,9 +2,7 @@ package reconciler
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
-	"strings"
 	"sync"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -21,13 +19,6 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// issued is a certificate the signer issued and the agent verified.
-type issued struct {
-	pem  []byte
-	cert *x509.Certificate
-	note string // foreign CSRs ignored on the way, for the peering's message
-}
 
 // Bounds of the round's CSR work.
 const (
@@ -142,62 +133,6 @@ func trimCSR(csr *certificatesv1.CertificateSigningRequest) {
 	csr.Spec.Groups, csr.Spec.Extra, csr.Spec.UID = nil, nil, ""
 }
 
-// sign gets sg's certificate (owner and lifetime: this PeeringRepository's) from the cluster's signer through a CSR of the
-// agent's own, and verifies it is for the Tenant's key and subject. It only
-// ever approves a CSR its own user requested with exactly sg's properties,
-// found by those properties (so a create whose response was lost is found
-// again, never doubled); it creates one only when there is none. CSRs
-// labelled for the consumer that others requested are reported and left
-// alone. The creation or approval is queued for requestCertificates, which
-// runs those of every peering of the round at once; the round does not wait
-// for the signer: the CSR's update reconciles again (watchOwnCSRs). stop is
-// set when the caller must not go on: waiting (then the outcome is waiting),
-// refused, or an error.
-func (s *session) sign(ctx context.Context, sg provider.Signing, waiting outcome) (got *issued, stop *outcome) {
-	sg.Owner, sg.TTL = string(s.obj.UID), s.obj.Spec.Provider.GetCertificateTTL()
-	me, err := s.r.agentUser(ctx)
-	if err != nil {
-		return nil, &outcome{err: fmt.Errorf("learning the agent's own user name: %w", err)}
-	}
-	labelled, err := s.labelledCSRs(ctx, sg.Consumer)
-	if err != nil {
-		return nil, &outcome{err: err}
-	}
-	plan := provider.PlanSigning(labelled, me, sg)
-	var foreign []string
-	for _, csr := range plan.Foreign {
-		foreign = append(foreign, csr.Name)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonForeignCSR, csr.Name,
-			"CSR %s is labelled for consumer %s but was requested by %q, not by the agent (%q): not approved, left alone", csr.Name, sg.Consumer, csr.Spec.Username, me)
-	}
-	note := ""
-	if len(foreign) > 0 {
-		note = fmt.Sprintf("ignored CSR(s) not requested by the agent: %s", strings.Join(foreign, ", "))
-	}
-	key, csr := resultKey(gitpeerv1alpha1.ProviderRole, sg.Consumer), plan.CSR
-	switch plan.Step {
-	case provider.CreateCSR:
-		s.issuance.queue(csrRequest{key: key, csr: provider.NewCSR(sg)})
-		waiting.message = joinNote(waiting.message+" (CSR requested)", note)
-		return nil, &waiting
-	case provider.CSRRefused:
-		msg := fmt.Sprintf("CSR %s for %s was %s; the agent requests no other while it exists: delete it to retry", csr.Name, sg.Consumer, plan.Why)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCSRFailed, csr.Name, "%s", msg)
-		return nil, &outcome{phase: gitpeerv1alpha1.PhaseFailed, message: joinNote(msg, note)}
-	case provider.ApproveCSR, provider.WaitForCertificate:
-		if plan.Step == provider.ApproveCSR {
-			s.issuance.queue(csrRequest{key: key, csr: csr})
-		}
-		waiting.message = joinNote(fmt.Sprintf("%s (CSR %s)", waiting.message, csr.Name), note)
-		return nil, &waiting
-	case provider.CertificateRejected:
-		msg := fmt.Sprintf("certificate of CSR %s not stored nor committed: %s", csr.Name, plan.Why)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCertificateRejected, csr.Name, "%s", msg)
-		return nil, &outcome{phase: gitpeerv1alpha1.PhaseFailed, message: joinNote(msg, note)}
-	}
-	return &issued{pem: csr.Status.Certificate, cert: plan.Certificate, note: note}, nil
-}
-
 // requestCertificates creates and approves the CSRs the round's signings
 // queued, csrWorkers at a time, and fails the peerings whose CSR could not be
 // created or approved (the round is retried for them). The certificates are
@@ -240,12 +175,7 @@ func (s *session) approve(ctx context.Context, csr *certificatesv1.CertificateSi
 }
 
 // joinNote appends note, if any, to msg.
-func joinNote(msg, note string) string {
-	if note == "" {
-		return msg
-	}
-	return msg + "; " + note
-}
+var joinNote = provider.JoinNote
 
 // agentUser is the user name the agent's own client authenticates as (what
 // the API server records as a CSR's requester), learned once with a

@@ -15,12 +15,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
+// recordStore is what the provider of one PeeringRepository remembers of its
+// consumers (vocabulary.ConsumerRecords), in the records Secrets, sharded by
+// consumer, as one round reads and writes them.
+type recordStore struct {
+	r   *PeeringRepositoryReconciler
+	obj *gitpeerv1alpha1.PeeringRepository
+	// mu guards shards, the records Secrets read or written this round.
+	mu     sync.Mutex
+	shards map[string]*recordsShard
+	// migration serialises the move of gitpeer 0.1.0's records (migrateLegacyRecords).
+	migration sync.Mutex
+}
+
+func newRecordStore(r *PeeringRepositoryReconciler, obj *gitpeerv1alpha1.PeeringRepository) *recordStore {
+	return &recordStore{r: r, obj: obj}
+}
+
 // records returns what the provider remembers of consumer.
-func (s *session) records(ctx context.Context, consumer string) (vocabulary.ConsumerRecords, error) {
+func (s *recordStore) records(ctx context.Context, consumer string) (vocabulary.ConsumerRecords, error) {
 	var out vocabulary.ConsumerRecords
 	err := s.withRecordsSecret(ctx, consumer, func(sh *recordsShard) error {
 		var err error
@@ -42,7 +59,7 @@ type recordsShard struct {
 
 // withRecordsSecret runs f with the records Secret of consumer read and
 // locked, after moving the records of gitpeer 0.1.0's single Secret, if any.
-func (s *session) withRecordsSecret(ctx context.Context, consumer string, f func(*recordsShard) error) error {
+func (s *recordStore) withRecordsSecret(ctx context.Context, consumer string, f func(*recordsShard) error) error {
 	if err := s.migrateLegacyRecords(ctx); err != nil {
 		return err
 	}
@@ -50,7 +67,7 @@ func (s *session) withRecordsSecret(ctx context.Context, consumer string, f func
 }
 
 // withShard runs f with the records Secret name read (once per round) and locked.
-func (s *session) withShard(ctx context.Context, name string, f func(*recordsShard) error) error {
+func (s *recordStore) withShard(ctx context.Context, name string, f func(*recordsShard) error) error {
 	s.mu.Lock()
 	if s.shards == nil {
 		s.shards = map[string]*recordsShard{}
@@ -77,7 +94,7 @@ func (s *session) withShard(ctx context.Context, name string, f func(*recordsSha
 // them again. The provider's steps are done with them when provideAll
 // returns, and the round's commit, its memory's peak, need not hold them
 // (64 Secrets of ~160 consumers' records each at 10,000 peerings).
-func (s *session) dropShards() {
+func (s *recordStore) dropShards() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.shards = nil
@@ -85,7 +102,7 @@ func (s *session) dropShards() {
 
 // updateRecords changes what the provider remembers of consumer and writes
 // it at once; update reports whether it changed anything.
-func (s *session) updateRecords(ctx context.Context, consumer string, update func(*vocabulary.ConsumerRecords) bool) error {
+func (s *recordStore) updateRecords(ctx context.Context, consumer string, update func(*vocabulary.ConsumerRecords) bool) error {
 	return s.withRecordsSecret(ctx, consumer, func(sh *recordsShard) error {
 		current, err := vocabulary.DecodeRecords(sh.secret, consumer)
 		if err != nil {
@@ -103,7 +120,7 @@ func (s *session) updateRecords(ctx context.Context, consumer string, update fun
 }
 
 // setRecords stores the records of consumer in secret, without the expired certificates.
-func (s *session) setRecords(secret *corev1.Secret, consumer string, records vocabulary.ConsumerRecords) error {
+func (s *recordStore) setRecords(secret *corev1.Secret, consumer string, records vocabulary.ConsumerRecords) error {
 	records.Certificates, _ = vocabulary.WithoutExpired(records.Certificates, s.r.Now())
 	return vocabulary.SetRecords(secret, s.obj.UID, consumer, records)
 }
@@ -111,7 +128,7 @@ func (s *session) setRecords(secret *corev1.Secret, consumer string, records voc
 // writeShard creates or updates the records Secret of sh, which the caller
 // holds (withShard), with secret: an update is refused if the Secret changed
 // since it was read (the peering fails and the next round retries).
-func (s *session) writeShard(ctx context.Context, sh *recordsShard, secret *corev1.Secret) error {
+func (s *recordStore) writeShard(ctx context.Context, sh *recordsShard, secret *corev1.Secret) error {
 	var err error
 	if secret.ResourceVersion == "" {
 		err = s.r.Create(ctx, secret)
@@ -133,7 +150,7 @@ func (s *session) writeShard(ctx context.Context, sh *recordsShard, secret *core
 // or moved it, it reads it no more in this process (the agent never writes
 // that Secret again). The peerings of a round that need records while it
 // runs wait for it.
-func (s *session) migrateLegacyRecords(ctx context.Context) error {
+func (s *recordStore) migrateLegacyRecords(ctx context.Context) error {
 	if _, done := s.r.recordsMigrated.Load(s.obj.UID); done {
 		return nil
 	}
@@ -165,7 +182,7 @@ func (s *session) migrateLegacyRecords(ctx context.Context) error {
 
 // moveRecords merges every consumer's records of legacy into its records
 // Secret, writing each changed Secret once.
-func (s *session) moveRecords(ctx context.Context, legacy *corev1.Secret) error {
+func (s *recordStore) moveRecords(ctx context.Context, legacy *corev1.Secret) error {
 	changed := map[string]*corev1.Secret{}
 	for _, consumer := range slices.Sorted(maps.Keys(legacy.Data)) {
 		old, err := vocabulary.DecodeRecords(legacy, consumer)
@@ -200,7 +217,7 @@ func (s *session) moveRecords(ctx context.Context, legacy *corev1.Secret) error 
 }
 
 // recordIssued remembers certificates issued to consumer, in one write.
-func (s *session) recordIssued(ctx context.Context, consumer string, certs ...*x509.Certificate) error {
+func (s *recordStore) recordIssued(ctx context.Context, consumer string, certs ...*x509.Certificate) error {
 	if len(certs) == 0 {
 		return nil
 	}
@@ -216,7 +233,7 @@ func (s *session) recordIssued(ctx context.Context, consumer string, certs ...*x
 }
 
 // recordKeyPin remembers the key pinned for consumer.
-func (s *session) recordKeyPin(ctx context.Context, consumer, pin string) error {
+func (s *recordStore) recordKeyPin(ctx context.Context, consumer, pin string) error {
 	return s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
 		changed := r.PinnedKey != pin
 		r.PinnedKey = pin
@@ -245,7 +262,7 @@ func AdoptKeyPin(r *vocabulary.ConsumerRecords, annotation string) (note string,
 }
 
 // adoptKeyPin applies AdoptKeyPin to the records of consumer.
-func (s *session) adoptKeyPin(ctx context.Context, consumer, annotation string) (note string, err error) {
+func (s *recordStore) adoptKeyPin(ctx context.Context, consumer, annotation string) (note string, err error) {
 	err = s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
 		var changed bool
 		note, changed = AdoptKeyPin(r, annotation)
@@ -255,17 +272,10 @@ func (s *session) adoptKeyPin(ctx context.Context, consumer, annotation string) 
 }
 
 // recordRevoked marks every certificate of consumer revoked.
-func (s *session) recordRevoked(ctx context.Context, consumer string) error {
+func (s *recordStore) recordRevoked(ctx context.Context, consumer string) error {
 	return s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
 		var changed bool
 		r.Certificates, changed = vocabulary.WithRevoked(r.Certificates, s.r.Now())
 		return changed
 	})
-}
-
-// refuseRevival says why consumer must not be bound again, or "" if it may
-// (provider.RevivalRefusal); the revival annotation may accept it once
-// (provider.CheckTenant).
-func (s *session) refuseRevival(records vocabulary.ConsumerRecords, consumer string) string {
-	return provider.RevivalRefusal(records.Certificates, consumer, s.r.Now())
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
@@ -98,12 +99,12 @@ func TestRecordsMigrateAndScale(t *testing.T) {
 		r := &PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}
 		obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
 
-		s := &session{r: r, obj: obj}
+		s := newRecordStore(r, obj)
 		got, err := s.records(ctx, "consumer-00010")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.refuseRevival(got, "consumer-00010") == "" {
+		if provider.RevivalRefusal(got.Certificates, "consumer-00010", now) == "" {
 			t.Errorf("%d consumers: the moved revoked certificate no longer blocks revival: %+v", n, got)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(legacy), &corev1.Secret{}); !apierrors.IsNotFound(err) {
@@ -128,7 +129,7 @@ func TestRecordsMigrateAndScale(t *testing.T) {
 		}
 
 		// A later round reads the same records from the sharded Secrets alone.
-		s = &session{r: r, obj: obj}
+		s = newRecordStore(r, obj)
 		for consumer, rec := range want {
 			got, err := s.records(ctx, consumer)
 			if err != nil {
@@ -149,7 +150,7 @@ func TestRecordsWrites(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
 	r := &PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
-	s := &session{r: r, obj: obj}
+	s := newRecordStore(r, obj)
 	if err := s.recordKeyPin(ctx, "c1", "pin"); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestRecordsWrites(t *testing.T) {
 	if err := s.recordRevoked(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := (&session{r: r, obj: obj}).records(ctx, "c1")
+	got, err := newRecordStore(r, obj).records(ctx, "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestLegacyRecordsReadOnce(t *testing.T) {
 	r := &PeeringRepositoryReconciler{Client: c, Now: time.Now}
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
 	for range 3 { // three rounds
-		s := &session{r: r, obj: obj}
+		s := newRecordStore(r, obj)
 		for _, consumer := range []string{"c1", "c2"} {
 			if _, err := s.records(ctx, consumer); err != nil {
 				t.Fatal(err)
@@ -224,7 +225,7 @@ func TestLegacyRecordsReadOnce(t *testing.T) {
 	}
 	other := obj.DeepCopy()
 	other.UID = "uid-2" // a PeeringRepository recreated under the same name looks again
-	if _, err := (&session{r: r, obj: other}).records(ctx, "c1"); err != nil || legacyReads != 2 {
+	if _, err := newRecordStore(r, other).records(ctx, "c1"); err != nil || legacyReads != 2 {
 		t.Errorf("recreated PeeringRepository: %v, %d reads", err, legacyReads)
 	}
 }

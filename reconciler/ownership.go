@@ -317,7 +317,7 @@ func (s *session) ownedConsumers(ctx context.Context) ([]string, error) {
 // finalize runs spec.provider.deletionPolicy for a deleted PeeringRepository
 // and releases its finalizer. Nothing is written to Git.
 func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) error {
-	s := &session{r: r, obj: obj}
+	s := &session{r: r, obj: obj, recordStore: newRecordStore(r, obj)}
 	if obj.Spec.Provider.GetDeletionPolicy() == gitpeerv1alpha1.DeletionRevoke {
 		consumers, err := s.ownedConsumers(ctx)
 		if err != nil {
@@ -399,13 +399,4 @@ func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns s
 		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: vocabulary.ReasonRequestsDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true, false
 	}
 	return outcome{}, false, true
-}
-
-// pinKey records the verified Tenant's key as the consumer's pin in the
-// records, its only source, reporting a change by the rekey annotation.
-func (s *session) pinKey(ctx context.Context, consumer string, v provider.TenantVerdict) error {
-	if v.Replaces != "" {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonRekeyed, consumer, "key of %s changed from %s to %s by annotation %s", consumer, v.Replaces[:16], v.Pin[:16], gitpeerv1alpha1.RekeyAnnotationPrefix+consumer)
-	}
-	return s.recordKeyPin(ctx, consumer, v.Pin)
 }

@@ -45,22 +45,21 @@ type session struct {
 	// rewriteAcknowledged: this round accepted a rewritten history (sync); the provider's round is full.
 	rewriteAcknowledged bool
 
+	// The records of the provider's consumers, read and written by the round (issued.go).
+	*recordStore
+
 	// mu guards what the peerings of a provider's round, which take their
-	// steps at once (provideAll), share: the fields below, but issuance and
-	// each shard, which have their own locks.
+	// steps at once (provideAll), share: the fields below, but issuance,
+	// which has its own lock.
 	mu      sync.Mutex
 	renewAt time.Time // the earliest renewal due (noteRenewal)
 	// renewals holds, by consumer, when the certificate the provider issued it is due for renewal (noteRenewalOf).
 	renewals map[string]time.Time
 	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
 	adoptionFailed bool
-	// shards holds the records Secrets read or written this round (issued.go).
-	shards   map[string]*recordsShard
-	staged   []gitStep         // this round's writes to the branch, committed together (commitRound)
-	overdue  map[string]string // by consumer, its certificate whose renewal is overdue (renewalStalled)
-	issuance issuance          // this round's CSRs, read once, and those it creates or approves (csr.go)
-	// migration serialises the move of gitpeer 0.1.0's records (migrateLegacyRecords).
-	migration sync.Mutex
+	staged         []gitStep         // this round's writes to the branch, committed together (commitRound)
+	overdue        map[string]string // by consumer, its certificate whose renewal is overdue (renewalStalled)
+	issuance       issuance          // this round's CSRs, read once, and those it creates or approves (csr.go)
 	// certs holds, by peering (peeringKey), the certificate the round noted for the metrics (noteCertificate).
 	certs map[string]certRecord
 	// routine holds the round's routine provider steps, one event per reason (recordRoutine).
@@ -85,7 +84,7 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 			return nil, &Generic{Reason: gitpeerv1alpha1.ClusterKeyErrorReason, Err: fmt.Errorf("cluster key: %w", err)}
 		}
 	}
-	return &session{r: r, obj: obj, repo: open.repo, loader: open.loader, key: key, liqo: mode, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
+	return &session{r: r, obj: obj, recordStore: newRecordStore(r, obj), repo: open.repo, loader: open.loader, key: key, liqo: mode, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
 }
 
 // detectLiqo decides the mode of obj (liqo.Detect, through the API reader)

@@ -90,11 +90,10 @@ func (p *Plan) blockedByMode(s Snapshot) bool {
 	case liqo.ModeSwitch:
 		p.add(RecordMode{Mode: s.Mode}, ConsumeAnnotation{Key: acceptKey},
 			Log{"peering switched mode", []any{"peer", peer, "from", recorded, "to", s.Mode}},
-			Event{ModeSwitched, peer, fmt.Sprintf("the peering with %s goes on in %s mode (was %s), accepted by annotation %s", peer, s.Mode, recorded, acceptKey)})
+			Event{ModeSwitched, peer, liqo.ModeSwitched(peer, recorded, s.Mode)})
 		return false
 	}
-	msg := fmt.Sprintf("the peering with %s was made in %s mode but this cluster now runs in %s mode (%s): nothing but a revocation is done for it until a person re-peers (docs/liqo.md \"Switching modes\") and sets annotation %s=%s on this PeeringRepository",
-		peer, recorded, s.Mode, s.ModeSummary, acceptKey, s.Mode)
+	msg := liqo.ModeChanged(peer, recorded, s.Mode, s.ModeSummary)
 	p.add(Log{"peering left alone: its mode changed", []any{"peer", peer, "recorded", recorded, "current", s.Mode}}, Event{ModeChanged, peer, msg})
 	p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Reason: ModeChanged, Message: msg}
 	return true

@@ -2,6 +2,7 @@ package liqo
 
 import (
 	"cmp"
+	"fmt"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 )
@@ -31,4 +32,18 @@ func DecideMode(recorded, current, accepted string) ModeStep {
 		return ModeSwitch
 	}
 	return ModeBlocked
+}
+
+// ModeChanged says that the peering with peer, made in mode recorded, is
+// left alone while the agent runs in mode current (summary: the agent's mode
+// as it reports it) until a person re-peers and accepts the switch.
+func ModeChanged(peer, recorded, current, summary string) string {
+	return fmt.Sprintf("the peering with %s was made in %s mode but this cluster now runs in %s mode (%s): nothing but a revocation is done for it until a person re-peers (docs/liqo.md \"Switching modes\") and sets annotation %s=%s on this PeeringRepository",
+		peer, recorded, current, summary, gitpeerv1alpha1.SwitchModeAnnotationPrefix+peer, current)
+}
+
+// ModeSwitched says that the peering with peer, made in mode recorded, goes
+// on in mode current, as a person accepted.
+func ModeSwitched(peer, recorded, current string) string {
+	return fmt.Sprintf("the peering with %s goes on in %s mode (was %s), accepted by annotation %s", peer, current, recorded, gitpeerv1alpha1.SwitchModeAnnotationPrefix+peer)
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	gocrypto "crypto"
 	"crypto/x509"
 	"math/big"
 	"slices"
@@ -87,8 +88,14 @@ func TestAllowed(t *testing.T) {
 }
 
 // peering is provider-a/consumer-1 with a request and a Tenant signed over
-// nonce, both of the consumer's key.
+// nonce, both of the consumer's key, and that key's pin.
 func peering(t *testing.T, nonce string) (*protocol.Documents, string) {
+	pe, pin, _ := peeringOf(t, nonce)
+	return pe, pin
+}
+
+// peeringOf is peering, with the consumer's key.
+func peeringOf(t *testing.T, nonce string) (*protocol.Documents, string, gocrypto.Signer) {
 	t.Helper()
 	key, err := crypto.GenerateKey(crypto.Ed25519)
 	if err != nil {
@@ -107,7 +114,7 @@ func peering(t *testing.T, nonce string) (*protocol.Documents, string) {
 		t.Fatal(err)
 	}
 	return &protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: tenant,
-		Request: &documents.PeeringRequest{Spec: documents.PeeringRequestSpec{ConsumerClusterID: "consumer-1", ProviderClusterID: "provider-a", PublicKey: pub}}}, pin
+		Request: &documents.PeeringRequest{Spec: documents.PeeringRequestSpec{ConsumerClusterID: "consumer-1", ProviderClusterID: "provider-a", PublicKey: pub}}}, pin, key
 }
 
 func TestCheckTenant(t *testing.T) {

@@ -1,0 +1,280 @@
+package reconciler
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
+)
+
+// A provider's step for one peering, once planProvide decided it, is three
+// stages with plain data between them: observeProvider reads (a
+// provider.Snapshot), the step's planner in package provider decides (a
+// provider.Plan), applyProvider writes. The steps of Liqo mode
+// (liqoprovider.go) and a directory that fails to build (failclosed.go) are
+// not planned so yet.
+
+// provideStep takes p's step, standalone or one Liqo mode shares
+// (SkipInvalid, Revoke, OfferNonce): observe, plan, apply.
+func (s *session) provideStep(ctx context.Context, p providing) outcome {
+	now := s.r.Now()
+	snap, err := s.observeProvider(ctx, p, now)
+	if err != nil {
+		return outcome{err: err}
+	}
+	var plan provider.Plan
+	switch p.step {
+	case provider.SkipInvalid:
+		plan = provider.PlanSkip(snap)
+	case provider.Revoke:
+		plan = provider.PlanRevoke(snap)
+	case provider.OfferNonce:
+		plan = provider.PlanOffer(snap)
+	case provider.Issue:
+		plan = provider.PlanIssue(snap, now)
+	case provider.Maintain:
+		plan = provider.PlanMaintain(snap, now)
+	default:
+		return outcome{err: fmt.Errorf("step %s has no planner", p.step)}
+	}
+	o, _, _ := s.applyProvider(ctx, p.pe, p.ns, p.tenant, plan)
+	return o
+}
+
+// observeProvider makes the reads of p's step beyond planProvide's (the
+// tenant namespace and the Tenant), at now: for a request to answer, the
+// nonce Secret, unless a quiet round finds nonce.yaml on the branch or there
+// is no tenant namespace to hold it; for an issuance, what verifying the
+// Tenant reads (observeTenant) and what issuing does (observeIssued); for an
+// issued peering, what keeping it does.
+func (s *session) observeProvider(ctx context.Context, p providing, now time.Time) (provider.Snapshot, error) {
+	snap := provider.Snapshot{Docs: p.pe, Liqo: s.liqoMode(), Quiet: s.quiet(), Namespace: p.namespace, Tenant: p.tenant}
+	var err error
+	// read: the step reads the nonce Secret, or knows it absent.
+	read := false
+	switch p.step {
+	case provider.OfferNonce:
+		if read = p.pe.Nonce == nil || !snap.Quiet; read && p.namespace {
+			snap.Nonce, err = s.observeNonce(ctx, p.ns)
+		}
+	case provider.Issue:
+		if snap, err = s.observeTenant(ctx, p.pe, p.ns, p.tenant); err == nil {
+			read, err = true, s.observeIssued(ctx, p, &snap, true)
+		}
+	case provider.Maintain:
+		_, due := certificateDue(p.tenant, now)
+		read, err = true, s.observeIssued(ctx, p, &snap, due)
+	}
+	// A new nonce Secret, or a rotation of the used nonce (standalone), holds a fresh nonce.
+	if read && err == nil && !snap.Liqo && (snap.Nonce == nil || p.step != provider.OfferNonce) {
+		snap.FreshNonce = crypto.GenerateNonce()
+	}
+	return snap, err
+}
+
+// certificateDue returns the certificate in the status of tenant, an issued
+// one, and whether it is due for renewal at now (provider.RenewalOf). A
+// certificate that does not parse is not.
+func certificateDue(tenant *authv1beta1.Tenant, now time.Time) (*x509.Certificate, bool) {
+	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
+	if err != nil {
+		return nil, false
+	}
+	return cert, provider.RenewalOf(cert, now).Due
+}
+
+// observeIssued makes the reads of issuing a certificate to p's consumer,
+// or keeping it: the RoleBindings owned in its tenant namespace; when signs,
+// the CSRs labelled for it (read once per round for every peering that
+// signs: labelledCSRs) and the agent's user; when one of them holds a
+// certificate, the CA to store with it; and the nonce, when the round is
+// not quiet or a certificate may be committed.
+func (s *session) observeIssued(ctx context.Context, p providing, snap *provider.Snapshot, signs bool) error {
+	var err error
+	snap.ClusterRole, snap.Owner, snap.TTL, snap.APIServer = s.obj.Spec.Provider.GetClusterRoleName(), string(s.obj.UID), s.obj.Spec.Provider.GetCertificateTTL(), s.apiServer()
+	if snap.Bindings, err = s.ownedBindings(ctx, p.ns); err != nil {
+		return err
+	}
+	issued := false
+	if signs {
+		if snap.Agent, err = s.r.agentUser(ctx); err != nil {
+			return fmt.Errorf("learning the agent's own user name: %w", err)
+		}
+		if snap.CSRs, err = s.labelledCSRs(ctx, p.pe.Consumer); err != nil {
+			return err
+		}
+		for _, csr := range snap.CSRs {
+			issued = issued || len(csr.Status.Certificate) > 0
+		}
+		if issued {
+			if snap.CA, err = s.providerCA(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if snap.Nonce == nil && (!snap.Quiet || issued) {
+		snap.Nonce, err = s.observeNonce(ctx, p.ns)
+	}
+	return err
+}
+
+// observeNonce reads the consumer's nonce in its liqo-nonce Secret in ns; nil when there is none.
+func (s *session) observeNonce(ctx context.Context, ns string) (*string, error) {
+	secret, err := s.secretIfExists(ctx, ns, authv1beta1.NonceSecretName)
+	if secret == nil {
+		return nil, err
+	}
+	nonce := string(secret.Data[authv1beta1.NonceSecretField])
+	return &nonce, nil
+}
+
+// observeTenant makes the reads of verifying the Tenant merged in pe: the
+// provider's nonce for the consumer (its Secret, never created here), its
+// records and its override annotations.
+func (s *session) observeTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (provider.Snapshot, error) {
+	annotations := s.obj.GetAnnotations()
+	snap := provider.Snapshot{Docs: pe, Liqo: s.liqoMode(), Quiet: s.quiet(), Tenant: current,
+		Rekey:         annotations[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
+		Revival:       annotations[gitpeerv1alpha1.RevivalAnnotationPrefix+pe.Consumer],
+		AllowProxyURL: s.obj.Spec.Provider.AllowProxyURL,
+	}
+	var err error
+	if snap.Nonce, err = s.observeNonce(ctx, ns); err != nil {
+		return snap, err
+	}
+	snap.Records, err = s.records(ctx, pe.Consumer)
+	return snap, err
+}
+
+// applyProvider applies plan, a step for the peering pe whose tenant
+// namespace is ns and applied Tenant current (nil if none), in its order.
+// The first action that fails stops it (stopped), with the peering's
+// outcome; otherwise the outcome is the plan's, and tenant the Tenant an
+// ApplyTenant wrote. Git changes are staged for the round's one commit,
+// with the events to record once they are on the branch.
+func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant, plan provider.Plan) (o outcome, tenant *authv1beta1.Tenant, stopped bool) {
+	consumer := pe.Consumer
+	tenant = current
+	for _, a := range plan.Actions {
+		var err error
+		switch a := a.(type) {
+		case provider.EnsureNamespace:
+			if err := s.ensureTenantNamespace(ctx, consumer, ns); err != nil {
+				return s.skipForeign(pe, err), nil, true
+			}
+		case provider.PutNonceSecret:
+			err = s.putNonce(ctx, consumer, ns, a.Nonce)
+		case provider.CreateLiqoNonce:
+			err = s.createLiqoNonce(ctx, consumer, ns)
+		case provider.RevokeConsumer:
+			err = s.revokeConsumer(ctx, consumer)
+		case provider.Stage:
+			s.stage(gitpeerv1alpha1.ProviderRole, consumer, a.Message, a.Routine, a.Changes...)
+		case provider.CloseFailing:
+			if o := s.failClosed(ctx, consumer, current, a.Closure); o.err != nil {
+				return o, nil, true
+			}
+		case provider.RecordKeyPin:
+			err = s.recordKeyPin(ctx, consumer, a.Pin)
+		case provider.CheckStrayTenant:
+			if stray := s.strayLiqoTenant(ctx, consumer, ns); stray != nil {
+				return *stray, nil, true
+			}
+		case provider.DropStaleLiqoCache:
+			err = s.dropStaleLiqoCache(ctx, pe, ns)
+		case provider.ApplyTenant:
+			tenant, err = s.putTenant(ctx, consumer, ns, a)
+		case provider.RemoveAnnotation:
+			err = s.removeAnnotation(ctx, a.Key)
+		case provider.RecordMode:
+			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { metav1.SetMetaDataAnnotation(m, vocabulary.ModeAnnotation, a.Mode) })
+		case provider.Log:
+			log.FromContext(ctx).Info(a.Message, a.KeysAndValues...)
+		case provider.Event:
+			eventType := corev1.EventTypeNormal
+			if a.Warning {
+				eventType = corev1.EventTypeWarning
+			}
+			s.r.eventAbout(s.obj, eventType, a.Reason, a.About, "%s", a.Message)
+		case provider.SetTenantCondition:
+			patch := client.MergeFrom(tenant.DeepCopy())
+			tenant.Spec.TenantCondition = a.Condition
+			err = s.r.Patch(ctx, tenant, patch)
+		case provider.Bind:
+			err = s.applyBindings(ctx, consumer, ns, a.Bindings)
+		case provider.QueueCSR:
+			s.issuance.queue(csrRequest{key: resultKey(gitpeerv1alpha1.ProviderRole, consumer), csr: a.CSR})
+		case provider.RecordSerial:
+			err = s.recordIssued(ctx, consumer, a.Certificate)
+		case provider.StoreIssued:
+			patch := client.MergeFrom(tenant.DeepCopy())
+			tenant.Status.TenantNamespace, tenant.Status.AuthParams = ns, &a.AuthParams
+			err = s.r.Status().Patch(ctx, tenant, patch)
+		case provider.NoteCertificate, provider.NoteRenewal, provider.NoteOverdue:
+			s.note(consumer, a)
+		default:
+			err = fmt.Errorf("provider action %T has no applier", a)
+		}
+		if err != nil {
+			return outcome{err: err}, nil, true
+		}
+	}
+	return providerOutcome(plan.Outcome), tenant, false
+}
+
+// note applies a, one of the provider's notes for the round's requeue,
+// memory, metrics and condition about consumer.
+func (s *session) note(consumer string, a provider.Action) {
+	switch a := a.(type) {
+	case provider.NoteCertificate:
+		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: a.Expiry, renews: a.Renews, overdue: a.Overdue})
+	case provider.NoteRenewal:
+		s.noteRenewalOf(consumer, a.At)
+	case provider.NoteOverdue:
+		s.mu.Lock()
+		if s.overdue == nil {
+			s.overdue = map[string]string{}
+		}
+		s.overdue[consumer] = a.Message
+		s.mu.Unlock()
+		s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", a.Item)
+	}
+}
+
+// providerOutcome is the peering's outcome for the planner's o.
+func providerOutcome(o provider.Outcome) outcome {
+	return outcome{phase: o.Phase, message: o.Message, reason: o.Reason, err: o.Err}
+}
+
+// planned is o as the provider's planner states an outcome.
+func (o outcome) planned() provider.Outcome {
+	return provider.Outcome{Phase: o.phase, Message: o.message, Reason: o.reason, Err: o.err}
+}
+
+// putTenant creates or updates the consumer's Tenant in ns as a says,
+// labelled as this PeeringRepository's.
+func (s *session) putTenant(ctx context.Context, consumer, ns string, a provider.ApplyTenant) (*authv1beta1.Tenant, error) {
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: consumer}}
+	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
+		recordOverrides(tenant, a.Used, a.Applied)
+		tenant.Spec = a.Spec
+		return nil
+	})
+	return tenant, err
+}
