@@ -283,6 +283,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"delete", "", "secrets", "", tenantNS, "liqo-remote-certificate"},
 		// Liqo mode, revocation: drains the consumer as Liqo's Drained does.
 		{"list", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
+		{"watch", "authentication.liqo.io", "resourceslices", "", "", ""}, // records each slice certificate as Liqo issues it
 		{"delete", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"list", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
 		{"delete", "offloading.liqo.io", "namespacemaps", "", tenantNS, "map-1"},
@@ -320,7 +321,6 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"create", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
 		{"update", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"create", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
-		{"watch", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
 	}
 	for _, a := range allowed {
 		if !can(a) {

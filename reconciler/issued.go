@@ -77,6 +77,21 @@ func WithIssued(records []IssuedRecord, serial string, notAfter time.Time) ([]Is
 	return append(records, IssuedRecord{Serial: serial, NotAfter: notAfter.UTC()}), true
 }
 
+// WithSliceIssued adds the certificate serial (hex) valid until notAfter,
+// which Liqo issued for the ResourceSlice slice, to records unless it is
+// there, and names the slice on it (a record of it made without the name,
+// as at revocation before gitpeer recorded slices as they were issued, gains
+// it); it reports a change.
+func WithSliceIssued(records []IssuedRecord, slice, serial string, notAfter time.Time) ([]IssuedRecord, bool) {
+	records, changed := WithIssued(records, serial, notAfter)
+	i := slices.IndexFunc(records, func(r IssuedRecord) bool { return r.Serial == serial })
+	if records[i].ResourceSlice == slice {
+		return records, changed
+	}
+	records[i].ResourceSlice = slice
+	return records, true
+}
+
 // WithRevoked marks every unrevoked record revoked at now and drops the
 // expired ones; it reports a change.
 func WithRevoked(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool) {
@@ -202,8 +217,8 @@ func WithoutExpired(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool
 }
 
 // MergeRecords returns the union of what a and b remember of one consumer:
-// every certificate, revoked if either says so (at the earlier time); the pin
-// of a, or else of b.
+// every certificate, revoked if either says so (at the earlier time), of the
+// ResourceSlice either names; the pin of a, or else of b.
 func MergeRecords(a, b ConsumerRecords) ConsumerRecords {
 	out := ConsumerRecords{PinnedKey: cmp.Or(a.PinnedKey, b.PinnedKey), Certificates: slices.Clone(a.Certificates)}
 	for _, r := range b.Certificates {
@@ -212,9 +227,11 @@ func MergeRecords(a, b ConsumerRecords) ConsumerRecords {
 			out.Certificates = append(out.Certificates, r)
 			continue
 		}
-		if o := &out.Certificates[i]; r.RevokedAt != nil && (o.RevokedAt == nil || r.RevokedAt.Before(*o.RevokedAt)) {
+		o := &out.Certificates[i]
+		if r.RevokedAt != nil && (o.RevokedAt == nil || r.RevokedAt.Before(*o.RevokedAt)) {
 			o.RevokedAt = r.RevokedAt
 		}
+		o.ResourceSlice = cmp.Or(o.ResourceSlice, r.ResourceSlice)
 	}
 	return out
 }
@@ -349,6 +366,29 @@ func (s *session) recordIssued(ctx context.Context, consumer string, certs ...*x
 		}
 		return changed
 	})
+}
+
+// recordSliceCertificates remembers the certificates Liqo issued for the
+// ResourceSlices of consumer that the slice watch saw (sliceWatch), by slice
+// name, in one write; what it could not write is seen again at the next call.
+func (s *session) recordSliceCertificates(ctx context.Context, consumer string) error {
+	seen := s.r.slices.take(consumer)
+	if len(seen) == 0 {
+		return nil
+	}
+	err := s.updateRecords(ctx, consumer, func(r *ConsumerRecords) bool {
+		changed := false
+		for _, name := range slices.Sorted(maps.Keys(seen)) {
+			var added bool
+			r.Certificates, added = WithSliceIssued(r.Certificates, name, seen[name].SerialNumber.Text(16), seen[name].NotAfter)
+			changed = changed || added
+		}
+		return changed
+	})
+	if err != nil {
+		s.r.slices.putBack(consumer, seen)
+	}
+	return err
 }
 
 // recordKeyPin remembers the key pinned for consumer.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // TestRecordsSecretName pins the shard of a consumer: records are looked up
@@ -269,5 +270,56 @@ func TestLegacyRecordsReadOnce(t *testing.T) {
 	other.UID = "uid-2" // a PeeringRepository recreated under the same name looks again
 	if _, err := (&session{r: r, obj: other}).records(ctx, "c1"); err != nil || legacyReads != 2 {
 		t.Errorf("recreated PeeringRepository: %v, %d reads", err, legacyReads)
+	}
+}
+
+// TestSliceRecords: a certificate Liqo issued for a ResourceSlice is
+// recorded with its slice's name, in the records format of every other
+// certificate (a record without a slice is written as before), survives a
+// merge, is marked revoked with the others and refuses a re-peering while it
+// is valid, the slice gone or not.
+func TestSliceRecords(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	records, changed := WithIssued(nil, "a1", now.Add(time.Hour))
+	if !changed {
+		t.Fatal("WithIssued: no change")
+	}
+	for _, tc := range []struct {
+		slice, serial string
+		notAfter      time.Time
+		changed       bool
+	}{
+		{"slice-1", "b2", now.Add(2 * time.Hour), true},
+		{"slice-1", "b2", now.Add(2 * time.Hour), false}, // seen again
+		{"slice-2", "a1", now.Add(time.Hour), true},      // recorded at a revocation without its name
+	} {
+		records, changed = WithSliceIssued(records, tc.slice, tc.serial, tc.notAfter)
+		if changed != tc.changed {
+			t.Errorf("WithSliceIssued(%s, %s) changed = %v, want %v", tc.slice, tc.serial, changed, tc.changed)
+		}
+	}
+	want := []IssuedRecord{{Serial: "a1", NotAfter: now.Add(time.Hour), ResourceSlice: "slice-2"}, {Serial: "b2", NotAfter: now.Add(2 * time.Hour), ResourceSlice: "slice-1"}}
+	if !reflect.DeepEqual(records, want) {
+		t.Fatalf("records = %+v, want %+v", records, want)
+	}
+
+	data, err := json.Marshal([]IssuedRecord{{Serial: "c3", NotAfter: now}, records[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(data), `[{"serial":"c3","notAfter":"2026-01-01T12:00:00Z"},{"serial":"b2","notAfter":"2026-01-01T14:00:00Z","resourceSlice":"slice-1"}]`; got != want {
+		t.Errorf("records JSON = %s, want %s", got, want)
+	}
+	merged := MergeRecords(ConsumerRecords{Certificates: []IssuedRecord{{Serial: "b2", NotAfter: now.Add(2 * time.Hour)}}}, ConsumerRecords{Certificates: records})
+	if merged.Certificates[0].ResourceSlice != "slice-1" {
+		t.Errorf("MergeRecords lost the slice: %+v", merged.Certificates)
+	}
+
+	revoked, _ := WithRevoked(records, now)
+	if got := provider.RevivalRefusal(revoked, "c1", now.Add(90*time.Minute)); !strings.Contains(got, "revoked certificate b2 ") {
+		t.Errorf("RevivalRefusal after the control plane's certificate expired = %q, want the slice's b2 to refuse", got)
+	}
+	if got := provider.RevivalRefusal(revoked, "c1", now.Add(3*time.Hour)); got != "" {
+		t.Errorf("RevivalRefusal after every certificate expired = %q", got)
 	}
 }

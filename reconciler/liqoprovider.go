@@ -100,6 +100,9 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
+	if err := s.recordSliceCertificates(ctx, pe.Consumer); err != nil {
+		return outcome{err: err}
+	}
 	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix()})
 	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
 		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
@@ -130,13 +133,17 @@ const (
 // revokeConsumer takes back everything issued or bound for consumer, in
 // Liqo's order: every certificate is recorded (the one in the status of its
 // Tenant, as Liqo may have renewed it since the last round, and Liqo's
-// ResourceSlice certificates, from the slices' status and from Liqo's caches)
-// and marked revoked; the consumer is drained as Liqo's Drained drains it
-// (its ResourceSlices and NamespaceMaps go, and with them Liqo's bindings of
+// ResourceSlice certificates: those recorded as Liqo issued them, by slice,
+// whether the slice still exists or not, and those in the status of the
+// slices and in Liqo's caches) and marked revoked; the consumer is drained as
+// Liqo's Drained drains it (its ResourceSlices and NamespaceMaps go, and with
+// them Liqo's bindings of
 // Group <consumer> in offloaded namespaces); then what this PeeringRepository
 // created for it goes (deleteOwned: the Tenant, whose deletion makes Liqo
-// unbind it), and last Liqo's certificate caches, or a new peering would get a
-// revoked certificate back from them. Without Liqo there is nothing to drain
+// unbind it), and last Liqo's certificate caches (the control plane's and
+// those of every slice existing or recorded: Liqo never deletes a slice's
+// cache when the slice goes), or a new peering would get a revoked
+// certificate back from them. Without Liqo there is nothing to drain
 // and no cache to delete.
 func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
@@ -150,10 +157,17 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 			slices = append(slices, obj.GetName())
 		}
 	}
-	caches := provider.LiqoCertificateCaches(slices)
 	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
 		return err
 	}
+	if err := s.recordSliceCertificates(ctx, consumer); err != nil {
+		return err
+	}
+	records, err := s.records(ctx, consumer)
+	if err != nil {
+		return err
+	}
+	caches := provider.RevokedCaches(slices, records.Certificates)
 	if err := s.recordLiqoCertificates(ctx, consumer, ns, drained, caches); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,6 +116,50 @@ func LiqoCertificateCaches(slices []string) []string {
 		out = append(out, LiqoCertificateCache+"-"+s)
 	}
 	return out
+}
+
+// RevokedCaches names the caches a revocation deletes: the control plane's
+// and those of existing, the consumer's ResourceSlices, and of every
+// slice records name (IssuedRecord.ResourceSlice), which Liqo never deletes
+// when a slice goes; each once, in order.
+func RevokedCaches(existing []string, records []IssuedRecord) []string {
+	names := existing[:len(existing):len(existing)]
+	for _, r := range records {
+		if r.ResourceSlice != "" {
+			names = append(names, r.ResourceSlice)
+		}
+	}
+	slices.Sort(names)
+	return LiqoCertificateCaches(slices.Compact(names))
+}
+
+// ResourceSlicesResource is the resource of Liqo's ResourceSlices, which the
+// provider watches in Liqo mode to record each certificate Liqo issues for one.
+const ResourceSlicesResource = "resourceslices"
+
+// LiqoReplicatedSelector selects what Liqo's CRD replicator created for any
+// consumer (LiqoDrainSelector without the consumer).
+const LiqoReplicatedSelector = "liqo.io/replicated=true"
+
+// SliceIssued returns the consumer of a ResourceSlice Liqo's CRD replicator
+// created in its tenant namespace (LiqoDrainSelector) and the certificate
+// Liqo issued for it (SliceCertificate), one of Group <consumer>; consumer ""
+// when the slice is no consumer's or holds no such certificate.
+func SliceIssued(slice *unstructured.Unstructured) (consumer string, cert *x509.Certificate) {
+	consumer = slice.GetLabels()["liqo.io/originID"]
+	if consumer == "" || !LiqoDrainSelector(consumer).Matches(labels.Set(slice.GetLabels())) ||
+		slice.GetNamespace() != authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)) {
+		return "", nil
+	}
+	pem, err := SliceCertificate(slice)
+	if err != nil || pem == nil {
+		return "", nil
+	}
+	cert, err = crypto.ParseCertificatePEM(pem)
+	if err != nil || !slices.Contains(cert.Subject.Organization, consumer) {
+		return "", nil
+	}
+	return consumer, cert
 }
 
 // SliceCertificate returns the PEM certificate Liqo put in the status of a

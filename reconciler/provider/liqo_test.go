@@ -170,3 +170,67 @@ func TestAPIServerDiffers(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceIssued: a certificate is taken from a ResourceSlice only when
+// Liqo's CRD replicator created the slice for the consumer in its tenant
+// namespace and the certificate is one of Group <consumer>.
+func TestSliceIssued(t *testing.T) {
+	key, err := crypto.GenerateKey(crypto.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := func(o string) []byte {
+		return liqoCert(t, key, func(c *x509.Certificate) {
+			c.Subject = pkix.Name{CommonName: "slice-1-abc", Organization: []string{o}}
+			c.SerialNumber = big.NewInt(42)
+		})
+	}
+	slice := func(ns string, labels map[string]any, crt []byte) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": "slice-1", "labels": labels}}}
+		if crt != nil {
+			u.Object["status"] = map[string]any{"authParams": map[string]any{"signedCRT": base64.StdEncoding.EncodeToString(crt)}}
+		}
+		return u
+	}
+	replicated := map[string]any{"liqo.io/replicated": "true", "liqo.io/originID": "c1"}
+	tenantNS := authv1beta1.TenantNamespaceName("c1")
+	for _, tc := range []struct {
+		name  string
+		slice *unstructured.Unstructured
+		want  string
+	}{
+		{"issued", slice(tenantNS, replicated, group("c1")), "c1"},
+		{"not issued yet", slice(tenantNS, replicated, nil), ""},
+		{"not replicated", slice(tenantNS, map[string]any{"liqo.io/originID": "c1"}, group("c1")), ""},
+		{"no origin", slice(tenantNS, map[string]any{"liqo.io/replicated": "true"}, group("c1")), ""},
+		{"another consumer's namespace", slice(authv1beta1.TenantNamespaceName("c2"), replicated, group("c1")), ""},
+		{"another group", slice(tenantNS, replicated, group("c2")), ""},
+		{"not a certificate", slice(tenantNS, replicated, []byte("junk")), ""},
+	} {
+		consumer, cert := SliceIssued(tc.slice)
+		if consumer != tc.want || (cert != nil) != (tc.want != "") {
+			t.Errorf("%s: SliceIssued = %q, %v; want %q", tc.name, consumer, cert != nil, tc.want)
+		}
+		if cert != nil && cert.SerialNumber.Int64() != 42 {
+			t.Errorf("%s: serial %v, want 42", tc.name, cert.SerialNumber)
+		}
+	}
+}
+
+// TestRevokedCaches: a revocation deletes the cache of every recorded
+// slice, gone or not, and of every existing one, each once.
+func TestRevokedCaches(t *testing.T) {
+	records := []IssuedRecord{{Serial: "1"}, {Serial: "2", ResourceSlice: "gone"}, {Serial: "3", ResourceSlice: "kept"}, {Serial: "4", ResourceSlice: "gone"}}
+	existing := []string{"kept", "new"}
+	got := RevokedCaches(existing, records)
+	want := []string{"liqo-remote-certificate", "liqo-remote-certificate-gone", "liqo-remote-certificate-kept", "liqo-remote-certificate-new"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("RevokedCaches = %v, want %v", got, want)
+	}
+	if strings.Join(existing, ",") != "kept,new" {
+		t.Errorf("RevokedCaches changed its argument: %v", existing)
+	}
+	if got := RevokedCaches(nil, nil); len(got) != 1 || got[0] != LiqoCertificateCache {
+		t.Errorf("nothing recorded = %v, want only the control plane's cache", got)
+	}
+}

@@ -9,11 +9,14 @@ import (
 
 // IssuedRecord is one certificate issued to a consumer, as the provider
 // records it: its serial (hex, as in the Gitpeer-Serial trailer), expiry and
-// revocation time.
+// revocation time. ResourceSlice names the slice of a certificate Liqo
+// issued for a ResourceSlice (Liqo mode): revocation deletes its cache
+// (LiqoCertificateCaches) even after the slice is gone.
 type IssuedRecord struct {
-	Serial    string     `json:"serial"`
-	NotAfter  time.Time  `json:"notAfter"`
-	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	Serial        string     `json:"serial"`
+	NotAfter      time.Time  `json:"notAfter"`
+	RevokedAt     *time.Time `json:"revokedAt,omitempty"`
+	ResourceSlice string     `json:"resourceSlice,omitempty"`
 }
 
 // RevivalBlocker returns the revoked certificate that still forbids binding
