@@ -23,11 +23,15 @@ export GITPEER_GITEA_ROOT := $(shell go env GOMODCACHE)/code.gitea.io/gitea@$(GI
 # ../shared/liqo-$(LIQO_VERSION) beside the repository when present, otherwise a shallow clone of
 # the tag into .cache/liqo/ (needs the internet). The build uses a copy of test/liqotools/go.mod
 # (-modfile) whose replace points at LIQO_SRC, so the committed go.mod never changes. For another
-# Liqo checkout set both: make tools LIQO_SRC=/path/to/liqo LIQO_VERSION=v1.x.y.
+# Liqo checkout set both: make tools LIQO_SRC=/path/to/liqo LIQO_VERSION=v1.x.y. The same module
+# builds Liqo's own CRD replicator (its main package cmd/crd-replicator; its internal packages cannot
+# be imported from here), which carries Renews and ResourceSlices between two test clusters.
 LIQO_VERSION ?= $(shell awk '$$1=="github.com/liqotech/liqo" && NF>1 {print $$2; exit}' test/liqotools/go.mod)
 LIQO_SRC ?= $(or $(wildcard $(abspath $(CURDIR)/../shared/liqo-$(LIQO_VERSION))),$(CURDIR)/.cache/liqo/src-$(LIQO_VERSION))
 LIQO_HARNESS := $(CURDIR)/.cache/liqo/$(LIQO_VERSION)/liqo-auth-harness
 export GITPEER_LIQO_HARNESS := $(LIQO_HARNESS)
+LIQO_REPLICATOR := $(CURDIR)/.cache/liqo/$(LIQO_VERSION)/liqo-crd-replicator
+export GITPEER_LIQO_REPLICATOR := $(LIQO_REPLICATOR)
 export GITPEER_LIQO_SRC := $(abspath $(LIQO_SRC))
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
@@ -42,8 +46,8 @@ VERSION := $(if $(filter v$(RELEASE_VERSION),$(shell git describe --tags --exact
 endif
 
 .PHONY: tools test deps demo build image dist linux-only
-# Everything the tests need: the control plane's binaries (TOOLS), Gitea and Liqo's harness.
-tools: $(TOOLS) $(GITEA) $(LIQO_HARNESS)
+# Everything the tests need: the control plane's binaries (TOOLS), Gitea, Liqo's harness and replicator.
+tools: $(TOOLS) $(GITEA) $(LIQO_HARNESS) $(LIQO_REPLICATOR)
 
 $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/kube-controller-manager $(TOOLS_BIN)/kubectl:
 	@mkdir -p $(TOOLS_BIN)
@@ -176,8 +180,9 @@ bench-controlplane: linux-only $(TOOLS)
 bench: bench-gitsync bench-controlplane bench-scale
 
 # The whole handshake locally: two control planes, a Git server, two agents. It needs only the
-# control plane's binaries (TOOLS), not Gitea.
-demo: linux-only $(TOOLS) build
+# control plane's binaries (TOOLS), not Gitea; with DEMO_FLAGS=--liqo also Liqo's authentication
+# module (LIQO_HARNESS, built from Liqo's source the first time).
+demo: linux-only $(TOOLS) build $(if $(findstring --liqo,$(DEMO_FLAGS)),$(LIQO_HARNESS))
 	go run ./test/demo --gitpeer bin/gitpeer $(DEMO_FLAGS)
 
 # The Helm chart charts/gitpeer. Its CRDs, RBAC, admission policy and tenant role are generated
@@ -213,9 +218,18 @@ chart-test: tools helm-lint
 $(abspath $(LIQO_SRC))/go.mod:
 	git clone --depth 1 --branch $(LIQO_VERSION) https://github.com/liqotech/liqo.git $(abspath $(LIQO_SRC))
 
-$(LIQO_HARNESS): test/liqotools/go.mod test/liqotools/go.sum $(wildcard test/liqotools/liqo-auth-harness/*.go) | $(abspath $(LIQO_SRC))/go.mod
+# liqo-build builds package $(1) of test/liqotools into $@ with Liqo at LIQO_SRC; the -modfile copy is
+# per target ($@.mod) so the harness and the replicator can build in parallel.
+define liqo-build
 	@mkdir -p $(@D)
-	@echo ">> building liqo-auth-harness from Liqo $(LIQO_VERSION) at $(abspath $(LIQO_SRC)) (first time only, takes minutes)"
-	cp test/liqotools/go.mod $(@D)/liqotools.mod && cp test/liqotools/go.sum $(@D)/liqotools.sum
-	cd test/liqotools && go mod edit -modfile=$(@D)/liqotools.mod -replace=github.com/liqotech/liqo=$(abspath $(LIQO_SRC)) && \
-		go build -modfile=$(@D)/liqotools.mod -mod=mod -trimpath -ldflags '-s -w -X main.liqoVersion=$(LIQO_VERSION)' -o $@ ./liqo-auth-harness
+	@echo ">> building $(@F) from Liqo $(LIQO_VERSION) at $(abspath $(LIQO_SRC)) (first time only, takes minutes)"
+	cp test/liqotools/go.mod $@.mod && cp test/liqotools/go.sum $@.sum
+	cd test/liqotools && go mod edit -modfile=$@.mod -replace=github.com/liqotech/liqo=$(abspath $(LIQO_SRC)) && \
+		go build -modfile=$@.mod -mod=mod -trimpath -ldflags '-s -w -X main.liqoVersion=$(LIQO_VERSION)' -o $@ $(1)
+endef
+
+$(LIQO_HARNESS): test/liqotools/go.mod test/liqotools/go.sum $(wildcard test/liqotools/liqo-auth-harness/*.go) | $(abspath $(LIQO_SRC))/go.mod
+	$(call liqo-build,./liqo-auth-harness)
+
+$(LIQO_REPLICATOR): test/liqotools/go.mod test/liqotools/go.sum | $(abspath $(LIQO_SRC))/go.mod
+	$(call liqo-build,github.com/liqotech/liqo/cmd/crd-replicator)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gitpeer/gitpeer/apis"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/webhook"
 )
@@ -120,7 +121,7 @@ func (o Options) addWebhook(mgr ctrl.Manager) error {
 func (o Options) managerOptions() ctrl.Options {
 	le := o.LeaderElection
 	opts := ctrl.Options{
-		Scheme:                        reconciler.NewScheme(),
+		Scheme:                        apis.NewScheme(),
 		Client:                        reconciler.ClientOptions(),
 		Logger:                        o.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},

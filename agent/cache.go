@@ -18,8 +18,8 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // cacheOptions configure what the agent's informers hold. At 10,000 peerings
@@ -52,8 +52,8 @@ func cacheOptions(watchNamespace string) cache.Options {
 		NewInformer:                 newInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			&certificatesv1.CertificateSigningRequest{}: {
-				Label:     labels.NewSelector().Add(exists(reconciler.ConsumerLabel), exists(reconciler.OwnerLabel)),
-				Transform: keepMetadata(reconciler.ConsumerLabel, reconciler.OwnerLabel),
+				Label:     labels.NewSelector().Add(exists(vocabulary.ConsumerLabel), exists(vocabulary.OwnerLabel)),
+				Transform: keepMetadata(vocabulary.ConsumerLabel, vocabulary.OwnerLabel),
 			},
 			&rbacv1.ClusterRole{}: {Transform: keepMetadata()},
 		},

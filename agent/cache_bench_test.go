@@ -29,10 +29,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitpeer/gitpeer/apis"
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // BenchmarkCacheByKind measures the heap each informer of the agent's cache
@@ -68,7 +69,7 @@ func BenchmarkCacheByKind(b *testing.B) {
 	cp := controlplane.Start(b)
 	cfg := *cp.Config
 	cfg.QPS, cfg.Burst = 2000, 4000
-	scheme := reconciler.NewScheme()
+	scheme := apis.NewScheme()
 	k8s, err := client.New(&cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		b.Fatal(err)
@@ -117,7 +118,7 @@ func cacheHeap(b *testing.B, cp *controlplane.ControlPlane, name string, objs ..
 	defer cancel()
 	before := heapAfterGC()
 	opts := cacheOptions("")
-	opts.Scheme = reconciler.NewScheme()
+	opts.Scheme = apis.NewScheme()
 	c, err := cache.New(cp.Config, opts)
 	if err != nil {
 		b.Fatal(err)
@@ -204,7 +205,7 @@ func createPeering(ctx context.Context, k8s client.Client, i int, owner types.UI
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
 	ours := func(m map[string]string) map[string]string {
 		m[authv1beta1.RemoteClusterIDLabel] = consumer
-		m[reconciler.ManagedByLabel], m[reconciler.OwnerLabel] = "gitpeer", string(owner)
+		m[vocabulary.ManagedByLabel], m[vocabulary.OwnerLabel] = "gitpeer", string(owner)
 		return m
 	}
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
@@ -220,13 +221,13 @@ func createPeering(ctx context.Context, k8s client.Client, i int, owner types.UI
 	pin := sha256.Sum256(pub)
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: ours(authv1beta1.TenantNamespaceLabels(authv1beta1.ClusterID(consumer))),
-			Annotations: map[string]string{reconciler.ModeAnnotation: "gitpeer", reconciler.PinnedKeyAnnotation: hex.EncodeToString(pin[:])}}},
+			Annotations: map[string]string{vocabulary.ModeAnnotation: "gitpeer", vocabulary.PinnedKeyAnnotation: hex.EncodeToString(pin[:])}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.RoleBindingName("liqo-remote-controlplane"), Labels: ours(map[string]string{})},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "liqo-remote-controlplane"},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}},
 		&certificatesv1.CertificateSigningRequest{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: consumer + "-", Labels: map[string]string{reconciler.ConsumerLabel: consumer, reconciler.OwnerLabel: string(owner)},
-				Annotations: map[string]string{reconciler.TenantSignatureAnnotation: hex.EncodeToString(pin[:])}},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: consumer + "-", Labels: map[string]string{vocabulary.ConsumerLabel: consumer, vocabulary.OwnerLabel: string(owner)},
+				Annotations: map[string]string{vocabulary.TenantSignatureAnnotation: hex.EncodeToString(pin[:])}},
 			Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM, SignerName: certificatesv1.KubeAPIServerClientSignerName,
 				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}},
 	}

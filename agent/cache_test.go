@@ -24,11 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitpeer/gitpeer/apis"
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestCacheHoldsOnlyLabelledCSRs runs the agent's cache options against a
@@ -40,7 +41,7 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	opts := cacheOptions("")
-	opts.Scheme = reconciler.NewScheme()
+	opts.Scheme = apis.NewScheme()
 	c, err := cache.New(cp.Config, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +50,9 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := newCSR(t, "own", map[string]string{reconciler.ConsumerLabel: "c1", reconciler.OwnerLabel: "uid-1", "other": "x"})
-	own.Annotations = map[string]string{reconciler.TenantSignatureAnnotation: "abc"}
-	for _, csr := range []*certificatesv1.CertificateSigningRequest{own, newCSR(t, "kubelet", nil), newCSR(t, "no-owner", map[string]string{reconciler.ConsumerLabel: "c1"})} {
+	own := newCSR(t, "own", map[string]string{vocabulary.ConsumerLabel: "c1", vocabulary.OwnerLabel: "uid-1", "other": "x"})
+	own.Annotations = map[string]string{vocabulary.TenantSignatureAnnotation: "abc"}
+	for _, csr := range []*certificatesv1.CertificateSigningRequest{own, newCSR(t, "kubelet", nil), newCSR(t, "no-owner", map[string]string{vocabulary.ConsumerLabel: "c1"})} {
 		if err := k8s.Create(ctx, csr); err != nil {
 			t.Fatal(err)
 		}
@@ -75,8 +76,8 @@ func TestCacheHoldsOnlyLabelledCSRs(t *testing.T) {
 		t.Fatalf("cached CSRs: %v; want only own", names(list.Items))
 	}
 	got := list.Items[0]
-	want := map[string]string{reconciler.ConsumerLabel: "c1", reconciler.OwnerLabel: "uid-1"}
-	if len(got.Labels) != len(want) || got.Labels[reconciler.ConsumerLabel] != "c1" || got.Labels[reconciler.OwnerLabel] != "uid-1" || got.Annotations != nil || got.UID != "" {
+	want := map[string]string{vocabulary.ConsumerLabel: "c1", vocabulary.OwnerLabel: "uid-1"}
+	if len(got.Labels) != len(want) || got.Labels[vocabulary.ConsumerLabel] != "c1" || got.Labels[vocabulary.OwnerLabel] != "uid-1" || got.Annotations != nil || got.UID != "" {
 		t.Errorf("cached CSR: labels %v, annotations %v, UID %q; want labels %v, no annotations, no UID", got.Labels, got.Annotations, got.UID, want)
 	}
 }
@@ -92,7 +93,7 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	scheme := reconciler.NewScheme()
+	scheme := apis.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 		t.Errorf("RoleBinding updated from the cache: %+v, %v; want others' annotation and owner reference kept", rb.ObjectMeta, err)
 	}
 	var listed corev1.NamespaceList
-	if err := c.List(ctx, &listed, client.MatchingLabels{reconciler.OwnerLabel: "owner-uid"}); err != nil || len(listed.Items) != 1 || listed.Items[0].Name != ns.Name {
+	if err := c.List(ctx, &listed, client.MatchingLabels{vocabulary.OwnerLabel: "owner-uid"}); err != nil || len(listed.Items) != 1 || listed.Items[0].Name != ns.Name {
 		t.Errorf("namespaces listed by owner label: %v, %v; want %s", listed.Items, err, ns.Name)
 	}
 	// The agent lists RoleBindings in a tenant namespace (syncBinding), and
@@ -214,7 +215,7 @@ func TestCacheKeepsWhatTheAgentReads(t *testing.T) {
 // TestNamespaceAnnotationsRead lists the annotations the agent reads on a
 // Namespace: compactTransform keeps them (isGitpeerAnnotation).
 func TestNamespaceAnnotationsRead(t *testing.T) {
-	for _, k := range []string{reconciler.ModeAnnotation, reconciler.PinnedKeyAnnotation, reconciler.PinnedCAAnnotation, reconciler.PinnedProviderAnnotation, reconciler.RevokedAnnotation} {
+	for _, k := range []string{vocabulary.ModeAnnotation, vocabulary.PinnedKeyAnnotation, vocabulary.PinnedCAAnnotation, vocabulary.PinnedProviderAnnotation, vocabulary.RevokedAnnotation} {
 		if !isGitpeerAnnotation(k) || isGitpeerAnnotation("example.com/"+k) {
 			t.Errorf("%s: not kept, or example.com/%[1]s kept", k)
 		}
@@ -233,7 +234,7 @@ func TestCompactTransform(t *testing.T) {
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{
 			Name: clone("c1"), Namespace: clone("liqo-tenant-c1"),
-			Labels:        map[string]string{clone(reconciler.OwnerLabel): clone("uid-1")},
+			Labels:        map[string]string{clone(vocabulary.OwnerLabel): clone("uid-1")},
 			Annotations:   map[string]string{clone("note"): clone("free text")},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "gitpeer"}},
 		}
@@ -260,13 +261,13 @@ func TestCompactTransform(t *testing.T) {
 	a, b := tenants[0], tenants[1]
 	rb1, rb2 := cachedAs[*compact.RoleBinding](t, transform, binding()).Full(), cachedAs[*compact.RoleBinding](t, transform, binding()).Full()
 	for _, o := range []client.Object{a, b, rb1, rb2} {
-		if o.GetManagedFields() != nil || o.GetLabels()[reconciler.OwnerLabel] != "uid-1" || o.GetName() != "c1" || o.GetAnnotations()["note"] != "free text" {
+		if o.GetManagedFields() != nil || o.GetLabels()[vocabulary.OwnerLabel] != "uid-1" || o.GetName() != "c1" || o.GetAnnotations()["note"] != "free text" {
 			t.Fatalf("transformed: %+v", o)
 		}
 	}
 	nsMeta := meta()
 	nsMeta.Name, nsMeta.Namespace = clone("liqo-tenant-c1"), ""
-	nsMeta.Annotations[reconciler.ModeAnnotation] = "gitpeer"
+	nsMeta.Annotations[vocabulary.ModeAnnotation] = "gitpeer"
 	out, err := transform(&corev1.Namespace{ObjectMeta: nsMeta, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
 		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
 	if err != nil {
@@ -280,15 +281,15 @@ func TestCompactTransform(t *testing.T) {
 		t.Error("a compact Namespace transformed again changed")
 	}
 	namespace := cached.Full()
-	if namespace.Spec.Finalizers != nil || namespace.Status.Phase != "" || len(namespace.Annotations) != 1 || namespace.Annotations[reconciler.ModeAnnotation] != "gitpeer" ||
-		namespace.Labels[reconciler.OwnerLabel] != "uid-1" || namespace.ManagedFields != nil {
+	if namespace.Spec.Finalizers != nil || namespace.Status.Phase != "" || len(namespace.Annotations) != 1 || namespace.Annotations[vocabulary.ModeAnnotation] != "gitpeer" ||
+		namespace.Labels[vocabulary.OwnerLabel] != "uid-1" || namespace.ManagedFields != nil {
 		t.Errorf("cached namespace: %+v; want only the owner label and gitpeer's annotation", namespace)
 	}
 	same := func(x, y string) bool { return x == y && unsafe.StringData(x) == unsafe.StringData(y) }
 	for _, pair := range [][2]string{
-		{a.Labels[reconciler.OwnerLabel], b.Labels[reconciler.OwnerLabel]}, {key(a.Labels), key(b.Labels)}, {key(a.Annotations), key(b.Annotations)},
+		{a.Labels[vocabulary.OwnerLabel], b.Labels[vocabulary.OwnerLabel]}, {key(a.Labels), key(b.Labels)}, {key(a.Annotations), key(b.Annotations)},
 		{a.Name, b.Name}, {a.Name, string(a.Spec.ClusterID)}, {a.Name, rb1.Subjects[0].Name}, {a.Namespace, b.Namespace},
-		{a.Namespace, a.Status.TenantNamespace}, {a.Namespace, rb1.Namespace}, {a.Namespace, namespace.Name}, {a.Labels[reconciler.OwnerLabel], namespace.Labels[reconciler.OwnerLabel]},
+		{a.Namespace, a.Status.TenantNamespace}, {a.Namespace, rb1.Namespace}, {a.Namespace, namespace.Name}, {a.Labels[vocabulary.OwnerLabel], namespace.Labels[vocabulary.OwnerLabel]},
 		{string(a.Spec.TenantCondition), string(b.Spec.TenantCondition)}, {a.Status.AuthParams.APIServer, b.Status.AuthParams.APIServer},
 		{rb1.RoleRef.APIGroup, rb2.Subjects[0].APIGroup}, {rb1.RoleRef.Kind, rb2.RoleRef.Kind}, {rb1.RoleRef.Name, rb2.RoleRef.Name},
 		{rb1.Subjects[0].Kind, rb2.Subjects[0].Kind},

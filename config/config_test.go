@@ -279,6 +279,7 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"update", "coordination.k8s.io", "leases", "", systemNamespace, "x"},
 		// Liqo mode: Liqo's cluster ID and key, its cached certificate at revocation.
 		{"get", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
+		{"get", "", "configmaps", "", "kube-system", "extension-apiserver-authentication"}, // checks the certificates it records
 		{"get", "", "secrets", "", "liqo", "authentication-keys"},
 		{"delete", "", "secrets", "", tenantNS, "liqo-remote-certificate"},
 		// Liqo mode, revocation: drains the consumer as Liqo's Drained does.
@@ -287,6 +288,8 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"delete", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"list", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
 		{"delete", "offloading.liqo.io", "namespacemaps", "", tenantNS, "map-1"},
+		{"list", "authentication.liqo.io", "renews", "", tenantNS, ""},
+		{"delete", "authentication.liqo.io", "renews", "", tenantNS, "controlplane-p"},
 	}
 	denied := []access{
 		{"approve", "certificates.k8s.io", "signers", "", "", certificatesv1.KubeletServingSignerName},
@@ -321,6 +324,8 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"create", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
 		{"update", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"create", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
+		{"create", "authentication.liqo.io", "renews", "", tenantNS, ""},
+		{"update", "authentication.liqo.io", "renews", "", tenantNS, "controlplane-p"},
 	}
 	for _, a := range allowed {
 		if !can(a) {

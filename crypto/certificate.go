@@ -39,8 +39,20 @@ func ParseCAPEM(data []byte) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// liqoCAPadding is the most zero bytes Liqo appends to a CA set with its
+// chart's apiServer.ca: it decodes the base64 flag into a buffer of
+// base64.StdEncoding.DecodedLen bytes and keeps all of them (liqotech/liqo
+// v1.2.0 cmd/liqo-controller-manager/modules/authentication.go), so a CA
+// whose base64 is padded gets one or two NUL bytes after its last block.
+const liqoCAPadding = 2
+
 // ParseCACertificates is ParseCAPEM returning the certificates, in order.
+// Up to liqoCAPadding NUL bytes at the end, as Liqo advertises an
+// apiServer.ca, are not data outside the blocks: TLS clients ignore them.
 func ParseCACertificates(data []byte) ([]*x509.Certificate, error) {
+	for i := 0; i < liqoCAPadding && len(data) > 0 && data[len(data)-1] == 0; i++ {
+		data = data[:len(data)-1]
+	}
 	ders, err := decodePEMBlocks(data, pemCertificate, true, RuleCertificateFormat)
 	if err != nil {
 		return nil, err

@@ -31,4 +31,11 @@ func TestCACertHashIsKubeadms(t *testing.T) {
 	if _, err := CACertHashes([]byte("not PEM")); err == nil {
 		t.Fatal("CACertHashes accepted garbage")
 	}
+	// Liqo's apiServer.ca, decoded into base64.StdEncoding.DecodedLen bytes.
+	for pad, ok := range map[int]bool{1: true, 2: true, 3: false} {
+		padded := append(append([]byte{}, twice...), make([]byte, pad)...)
+		if hashes, err := CACertHashes(padded); (err == nil && len(hashes) == 2) != ok {
+			t.Errorf("CACertHashes of a bundle and %d NUL bytes = %v, %v; accepted: want %v", pad, hashes, err, ok)
+		}
+	}
 }

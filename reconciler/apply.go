@@ -9,12 +9,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // gitStep is what one peering of a round writes to the branch: its files, the
@@ -27,6 +29,8 @@ type gitStep struct {
 	// done runs once the changes are on the branch; pushed says whether this
 	// round's commit put them there (events announce only what it pushed).
 	done func(ctx context.Context, pushed bool) error
+	// announce are the events of a commit that put the changes there (the consumer's steps).
+	announce []consumer.Event
 	// err: the branch held every change already and done failed (stage).
 	err error
 }
@@ -53,21 +57,24 @@ func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
 // error: a round that visits thousands of settled peerings holds only what
 // it writes.
 func (s *session) stage(ctx context.Context, role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, done func(ctx context.Context, pushed bool) error, changes ...gitsync.FileChange) {
-	st := gitStep{key: resultKey(role, peer)}
+	s.queue(ctx, gitStep{key: resultKey(role, peer), msg: msg, done: done}, changes)
+}
+
+// queue queues st with those of changes the round's head does not hold (stage).
+func (s *session) queue(ctx context.Context, st gitStep, changes []gitsync.FileChange) {
 	for _, c := range changes {
 		if !s.onBranch(c) {
 			st.changes = append(st.changes, c)
 		}
 	}
 	if len(st.changes) == 0 {
-		if done == nil {
+		if st.done == nil {
 			return
 		}
-		if st.err = done(ctx, false); st.err == nil {
+		if st.err = st.done(ctx, false); st.err == nil {
 			return
 		}
-	} else {
-		st.msg, st.done = msg, done
+		st.done, st.announce = nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,6 +108,8 @@ func (s *session) commitRound(ctx context.Context, results []result) error {
 			failed[st.key] = st.err
 		case written && err != nil:
 			failed[st.key] = err // only the peerings whose changes did not land fail
+		case pushed && written && len(st.announce) > 0:
+			s.consumerEvents(st.announce)
 		case st.done != nil:
 			if err := st.done(ctx, pushed && written); err != nil {
 				failed[st.key] = err
@@ -158,7 +167,7 @@ func roundMessage(cluster string, steps []gitStep) (protocol.Message, []gitsync.
 		fmt.Fprintf(&body, "- %s\n", st.msg.Subject)
 		own := st.msg.Trailers()
 		trailers = append(trailers, own[:len(own)-len(st.msg.Extra)]...)
-		trailers = append(trailers, protocol.Trailer{Key: protocol.TrailerSummary, Value: st.msg.Subject})
+		trailers = append(trailers, protocol.Trailer{Key: vocabulary.TrailerSummary, Value: st.msg.Subject})
 		trailers = append(trailers, st.msg.Extra...)
 	}
 	var parts []string
@@ -194,11 +203,11 @@ func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gi
 func (s *session) markRenewals() {
 	switch {
 	case !s.obj.IsProvider():
-		deleteCondition(s.obj, ConditionCertificatesRenewed)
+		deleteCondition(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition)
 	case len(s.overdue) > 0:
 		first := s.overdue[slices.Min(slices.Collect(maps.Keys(s.overdue)))]
-		markFalse(s.obj, ConditionCertificatesRenewed, provider.RenewalOverdue, "%d renewal(s) overdue: %s", len(s.overdue), first)
+		markFalse(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition, gitpeerv1alpha1.RenewalOverdueReason, "%d renewal(s) overdue: %s", len(s.overdue), first)
 	default:
-		markTrue(s.obj, ConditionCertificatesRenewed, ReasonSucceeded, "no renewal overdue")
+		markTrue(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition, meta.SucceededReason, "no renewal overdue")
 	}
 }

@@ -8,20 +8,20 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestRoundMessage(t *testing.T) {
-	nonce := gitStep{msg: protocol.Message{Subject: "Issue nonce for c1 on p", Action: protocol.ActionIssueNonce, Provider: "p", Consumer: "c1"},
+	nonce := gitStep{msg: protocol.Message{Subject: "Issue nonce for c1 on p", Action: vocabulary.ActionIssueNonce, Provider: "p", Consumer: "c1"},
 		changes: []gitsync.FileChange{gitsync.Put("p/c1/nonce.yaml", []byte("n"))}}
-	identity := gitStep{msg: protocol.Message{Subject: "Issue identity of c2 on p (serial 1f)", Action: protocol.ActionIssueIdentity, Provider: "p", Consumer: "c2",
-		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: "1f"}}},
+	identity := gitStep{msg: protocol.Message{Subject: "Issue identity of c2 on p (serial 1f)", Action: vocabulary.ActionIssueIdentity, Provider: "p", Consumer: "c2",
+		Extra: []protocol.Trailer{{Key: vocabulary.TrailerSerial, Value: "1f"}}},
 		changes: []gitsync.FileChange{gitsync.Put("p/c2/identity.yaml", []byte("i")), gitsync.Put("p/c2/nonce.yaml", []byte("n"))}}
-	unchanged := gitStep{msg: protocol.Message{Subject: "Renew identity of c3 on p (serial 2a)", Action: protocol.ActionRenewIdentity, Provider: "p", Consumer: "c3"}}
+	unchanged := gitStep{msg: protocol.Message{Subject: "Renew identity of c3 on p (serial 2a)", Action: vocabulary.ActionRenewIdentity, Provider: "p", Consumer: "c3"}}
 
 	t.Run("one step keeps its own message", func(t *testing.T) {
 		msg, changes := roundMessage("p", []gitStep{unchanged, nonce})
-		if msg.Subject != nonce.msg.Subject || msg.Action != protocol.ActionIssueNonce || len(changes) != 1 {
+		if msg.Subject != nonce.msg.Subject || msg.Action != vocabulary.ActionIssueNonce || len(changes) != 1 {
 			t.Fatalf("got %+v, %d change(s)", msg, len(changes))
 		}
 	})
@@ -60,7 +60,7 @@ func TestRoundMessage(t *testing.T) {
 // peering that needed attention keeps its reason.
 func TestFailPeerings(t *testing.T) {
 	waiting := outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "waiting for the certificate to be signed (CSR requested)"}
-	overdue := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing", reason: provider.RenewalOverdue}
+	overdue := outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing", reason: gitpeerv1alpha1.RenewalOverdueReason}
 	results := []result{
 		{peer: "c1", role: gitpeerv1alpha1.ProviderRole, o: waiting},
 		{peer: "c2", role: gitpeerv1alpha1.ProviderRole, o: overdue},
@@ -71,7 +71,7 @@ func TestFailPeerings(t *testing.T) {
 		resultKey(gitpeerv1alpha1.ProviderRole, "c1"): boom,
 		resultKey(gitpeerv1alpha1.ProviderRole, "c2"): boom,
 	})
-	want := []outcome{{err: boom}, {err: boom, reason: provider.RenewalOverdue}, waiting}
+	want := []outcome{{err: boom}, {err: boom, reason: gitpeerv1alpha1.RenewalOverdueReason}, waiting}
 	for i, res := range results {
 		if res.o != want[i] {
 			t.Errorf("%s %s: %+v, want %+v", res.role, res.peer, res.o, want[i])

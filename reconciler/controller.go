@@ -31,36 +31,9 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-)
-
-// Condition types and reasons (also the event reasons), defined in apis/gitpeer/v1alpha1.
-const (
-	ReasonSucceeded         = meta.SucceededReason
-	ReasonProgressing       = meta.ProgressingReason
-	ReasonGitFailed         = gitpeerv1alpha1.GitOperationFailedReason
-	ReasonHistoryRewritten  = gitpeerv1alpha1.HistoryRewrittenReason
-	ReasonMergeReverts      = gitpeerv1alpha1.MergeRevertsReason
-	ReasonInvalidFile       = gitpeerv1alpha1.InvalidDocumentReason
-	ReasonRejected          = gitpeerv1alpha1.RejectedReason
-	ReasonIssued            = gitpeerv1alpha1.IdentityIssuedReason
-	ReasonRenewed           = gitpeerv1alpha1.IdentityRenewedReason
-	ReasonRevoked           = gitpeerv1alpha1.RevokedReason
-	ReasonSuspended         = gitpeerv1alpha1.SuspendedReason
-	ReasonKeyError          = gitpeerv1alpha1.ClusterKeyErrorReason
-	ReasonPeeringReady      = gitpeerv1alpha1.PeeringReadyReason
-	ReasonTenantProposed    = gitpeerv1alpha1.TenantProposedReason
-	ReasonNonceIssued       = gitpeerv1alpha1.NonceIssuedReason
-	ReasonRequested         = gitpeerv1alpha1.RequestedReason
-	ReasonDirectMode        = gitpeerv1alpha1.DirectModeReason
-	ReasonTrustedOnFirstUse = gitpeerv1alpha1.TrustedOnFirstUseReason
-	ConditionFilesValid     = gitpeerv1alpha1.FilesValidCondition
-	ConditionPeeringsHealth = gitpeerv1alpha1.PeeringsHealthyCondition
-	// ConditionCertificatesRenewed is False (reason RenewalOverdue) while a
-	// certificate the provider issued is past its renewal point, not renewed.
-	ConditionCertificatesRenewed = gitpeerv1alpha1.CertificatesRenewedCondition
-	// ConditionLiqoReady reports the mode in force: Liqo mode or standalone.
-	ConditionLiqoReady = gitpeerv1alpha1.LiqoReadyCondition
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // PeeringRepositoryReconciler reconciles PeeringRepository objects.
@@ -88,7 +61,7 @@ type PeeringRepositoryReconciler struct {
 	// recordsMigrated holds the UIDs of the PeeringRepositories whose gitpeer
 	// 0.1.0 records Secret this process found gone or moved (issued.go).
 	recordsMigrated sync.Map
-	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_liqo.go)
+	proven          provenMemory // Liqo mode: the kubeconfigs proven (consumer_observe.go)
 	// peeringWorkers is how many peerings of a provider's round take their step at once (provideAll).
 	peeringWorkers int
 	// rounds remembers what each provider's last round found: the next visits only what changed (rounds.go).
@@ -189,16 +162,16 @@ func (r *PeeringRepositoryReconciler) indexTenants(mgr ctrl.Manager) error {
 	return nil
 }
 
-// ownerIndex indexes the cached Tenants by their OwnerLabel.
+// ownerIndex indexes the cached Tenants by their vocabulary.OwnerLabel.
 const ownerIndex = "gitpeer.io/owner"
 
-// byOwnerLabel returns the OwnerLabel of a cached object, if it has one.
+// byOwnerLabel returns the vocabulary.OwnerLabel of a cached object, if it has one.
 func byOwnerLabel(obj any) ([]string, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("indexing %T: not an object", obj)
 	}
-	if owner, ok := o.GetLabels()[OwnerLabel]; ok {
+	if owner, ok := o.GetLabels()[vocabulary.OwnerLabel]; ok {
 		return []string{owner}, nil
 	}
 	return nil, nil
@@ -245,11 +218,11 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		obj.Status.SetLastHandledReconcileRequest(v)
 	}
 	if obj.Spec.Suspend {
-		markFalse(obj, meta.ReadyCondition, ReasonSuspended, "reconciliation is suspended")
+		markFalse(obj, meta.ReadyCondition, gitpeerv1alpha1.SuspendedReason, "reconciliation is suspended")
 		return ctrl.Result{}, nil
 	}
 	if obj.Generation != obj.Status.ObservedGeneration {
-		markReconciling(obj, ReasonProgressing, "reconciling generation %d", obj.Generation)
+		markReconciling(obj, meta.ProgressingReason, "reconciling generation %d", obj.Generation)
 	}
 
 	s, err := r.newSession(ctx, obj)
@@ -279,19 +252,19 @@ func (r *PeeringRepositoryReconciler) summarize(obj *gitpeerv1alpha1.PeeringRepo
 	case obj.Spec.Suspend:
 	case err != nil:
 		markFailure(obj, err)
-	case isFalse(obj, ConditionFilesValid):
+	case isFalse(obj, gitpeerv1alpha1.FilesValidCondition):
 		deleteCondition(obj, meta.ReconcilingCondition)
-		markFalse(obj, meta.ReadyCondition, ReasonInvalidFile, "%s", getCondition(obj, ConditionFilesValid).Message)
-	case isFalse(obj, ConditionPeeringsHealth):
+		markFalse(obj, meta.ReadyCondition, gitpeerv1alpha1.InvalidDocumentReason, "%s", getCondition(obj, gitpeerv1alpha1.FilesValidCondition).Message)
+	case isFalse(obj, gitpeerv1alpha1.PeeringsHealthyCondition):
 		deleteCondition(obj, meta.ReconcilingCondition)
-		markFalse(obj, meta.ReadyCondition, getCondition(obj, ConditionPeeringsHealth).Reason, "%s", getCondition(obj, ConditionPeeringsHealth).Message)
+		markFalse(obj, meta.ReadyCondition, getCondition(obj, gitpeerv1alpha1.PeeringsHealthyCondition).Reason, "%s", getCondition(obj, gitpeerv1alpha1.PeeringsHealthyCondition).Message)
 	default:
 		deleteCondition(obj, meta.ReconcilingCondition)
 		msg := fmt.Sprintf("at %s: %d peering(s)", shortHash(obj.Status.LastProcessedCommit), totalPeerings(obj))
 		if c := obj.Spec.Consumer; c != nil && c.Direct {
-			msg += "; " + directModeWarning // said where everyone looks, as long as it is on
+			msg += "; " + consumer.DirectModeWarning // said where everyone looks, as long as it is on
 		}
-		markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "%s", msg)
+		markTrue(obj, meta.ReadyCondition, meta.SucceededReason, "%s", msg)
 	}
 	boundConditionMessages(obj)
 	sortConditions(obj)

@@ -19,24 +19,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
-)
-
-// Annotations on the CSRs the provider creates: see provider.TenantSignatureAnnotation and provider.RenewsAnnotation.
-const (
-	TenantSignatureAnnotation = provider.TenantSignatureAnnotation
-	RenewsAnnotation          = provider.RenewsAnnotation
-)
-
-// Event reasons of CSR handling.
-const (
-	// ReasonForeignCSR reports a CSR labelled for a consumer that the agent
-	// did not request: it is never approved, nor deleted.
-	ReasonForeignCSR = "ForeignCSR"
-	// ReasonCSRFailed reports the agent's own CSR denied or failed.
-	ReasonCSRFailed = "CSRFailed"
-	// ReasonCertificateRejected reports an issued certificate that is not for
-	// the Tenant's key and subject: it is neither stored nor committed.
-	ReasonCertificateRejected = "CertificateRejected"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // issued is a certificate the signer issued and the agent verified.
@@ -113,11 +96,11 @@ func (s *session) labelledCSRs(ctx context.Context, consumer string) ([]*certifi
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	if !is.signers[consumer] {
-		csrs, err := s.listCSRs(ctx, client.MatchingLabels{ConsumerLabel: consumer}, func(c string) bool { return c == consumer })
+		csrs, err := s.listCSRs(ctx, client.MatchingLabels{vocabulary.ConsumerLabel: consumer}, func(c string) bool { return c == consumer })
 		return csrs[consumer], err
 	}
 	if !is.listed {
-		csrs, err := s.listCSRs(ctx, client.HasLabels{ConsumerLabel}, func(c string) bool { return is.signers[c] })
+		csrs, err := s.listCSRs(ctx, client.HasLabels{vocabulary.ConsumerLabel}, func(c string) bool { return is.signers[c] })
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +120,7 @@ func (s *session) listCSRs(ctx context.Context, selector client.ListOption, keep
 			return nil, err
 		}
 		for i := range page.Items {
-			if c := page.Items[i].Labels[ConsumerLabel]; keep(c) {
+			if c := page.Items[i].Labels[vocabulary.ConsumerLabel]; keep(c) {
 				csr := page.Items[i] // a copy: a pointer into the page would keep all of it
 				trimCSR(&csr)
 				csrs[c] = append(csrs[c], &csr)
@@ -184,7 +167,7 @@ func (s *session) sign(ctx context.Context, sg provider.Signing, waiting outcome
 	var foreign []string
 	for _, csr := range plan.Foreign {
 		foreign = append(foreign, csr.Name)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonForeignCSR, csr.Name,
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonForeignCSR, csr.Name,
 			"CSR %s is labelled for consumer %s but was requested by %q, not by the agent (%q): not approved, left alone", csr.Name, sg.Consumer, csr.Spec.Username, me)
 	}
 	note := ""
@@ -199,7 +182,7 @@ func (s *session) sign(ctx context.Context, sg provider.Signing, waiting outcome
 		return nil, &waiting
 	case provider.CSRRefused:
 		msg := fmt.Sprintf("CSR %s for %s was %s; the agent requests no other while it exists: delete it to retry", csr.Name, sg.Consumer, plan.Why)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCSRFailed, csr.Name, "%s", msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCSRFailed, csr.Name, "%s", msg)
 		return nil, &outcome{phase: gitpeerv1alpha1.PhaseFailed, message: joinNote(msg, note)}
 	case provider.ApproveCSR, provider.WaitForCertificate:
 		if plan.Step == provider.ApproveCSR {
@@ -209,7 +192,7 @@ func (s *session) sign(ctx context.Context, sg provider.Signing, waiting outcome
 		return nil, &waiting
 	case provider.CertificateRejected:
 		msg := fmt.Sprintf("certificate of CSR %s not stored nor committed: %s", csr.Name, plan.Why)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCertificateRejected, csr.Name, "%s", msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCertificateRejected, csr.Name, "%s", msg)
 		return nil, &outcome{phase: gitpeerv1alpha1.PhaseFailed, message: joinNote(msg, note)}
 	}
 	return &issued{pem: csr.Status.Certificate, cert: plan.Certificate, note: note}, nil
@@ -251,7 +234,7 @@ func (s *session) requestCSR(ctx context.Context, csr *certificatesv1.Certificat
 func (s *session) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-		Reason: "GitpeerApproved", Message: "Tenant merged on the branch and verified by gitpeer",
+		Reason: vocabulary.CSRApprovedReason, Message: "Tenant merged on the branch and verified by gitpeer",
 	})
 	return s.r.SubResource("approval").Update(ctx, csr)
 }
@@ -290,7 +273,7 @@ func (r *PeeringRepositoryReconciler) agentUser(ctx context.Context) (string, er
 // once, without polling for it.
 func (r *PeeringRepositoryReconciler) watchOwnCSRs(b *builder.Builder) *builder.Builder {
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[ConsumerLabel] != "" && o.GetLabels()[OwnerLabel] != ""
+		return o.GetLabels()[vocabulary.ConsumerLabel] != "" && o.GetLabels()[vocabulary.OwnerLabel] != ""
 	})
 	// Metadata only: the agent reads CSRs from the API server (labelledCSRs), the cache only wakes it.
 	return b.Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(r.csrOwner), builder.WithPredicates(labelled), builder.OnlyMetadata)
@@ -306,7 +289,7 @@ func (r *PeeringRepositoryReconciler) csrOwner(ctx context.Context, csr client.O
 		return nil
 	}
 	for _, o := range all.Items {
-		if string(o.UID) == csr.GetLabels()[OwnerLabel] {
+		if string(o.UID) == csr.GetLabels()[vocabulary.OwnerLabel] {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&o)}}
 		}
 	}

@@ -12,9 +12,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitpeer/gitpeer/apis"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // BenchmarkRoundCSRList measures what a provider's round keeps of the CSRs
@@ -29,7 +31,7 @@ func BenchmarkRoundCSRList(b *testing.B) {
 	cp := controlplane.Start(b)
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: apis.NewScheme()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func BenchmarkRoundCSRList(b *testing.B) {
 	}
 	for signed := 0; signed < n; time.Sleep(time.Second) { // the signer issues every certificate
 		var list certificatesv1.CertificateSigningRequestList
-		if err := c.List(ctx, &list, client.HasLabels{ConsumerLabel}); err != nil {
+		if err := c.List(ctx, &list, client.HasLabels{vocabulary.ConsumerLabel}); err != nil {
 			b.Fatal(err)
 		}
 		signed = 0
@@ -88,7 +90,7 @@ func BenchmarkRoundCSRList(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				before := heap()
-				csrs, err := s.listCSRs(ctx, client.HasLabels{ConsumerLabel}, bc.keep)
+				csrs, err := s.listCSRs(ctx, client.HasLabels{vocabulary.ConsumerLabel}, bc.keep)
 				if err != nil {
 					b.Fatal(err)
 				}

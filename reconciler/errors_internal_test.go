@@ -36,7 +36,7 @@ func TestTypedErrors(t *testing.T) {
 		{"repository", fmt.Errorf("ls-remote: %w", gitsync.ErrRepositoryNotFound), "stall", gitpeerv1alpha1.RepositoryNotFoundReason, "check spec.url ssh://git.example/r.git", time.Minute},
 		{"branch", fmt.Errorf("%w: main", gitsync.ErrBranchNotFound), "stall", gitpeerv1alpha1.BranchNotFoundReason, "or fix spec.branch", time.Minute},
 		{"rewritten raw", &gitsync.HistoryError{}, "stall", gitpeerv1alpha1.HistoryRewrittenReason, "set annotation gitpeer.io/acknowledge-rewrite to its new head", time.Minute},
-		{"rewritten", &Stalling{Reason: ReasonHistoryRewritten, Err: errors.New("branch main was rewritten")}, "stall", gitpeerv1alpha1.HistoryRewrittenReason, "rewritten", time.Minute},
+		{"rewritten", &Stalling{Reason: gitpeerv1alpha1.HistoryRewrittenReason, Err: errors.New("branch main was rewritten")}, "stall", gitpeerv1alpha1.HistoryRewrittenReason, "rewritten", time.Minute},
 		{"git down", fmt.Errorf("ls-remote: %w: %w", gitsync.ErrUnreachable, apiDown), "retry", gitpeerv1alpha1.GitServerUnreachableReason, "retrying with backoff; check that ssh://git.example/r.git is up", 0},
 		{"push lost", &gitsync.PushError{Branch: "main", Attempts: 5, Last: errors.New("non-fast-forward")}, "retry", gitpeerv1alpha1.GitOperationFailedReason, "retrying with backoff", 0},
 		{"api down", fmt.Errorf("git credentials: %w", apiDown), "retry", gitpeerv1alpha1.KubernetesAPIUnavailableReason, "retrying with backoff", 0},
@@ -81,7 +81,7 @@ func TestTypedErrors(t *testing.T) {
 func TestSummarizeClearsStall(t *testing.T) {
 	obj := &gitpeerv1alpha1.PeeringRepository{}
 	r := &PeeringRepositoryReconciler{}
-	r.summarize(obj, &Stalling{Reason: ReasonHistoryRewritten, Err: errors.New("rewritten")})
+	r.summarize(obj, &Stalling{Reason: gitpeerv1alpha1.HistoryRewrittenReason, Err: errors.New("rewritten")})
 	if !isTrue(obj, meta.StalledCondition) {
 		t.Fatal("not stalled")
 	}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
@@ -73,7 +74,7 @@ func recordingSession(t testing.TB, sink *eventSink) *session {
 		cancel()
 		broadcaster.Shutdown()
 	})
-	r := &PeeringRepositoryReconciler{Now: time.Now, Recorder: broadcaster.NewRecorder(NewScheme(), "gitpeer")}
+	r := &PeeringRepositoryReconciler{Now: time.Now, Recorder: broadcaster.NewRecorder(apis.NewScheme(), "gitpeer")}
 	obj := &gitpeerv1alpha1.PeeringRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gitpeerv1alpha1.GroupVersion.String(), Kind: gitpeerv1alpha1.PeeringRepositoryKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "u1"},
@@ -89,13 +90,13 @@ func TestRoutineEventsOnePerReason(t *testing.T) {
 	s := recordingSession(t, sink)
 	const n = 10000
 	for i := range n {
-		s.routine.add(ReasonNonceIssued, "nonce issued", fmt.Sprintf("consumer-%05d", i))
+		s.routine.add(gitpeerv1alpha1.NonceIssuedReason, "nonce issued", fmt.Sprintf("consumer-%05d", i))
 	}
-	s.routine.add(ReasonIssued, "identity committed", "c1 (serial 1a, expires 2027-01-01T00:00:00Z)")
-	s.routine.add(ReasonIssued, "identity committed", "c2 (serial 2b, expires 2027-01-01T00:00:00Z)")
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, "c3", "consumer c3: bad")
-	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", "c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
-	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", "c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
+	s.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", "c1 (serial 1a, expires 2027-01-01T00:00:00Z)")
+	s.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", "c2 (serial 2b, expires 2027-01-01T00:00:00Z)")
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, "c3", "consumer c3: bad")
+	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
+	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
 	s.recordRoutine()
 	s.recordRoutine() // nothing more
 	got := map[string]*eventsv1.Event{}
@@ -106,20 +107,20 @@ func TestRoutineEventsOnePerReason(t *testing.T) {
 	if len(sink.wait(t, 4)) != 4 {
 		t.Errorf("%d events, want 4", len(sink.created))
 	}
-	if e := got[provider.RenewalOverdue]; e == nil || e.Type != corev1.EventTypeWarning ||
+	if e := got[gitpeerv1alpha1.RenewalOverdueReason]; e == nil || e.Type != corev1.EventTypeWarning ||
 		e.Note != "certificate renewal overdue for 2 consumer(s): c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z), c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)" {
 		t.Errorf("RenewalOverdue: %+v", e)
 	}
-	nonces := got[ReasonNonceIssued]
+	nonces := got[gitpeerv1alpha1.NonceIssuedReason]
 	if nonces == nil || nonces.Type != corev1.EventTypeNormal || len(nonces.Note) > eventNoteLimit ||
 		!strings.HasPrefix(nonces.Note, "nonce issued for 10000 consumer(s): consumer-00000, consumer-00001, ") ||
 		!strings.HasSuffix(nonces.Note, " more") {
 		t.Errorf("NonceIssued: %+v", nonces)
 	}
-	if e := got[ReasonIssued]; e == nil || e.Note != "identity committed for 2 consumer(s): c1 (serial 1a, expires 2027-01-01T00:00:00Z), c2 (serial 2b, expires 2027-01-01T00:00:00Z)" {
+	if e := got[gitpeerv1alpha1.IdentityIssuedReason]; e == nil || e.Note != "identity committed for 2 consumer(s): c1 (serial 1a, expires 2027-01-01T00:00:00Z), c2 (serial 2b, expires 2027-01-01T00:00:00Z)" {
 		t.Errorf("IdentityIssued: %+v", e)
 	}
-	if e := got[ReasonRejected]; e == nil || e.Type != corev1.EventTypeWarning || e.Note != "consumer c3: bad" {
+	if e := got[gitpeerv1alpha1.RejectedReason]; e == nil || e.Type != corev1.EventTypeWarning || e.Note != "consumer c3: bad" {
 		t.Errorf("Rejected: %+v", e)
 	}
 }
@@ -142,13 +143,13 @@ func BenchmarkRoundEventsMemory(b *testing.B) {
 		{"per-peering", n, func(s *session) {
 			for i := range n {
 				consumer, detail := item(i)
-				s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonIssued, consumer, "identity for %s committed", detail)
+				s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.IdentityIssuedReason, consumer, "identity for %s committed", detail)
 			}
 		}},
 		{"per-round", 1, func(s *session) {
 			for i := range n {
 				_, detail := item(i)
-				s.routine.add(ReasonIssued, "identity committed", detail)
+				s.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", detail)
 			}
 			s.recordRoutine()
 		}},
@@ -182,8 +183,8 @@ func TestOverdueRenewalsOneWarning(t *testing.T) {
 	const n = 1000
 	for i := range n {
 		o := s.renewalStalled(fmt.Sprintf("c%04d", i), cert, provider.Renewal{At: due, Due: true, Overdue: true}, outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing"})
-		if o.reason != provider.RenewalOverdue {
-			t.Fatalf("outcome %+v; want reason %s", o, provider.RenewalOverdue)
+		if o.reason != gitpeerv1alpha1.RenewalOverdueReason {
+			t.Fatalf("outcome %+v; want reason %s", o, gitpeerv1alpha1.RenewalOverdueReason)
 		}
 	}
 	s.recordRoutine()
@@ -192,7 +193,7 @@ func TestOverdueRenewalsOneWarning(t *testing.T) {
 	if len(sink.wait(t, 1)) != 1 {
 		t.Fatalf("%d events, want 1", len(sink.created))
 	}
-	if e := got[0]; e.Type != corev1.EventTypeWarning || e.Reason != provider.RenewalOverdue ||
+	if e := got[0]; e.Type != corev1.EventTypeWarning || e.Reason != gitpeerv1alpha1.RenewalOverdueReason ||
 		!strings.HasPrefix(e.Note, "certificate renewal overdue for 1000 consumer(s): c0000 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z), c0001 ") {
 		t.Errorf("event %s %s %q", e.Type, e.Reason, e.Note)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/test/gitserver"
@@ -43,7 +44,7 @@ func TestDroppedClonesAreClosed(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "git"},
 		Data:       map[string][]byte{gitsync.SecretUsername: []byte(srv.Username), gitsync.SecretPassword: []byte(srv.Password)},
 	}
-	k8s := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(secret).Build()
+	k8s := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(secret).Build()
 	r := &PeeringRepositoryReconciler{Client: k8s, DataDir: t.TempDir(), repos: map[types.NamespacedName]*openRepo{}}
 	obj := &gitpeerv1alpha1.PeeringRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "peering", UID: "uid-1"},

@@ -49,8 +49,8 @@ func TestGuardHistoryRefusesRevertingMerge(t *testing.T) {
 		s.obj.Annotations = map[string]string{gitpeerv1alpha1.AcknowledgeRewriteAnnotation: ack}
 		err := s.guardHistory()
 		var stall *Stalling
-		if !errors.As(err, &stall) || stall.Reason != ReasonMergeReverts {
-			t.Fatalf("acknowledged %q: %v, want a %s stall", ack, err, ReasonMergeReverts)
+		if !errors.As(err, &stall) || stall.Reason != gitpeerv1alpha1.MergeRevertsReason {
+			t.Fatalf("acknowledged %q: %v, want a %s stall", ack, err, gitpeerv1alpha1.MergeRevertsReason)
 		}
 		for _, want := range []string{revert.String(), "keeps provider-a as in its parent " + active.String(), gitpeerv1alpha1.AcknowledgeRewriteAnnotation + "=" + revert.String()} {
 			if !strings.Contains(err.Error(), want) {
@@ -63,7 +63,7 @@ func TestGuardHistoryRefusesRevertingMerge(t *testing.T) {
 		t.Fatalf("acknowledged: %v", err)
 	}
 	e := sink.wait(t, 1)[0]
-	if e.Type != corev1.EventTypeNormal || e.Reason != ReasonMergeReverts || !strings.Contains(e.Note, "acknowledged at "+revert.String()) {
+	if e.Type != corev1.EventTypeNormal || e.Reason != gitpeerv1alpha1.MergeRevertsReason || !strings.Contains(e.Note, "acknowledged at "+revert.String()) {
 		t.Errorf("event %s %s %q, want the acknowledgement", e.Type, e.Reason, e.Note)
 	}
 }

@@ -16,54 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// TestRecordsSecretName pins the shard of a consumer: records are looked up
-// by this name, so it must never change.
-func TestRecordsSecretName(t *testing.T) {
-	for consumer, want := range map[string]string{
-		"consumer-1": "gitpeer-records-peering-07", // sha256("consumer-1")[0] = 0x07
-		"edge-42":    "gitpeer-records-peering-0b", // sha256("edge-42")[0] = 0x4b, modulo 64
-	} {
-		if got := RecordsSecretName("peering", consumer); got != want {
-			t.Errorf("RecordsSecretName(peering, %s) = %s, want %s", consumer, got, want)
-		}
-	}
-	shards := map[string]bool{}
-	for i := range 10000 {
-		shards[RecordsSecretName("p", fmt.Sprintf("consumer-%d", i))] = true
-	}
-	if len(shards) != RecordsShards {
-		t.Errorf("10,000 consumers over %d Secrets, want %d", len(shards), RecordsShards)
-	}
-}
-
-func TestMergeRecords(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	early, late := now.Add(-time.Hour), now
-	a := ConsumerRecords{PinnedKey: "new", Certificates: []IssuedRecord{
-		{Serial: "1", NotAfter: now.Add(time.Hour)}, {Serial: "2", NotAfter: now.Add(time.Hour), RevokedAt: &late}}}
-	b := ConsumerRecords{PinnedKey: "old", Certificates: []IssuedRecord{
-		{Serial: "1", NotAfter: now.Add(time.Hour), RevokedAt: &early}, {Serial: "2", NotAfter: now.Add(time.Hour)}, {Serial: "3", NotAfter: now}}}
-	got := MergeRecords(a, b)
-	want := ConsumerRecords{PinnedKey: "new", Certificates: []IssuedRecord{
-		{Serial: "1", NotAfter: now.Add(time.Hour), RevokedAt: &early}, {Serial: "2", NotAfter: now.Add(time.Hour), RevokedAt: &late}, {Serial: "3", NotAfter: now}}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("MergeRecords = %+v, want %+v", got, want)
-	}
-	if a.Certificates[0].RevokedAt != nil {
-		t.Error("MergeRecords changed its input")
-	}
-	if got := MergeRecords(ConsumerRecords{}, b).PinnedKey; got != "old" {
-		t.Errorf("pin %q, want the only one", got)
-	}
-	kept, changed := WithoutExpired(got.Certificates, now)
-	if !changed || len(kept) != 2 || len(got.Certificates) != 3 {
-		t.Errorf("WithoutExpired = %+v, %v", kept, changed)
-	}
-}
 
 // TestAdoptKeyPin: adopting an earlier version's namespace copies its pin
 // annotation into records without a pin, and never replaces a recorded pin
@@ -83,7 +39,7 @@ func TestAdoptKeyPin(t *testing.T) {
 		"annotation of another hash": {"", pin + "00", "", "not a SHA-256", false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := ConsumerRecords{PinnedKey: tc.recorded}
+			r := vocabulary.ConsumerRecords{PinnedKey: tc.recorded}
 			note, changed := AdoptKeyPin(&r, tc.annotation)
 			if r.PinnedKey != tc.want || changed != tc.changed || (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
 				t.Errorf("AdoptKeyPin(%q, %q) = pin %q, %q, %t; want pin %q, a note with %q, %t", tc.recorded, tc.annotation, r.PinnedKey, note, changed, tc.want, tc.note, tc.changed)
@@ -95,23 +51,23 @@ func TestAdoptKeyPin(t *testing.T) {
 // legacyRecords is gitpeer 0.1.0's single records Secret of n consumers: each
 // with a pin and a valid certificate, every 10th with a revoked unexpired
 // certificate, every 7th with an expired one.
-func legacyRecords(t *testing.T, n int, now time.Time) (*corev1.Secret, map[string]ConsumerRecords) {
+func legacyRecords(t *testing.T, n int, now time.Time) (*corev1.Secret, map[string]vocabulary.ConsumerRecords) {
 	t.Helper()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: IssuedSecretPrefix + "peering"}}
-	want := map[string]ConsumerRecords{}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: vocabulary.IssuedSecretPrefix + "peering"}}
+	want := map[string]vocabulary.ConsumerRecords{}
 	for i := range n {
 		consumer := fmt.Sprintf("consumer-%05d", i)
-		rec := ConsumerRecords{PinnedKey: strings.Repeat(fmt.Sprintf("%x", i%16), 64), Certificates: []IssuedRecord{
+		rec := vocabulary.ConsumerRecords{PinnedKey: strings.Repeat(fmt.Sprintf("%x", i%16), 64), Certificates: []vocabulary.IssuedRecord{
 			{Serial: fmt.Sprintf("%032x", i), NotAfter: now.Add(20 * time.Hour)}}}
 		if i%10 == 0 {
 			revoked := now.Add(-time.Hour)
-			rec.Certificates = append(rec.Certificates, IssuedRecord{Serial: fmt.Sprintf("%032x", i+n), NotAfter: now.Add(4 * time.Hour), RevokedAt: &revoked})
+			rec.Certificates = append(rec.Certificates, vocabulary.IssuedRecord{Serial: fmt.Sprintf("%032x", i+n), NotAfter: now.Add(4 * time.Hour), RevokedAt: &revoked})
 		}
 		want[consumer] = rec
 		if i%7 == 0 {
-			rec.Certificates = append(rec.Certificates, IssuedRecord{Serial: fmt.Sprintf("%032x", i+2*n), NotAfter: now.Add(-time.Hour)})
+			rec.Certificates = append(rec.Certificates, vocabulary.IssuedRecord{Serial: fmt.Sprintf("%032x", i+2*n), NotAfter: now.Add(-time.Hour)})
 		}
-		if err := SetRecords(secret, "uid-1", consumer, rec); err != nil {
+		if err := vocabulary.SetRecords(secret, "uid-1", consumer, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,14 +87,14 @@ func TestRecordsMigrateAndScale(t *testing.T) {
 		legacySize := size(t, legacy)
 		// A record already in the sharded Secrets (written by this version) is merged, not overwritten.
 		revokedAt := now.Add(-2 * time.Hour)
-		sharded := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: RecordsSecretName("peering", "consumer-00001")}}
-		newer := ConsumerRecords{PinnedKey: want["consumer-00001"].PinnedKey, Certificates: []IssuedRecord{
+		sharded := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: vocabulary.RecordsSecretName("peering", "consumer-00001")}}
+		newer := vocabulary.ConsumerRecords{PinnedKey: want["consumer-00001"].PinnedKey, Certificates: []vocabulary.IssuedRecord{
 			{Serial: want["consumer-00001"].Certificates[0].Serial, NotAfter: now.Add(20 * time.Hour), RevokedAt: &revokedAt}}}
-		if err := SetRecords(sharded, "uid-1", "consumer-00001", newer); err != nil {
+		if err := vocabulary.SetRecords(sharded, "uid-1", "consumer-00001", newer); err != nil {
 			t.Fatal(err)
 		}
 		want["consumer-00001"] = newer
-		c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(legacy, sharded).Build()
+		c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(legacy, sharded).Build()
 		r := &PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}
 		obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
 
@@ -160,7 +116,7 @@ func TestRecordsMigrateAndScale(t *testing.T) {
 		largest, moved := 0, 0
 		for i := range secrets.Items {
 			secret := &secrets.Items[i]
-			if !strings.HasPrefix(secret.Name, RecordsSecretPrefix+"peering-") || secret.Labels[OwnerLabel] != "uid-1" {
+			if !strings.HasPrefix(secret.Name, vocabulary.RecordsSecretPrefix+"peering-") || secret.Labels[vocabulary.OwnerLabel] != "uid-1" {
 				t.Errorf("unexpected Secret %s %v", secret.Name, secret.Labels)
 			}
 			largest = max(largest, size(t, secret))
@@ -190,17 +146,17 @@ func TestRecordsMigrateAndScale(t *testing.T) {
 func TestRecordsWrites(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).Build()
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
 	r := &PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
 	s := &session{r: r, obj: obj}
 	if err := s.recordKeyPin(ctx, "c1", "pin"); err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []IssuedRecord{{Serial: "old", NotAfter: now.Add(time.Minute)}, {Serial: "new", NotAfter: now.Add(time.Hour)}} {
-		if err := s.updateRecords(ctx, "c1", func(r *ConsumerRecords) bool {
+	for _, rec := range []vocabulary.IssuedRecord{{Serial: "old", NotAfter: now.Add(time.Minute)}, {Serial: "new", NotAfter: now.Add(time.Hour)}} {
+		if err := s.updateRecords(ctx, "c1", func(r *vocabulary.ConsumerRecords) bool {
 			var changed bool
-			r.Certificates, changed = WithIssued(r.Certificates, rec.Serial, rec.NotAfter)
+			r.Certificates, changed = vocabulary.WithIssued(r.Certificates, rec.Serial, rec.NotAfter)
 			return changed
 		}); err != nil {
 			t.Fatal(err)
@@ -219,7 +175,7 @@ func TestRecordsWrites(t *testing.T) {
 	}
 }
 
-func describeRecords(r ConsumerRecords) string {
+func describeRecords(r vocabulary.ConsumerRecords) string {
 	var certs []string
 	for _, c := range r.Certificates {
 		s := c.Serial + " until " + c.NotAfter.UTC().Format(time.RFC3339)
@@ -246,9 +202,9 @@ func size(t *testing.T, secret *corev1.Secret) int {
 func TestLegacyRecordsReadOnce(t *testing.T) {
 	ctx := context.Background()
 	legacyReads := 0
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if strings.HasPrefix(key.Name, IssuedSecretPrefix) {
+			if strings.HasPrefix(key.Name, vocabulary.IssuedSecretPrefix) {
 				legacyReads++
 			}
 			return c.Get(ctx, key, obj, opts...)
@@ -270,56 +226,5 @@ func TestLegacyRecordsReadOnce(t *testing.T) {
 	other.UID = "uid-2" // a PeeringRepository recreated under the same name looks again
 	if _, err := (&session{r: r, obj: other}).records(ctx, "c1"); err != nil || legacyReads != 2 {
 		t.Errorf("recreated PeeringRepository: %v, %d reads", err, legacyReads)
-	}
-}
-
-// TestSliceRecords: a certificate Liqo issued for a ResourceSlice is
-// recorded with its slice's name, in the records format of every other
-// certificate (a record without a slice is written as before), survives a
-// merge, is marked revoked with the others and refuses a re-peering while it
-// is valid, the slice gone or not.
-func TestSliceRecords(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	records, changed := WithIssued(nil, "a1", now.Add(time.Hour))
-	if !changed {
-		t.Fatal("WithIssued: no change")
-	}
-	for _, tc := range []struct {
-		slice, serial string
-		notAfter      time.Time
-		changed       bool
-	}{
-		{"slice-1", "b2", now.Add(2 * time.Hour), true},
-		{"slice-1", "b2", now.Add(2 * time.Hour), false}, // seen again
-		{"slice-2", "a1", now.Add(time.Hour), true},      // recorded at a revocation without its name
-	} {
-		records, changed = WithSliceIssued(records, tc.slice, tc.serial, tc.notAfter)
-		if changed != tc.changed {
-			t.Errorf("WithSliceIssued(%s, %s) changed = %v, want %v", tc.slice, tc.serial, changed, tc.changed)
-		}
-	}
-	want := []IssuedRecord{{Serial: "a1", NotAfter: now.Add(time.Hour), ResourceSlice: "slice-2"}, {Serial: "b2", NotAfter: now.Add(2 * time.Hour), ResourceSlice: "slice-1"}}
-	if !reflect.DeepEqual(records, want) {
-		t.Fatalf("records = %+v, want %+v", records, want)
-	}
-
-	data, err := json.Marshal([]IssuedRecord{{Serial: "c3", NotAfter: now}, records[1]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(data), `[{"serial":"c3","notAfter":"2026-01-01T12:00:00Z"},{"serial":"b2","notAfter":"2026-01-01T14:00:00Z","resourceSlice":"slice-1"}]`; got != want {
-		t.Errorf("records JSON = %s, want %s", got, want)
-	}
-	merged := MergeRecords(ConsumerRecords{Certificates: []IssuedRecord{{Serial: "b2", NotAfter: now.Add(2 * time.Hour)}}}, ConsumerRecords{Certificates: records})
-	if merged.Certificates[0].ResourceSlice != "slice-1" {
-		t.Errorf("MergeRecords lost the slice: %+v", merged.Certificates)
-	}
-
-	revoked, _ := WithRevoked(records, now)
-	if got := provider.RevivalRefusal(revoked, "c1", now.Add(90*time.Minute)); !strings.Contains(got, "revoked certificate b2 ") {
-		t.Errorf("RevivalRefusal after the control plane's certificate expired = %q, want the slice's b2 to refuse", got)
-	}
-	if got := provider.RevivalRefusal(revoked, "c1", now.Add(3*time.Hour)); got != "" {
-		t.Errorf("RevivalRefusal after every certificate expired = %q", got)
 	}
 }

@@ -15,11 +15,8 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// ReasonLiqoNamespaceRefused: a tenant namespace Liqo created is not adopted
-// (ownership.LiqoClaim); the peering is left alone until a person clears it.
-const ReasonLiqoNamespaceRefused = "LiqoNamespaceRefused"
 
 // errLiqoNamespace refuses a tenant namespace Liqo created, saying why.
 type errLiqoNamespace struct{ ns, why string }
@@ -60,12 +57,12 @@ func (s *session) adoptLiqoNamespace(ctx context.Context, peer string, ns *corev
 		}
 	}
 	patch := client.MergeFrom(ns.DeepCopy())
-	metav1.SetMetaDataLabel(&ns.ObjectMeta, OwnerLabel, string(s.obj.UID))
-	metav1.SetMetaDataAnnotation(&ns.ObjectMeta, ModeAnnotation, s.modeName())
+	metav1.SetMetaDataLabel(&ns.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
+	metav1.SetMetaDataAnnotation(&ns.ObjectMeta, vocabulary.ModeAnnotation, s.modeName())
 	if err := s.r.Patch(ctx, ns, patch); err != nil {
 		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer,
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonAdopted, peer,
 		"adopted namespace %s, which Liqo created for %s and which holds nothing gitpeer would have to trust; Liqo's nonce, if any, was replaced", ns.Name, peer)
 	return nil
 }
@@ -134,6 +131,6 @@ func (s *session) liqoNamespaceContent(ctx context.Context, peer, ns string) (fo
 // makes it for peer: Liqo's nonce labels and none of gitpeer's.
 func liqoNonce(secret *corev1.Secret, peer string) bool {
 	l := secret.Labels
-	_, owned := l[OwnerLabel]
-	return !owned && l[ManagedByLabel] == "" && l[authv1beta1.NonceSecretLabel] == authv1beta1.TrueValue && l[authv1beta1.RemoteClusterIDLabel] == peer
+	_, owned := l[vocabulary.OwnerLabel]
+	return !owned && l[vocabulary.ManagedByLabel] == "" && l[authv1beta1.NonceSecretLabel] == authv1beta1.TrueValue && l[authv1beta1.RemoteClusterIDLabel] == peer
 }

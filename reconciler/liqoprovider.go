@@ -8,10 +8,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -20,6 +22,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The provider in Liqo mode: gitpeer moves the files and gates approval, and
@@ -33,12 +36,6 @@ import (
 // makes of the Tenant's status, committed once per change of that status
 // after its certificate is checked and its serial recorded.
 
-// LiqoCertificateCacheSecret is the Secret in a tenant namespace where Liqo's
-// tenant controller caches the certificate it issued with the CSR it was
-// issued for (provider.LiqoCertificateCache). Revocation deletes it, or a new
-// peering of the consumer would be stuck on a CSR that does not match the cache.
-const LiqoCertificateCacheSecret = provider.LiqoCertificateCache
-
 // createLiqoNonce creates the consumer's nonce Secret as `liqoctl create
 // nonce` does: labels only, for Liqo's nonce creator to fill data.nonce. It
 // carries this PeeringRepository's labels too, so that revocation deletes it.
@@ -47,7 +44,7 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 		Namespace: ns, Name: authv1beta1.NonceSecretName,
 		Labels: map[string]string{
 			authv1beta1.NonceSecretLabel: authv1beta1.TrueValue, authv1beta1.RemoteClusterIDLabel: consumer,
-			ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID),
+			vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: string(s.obj.UID),
 		},
 	}}))
 }
@@ -56,6 +53,11 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 // (applyTenant, which fails closed on a refused one) for Liqo's tenant
 // controller to issue, and publishes the certificate once it has.
 func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	if current == nil {
+		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
+			return outcome{err: err}
+		}
+	}
 	tenant, _, note, stop := s.applyTenant(ctx, pe, ns, current)
 	if stop != nil {
 		return *stop
@@ -68,6 +70,25 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 	return o
 }
 
+// reportTenantDeletedOutsideGit warns, before the consumer's Tenant is
+// applied, when Liqo's certificate cache shows that one was applied and
+// issued before: the agent's own revocation deletes the cache with the
+// Tenant, `liqoctl unauthenticate` and `unpeer` (liqotech/liqo v1.2.0
+// pkg/liqoctl/unauthenticate, DeleteTenant) delete only the Tenant. Their
+// deletion is undone, as any change the branch does not carry: ending a
+// peering is deleting tenant.yaml, which also records its certificates
+// revoked. Liqo then gives the cached certificate back.
+func (s *session) reportTenantDeletedOutsideGit(ctx context.Context, pe *protocol.Documents, ns string) error {
+	cache := &corev1.Secret{}
+	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: provider.LiqoCertificateCache}, cache); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonTenantDeletedOutsideGit, pe.Consumer,
+		"Tenant %s/%s was deleted outside Git (as liqoctl unauthenticate or unpeer do) while %s is on the branch: it is applied again; to end the peering, delete tenant.yaml (gitpeer revoke)",
+		ns, pe.Consumer, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile})
+	return nil
+}
+
 // publishLiqoIdentity keeps an issued peering of Liqo mode true to the
 // branch: the Tenant's condition is the branch's, and the certificate Liqo put
 // in its status (issued or renewed) is checked, recorded, then committed as
@@ -75,8 +96,8 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
 	if err := protocol.CheckNoAWSConfig(tenant.Status.AuthParams); err != nil {
 		msg := fmt.Sprintf("Liqo answered Tenant %s with an IAM identity, not committed: %v", pe.Consumer, err)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: ReasonLiqoAWSUnsupported, message: msg}
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoAWSUnsupported, message: msg}
 	}
 	if err := s.syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
@@ -93,107 +114,154 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	}
 	if err != nil {
 		msg := fmt.Sprintf("certificate in the status of Tenant %s not committed: %v", pe.Consumer, err)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonCertificateRejected, pe.Consumer, "%s", msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCertificateRejected, pe.Consumer, "%s", msg)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
 	}
 	// Recorded before it is published: a revoked certificate must block a revival.
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	if err := s.recordSliceCertificates(ctx, pe.Consumer); err != nil {
+	if err := s.recordWatchedSlices(ctx, pe.Consumer); err != nil {
 		return outcome{err: err}
 	}
-	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix()})
 	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
 		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
 		if err != nil {
 			return outcome{err: err}
 		}
-		reason := map[string]string{protocol.ActionIssueIdentity: ReasonIssued, protocol.ActionRenewIdentity: ReasonRenewed}[action]
-		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), doc))
+		reason := map[string]string{vocabulary.ActionIssueIdentity: gitpeerv1alpha1.IdentityIssuedReason, vocabulary.ActionRenewIdentity: gitpeerv1alpha1.IdentityRenewedReason}[action]
+		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String(), doc))
 	}
 	o := issuedOutcome(tenant, cert)
 	if advertised, published := tenant.Status.AuthParams.APIServer, s.apiServer(); provider.APIServerDiffers(advertised, published) {
 		msg := fmt.Sprintf("Liqo advertises API server %q (its chart's apiServer.address, or its control-plane node) but this provider publishes %q (spec.provider.apiServer, or the agent's own API server) in terms.yaml: "+
 			"consumers that check the terms refuse identity.yaml; set Liqo's apiServer.address and spec.provider.apiServer to the same address", advertised, published)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
-		o.reason, o.message = ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
+		o.reason, o.message = vocabulary.ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
 	}
-	return o
+	return s.watchLiqoRenewal(pe.Consumer, tenant, cert, o)
 }
 
-// Reasons (events, status.peerings) of what Liqo answered a Tenant with.
-const (
-	// ReasonLiqoAWSUnsupported: Liqo on EKS with IAM answered with awsConfig, which gitpeer does not commit (protocol.ErrAWSConfig).
-	ReasonLiqoAWSUnsupported = "LiqoAWSUnsupported"
-	// ReasonLiqoAPIServerMismatch: the API server Liqo advertises is not the one the provider's terms publish.
-	ReasonLiqoAPIServerMismatch = "LiqoAPIServerMismatch"
-)
+// watchLiqoRenewal watches the renewal Liqo's tenant controller makes of
+// cert, the certificate in the status of tenant, at the point gitpeer renews
+// its own (2/3 of the life: liqotech/liqo v1.2.0
+// pkg/liqo-controller-manager/authentication/utils, ShouldRenewCertificate):
+// once overdue it is reported as in standalone mode (renewalStalled:
+// condition, event, metric); until then the peering is visited again when it
+// would become overdue, since nothing changes in the cluster while Liqo
+// stalls. Liqo renews nothing for a Drained Tenant, on purpose.
+func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, cert *x509.Certificate, o outcome) outcome {
+	if tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
+		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix()})
+		return o
+	}
+	renewal := provider.RenewalOf(cert, s.r.Now())
+	if renewal.Overdue {
+		o.message = joinNote(o.message, "Liqo's tenant controller has not renewed it: is liqo-controller-manager running?")
+		return s.renewalStalled(consumer, cert, renewal, o)
+	}
+	s.noteRenewalOf(consumer, renewal.At.Add(provider.OverdueAfter(cert)))
+	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
+	return o
+}
 
 // revokeConsumer takes back everything issued or bound for consumer, in
 // Liqo's order: every certificate is recorded (the one in the status of its
 // Tenant, as Liqo may have renewed it since the last round, and Liqo's
-// ResourceSlice certificates: those recorded as Liqo issued them, by slice,
+// ResourceSlice certificates: those recorded by slice as Liqo issued them,
 // whether the slice still exists or not, and those in the status of the
 // slices and in Liqo's caches) and marked revoked; the consumer is drained as
 // Liqo's Drained drains it (its ResourceSlices and NamespaceMaps go, and with
-// them Liqo's bindings of
-// Group <consumer> in offloaded namespaces); then what this PeeringRepository
-// created for it goes (deleteOwned: the Tenant, whose deletion makes Liqo
-// unbind it), and last Liqo's certificate caches (the control plane's and
-// those of every slice existing or recorded: Liqo never deletes a slice's
-// cache when the slice goes), or a new peering would get a revoked
-// certificate back from them. Without Liqo there is nothing to drain
-// and no cache to delete.
+// them Liqo's bindings of Group <consumer> in offloaded namespaces); then
+// what this PeeringRepository created for it goes (deleteOwned: the Tenant,
+// whose deletion makes Liqo unbind it), then Liqo's certificate caches, or a
+// new peering would get a revoked certificate back from them: the control
+// plane's, and each recorded slice's once the slice is gone
+// (deleteGoneSliceCaches: Liqo writes it again while the slice exists; the
+// revocation is tried again until every one is gone), and last, once Liqo
+// unbound it, the Renews Liqo's CRD replicator created for it
+// (deleteReplicatedRenews). Without Liqo there is nothing to drain and no
+// cache to delete.
 func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
-	drained, err := s.liqoDrained(ctx, consumer, ns)
+	drained, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
 	if err != nil {
 		return err
-	}
-	var slices []string
-	for _, obj := range drained {
-		if obj.GetKind() == provider.LiqoDrainedKinds[0].Kind {
-			slices = append(slices, obj.GetName())
-		}
 	}
 	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
 		return err
 	}
-	if err := s.recordSliceCertificates(ctx, consumer); err != nil {
+	if err := s.recordWatchedSlices(ctx, consumer); err != nil {
 		return err
 	}
-	records, err := s.records(ctx, consumer)
-	if err != nil {
-		return err
-	}
-	caches := provider.RevokedCaches(slices, records.Certificates)
-	if err := s.recordLiqoCertificates(ctx, consumer, ns, drained, caches); err != nil {
+	if err := s.recordLiqoCertificates(ctx, consumer, ns, drained, liqoCaches(drained)); err != nil {
 		return err
 	}
 	if err := s.recordRevoked(ctx, consumer); err != nil {
 		return err
 	}
-	for i := range drained {
-		uid := drained[i].GetUID()
-		if err := s.r.Delete(ctx, &drained[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("draining %s %s/%s: %w", drained[i].GetKind(), ns, drained[i].GetName(), err)
-		}
+	if err := s.deleteReplicated(ctx, drained); err != nil {
+		return err
 	}
 	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
 		return err
 	}
-	return s.deleteLiqoCaches(ctx, ns, caches...)
+	if err := s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache); err != nil {
+		return err
+	}
+	waiting, err := s.deleteGoneSliceCaches(ctx, consumer, ns, sliceNames(drained))
+	if err != nil {
+		return err
+	}
+	if len(waiting) > 0 {
+		return fmt.Errorf("ResourceSlices %s/%v of %s deleted: their certificate caches go once they are gone (Liqo's ResourceSlice controller writes a cache again while its slice exists)", ns, waiting, consumer)
+	}
+	return s.deleteReplicatedRenews(ctx, consumer, ns)
 }
 
-// liqoDrained lists, in the tenant namespace ns, what Liqo's Drained deletes
-// for consumer (provider.LiqoDrainedKinds, provider.LiqoDrainSelector): what
-// Liqo's CRD replicator created there for it. It reads from the API server:
-// no informer watches these kinds. A kind whose CRD is not installed (no
-// Liqo) has nothing to drain.
-func (s *session) liqoDrained(ctx context.Context, consumer, ns string) ([]unstructured.Unstructured, error) {
+// deleteReplicatedRenews deletes the Renews Liqo's CRD replicator created in
+// ns for consumer (provider.LiqoRenewKind) once no RoleBinding there names
+// it: bound, the consumer's replicator would create them again at once. Until
+// Liqo unbound it (the Tenant is gone, its bindings follow) it returns an
+// error, so the revocation is tried again.
+func (s *session) deleteReplicatedRenews(ctx context.Context, consumer, ns string) error {
+	renews, err := s.liqoReplicated(ctx, consumer, ns, []schema.GroupVersionKind{provider.LiqoRenewKind})
+	if err != nil || len(renews) == 0 {
+		return err
+	}
+	var bindings rbacv1.RoleBindingList
+	if err := s.r.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for _, rb := range bindings.Items {
+		for _, sub := range rb.Subjects {
+			if (sub.Kind == rbacv1.UserKind || sub.Kind == rbacv1.GroupKind) && sub.Name == consumer {
+				return fmt.Errorf("waiting for Liqo to unbind %s (RoleBinding %s/%s) before deleting the Renews its CRD replicator created, which it would create again", consumer, ns, rb.Name)
+			}
+		}
+	}
+	return s.deleteReplicated(ctx, renews)
+}
+
+// deleteReplicated deletes objs, each only if it is still the object listed.
+func (s *session) deleteReplicated(ctx context.Context, objs []unstructured.Unstructured) error {
+	for i := range objs {
+		uid := objs[i].GetUID()
+		if err := s.r.Delete(ctx, &objs[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s/%s: %w", objs[i].GetKind(), objs[i].GetNamespace(), objs[i].GetName(), err)
+		}
+	}
+	return nil
+}
+
+// liqoReplicated lists, in the tenant namespace ns, the objects of kinds that
+// Liqo's CRD replicator created there for consumer (provider.LiqoDrainSelector;
+// provider.LiqoDrainedKinds are what Liqo's Drained deletes). It reads from
+// the API server: no informer watches these kinds. A kind whose CRD is not
+// installed (no Liqo) has nothing to list.
+func (s *session) liqoReplicated(ctx context.Context, consumer, ns string, kinds []schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
-	for _, gvk := range provider.LiqoDrainedKinds {
+	for _, gvk := range kinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		err := s.r.apiReader().List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: provider.LiqoDrainSelector(consumer)})
@@ -206,36 +274,6 @@ func (s *session) liqoDrained(ctx context.Context, consumer, ns string) ([]unstr
 		out = append(out, list.Items...)
 	}
 	return out, nil
-}
-
-// recordLiqoCertificates records the certificates Liqo issued for the
-// ResourceSlices among drained (from their status) and those in its caches
-// in ns. A certificate that does not parse is no certificate anyone could use.
-func (s *session) recordLiqoCertificates(ctx context.Context, consumer, ns string, drained []unstructured.Unstructured, caches []string) error {
-	var pems [][]byte
-	for i := range drained {
-		pem, err := provider.SliceCertificate(&drained[i])
-		if err == nil && pem != nil {
-			pems = append(pems, pem)
-		}
-	}
-	for _, name := range caches {
-		secret := &corev1.Secret{}
-		if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			continue
-		}
-		pems = append(pems, secret.Data[provider.LiqoCacheCertificateKey])
-	}
-	var certs []*x509.Certificate
-	for _, pem := range pems {
-		if cert, err := crypto.ParseCertificatePEM(pem); err == nil {
-			certs = append(certs, cert)
-		}
-	}
-	return s.recordIssued(ctx, consumer, certs...)
 }
 
 // deleteLiqoCaches deletes Liqo's certificate caches names in the tenant namespace ns.
@@ -251,10 +289,14 @@ func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...stri
 
 // dropStaleLiqoCache prepares an approved change of the CSR of an applied
 // Tenant (a rekey, or a new CSR for the same key): the certificate in its
-// status is recorded, and Liqo's certificate cache is deleted before the new
-// spec is applied. Liqo's tenant controller refuses a CSR that differs from
-// the cached one and leaves the Tenant stuck (liqotech/liqo v1.2.0:
-// pkg/identityManager/certificateIdentityProvider.go, the liqo-remote-certificate cache).
+// status and those in Liqo's caches are recorded, and every cache of Liqo's,
+// the control plane's and the ResourceSlices' (those existing, and those
+// recorded whose slice is gone, as Liqo's Drained deleted them while the
+// peering failed closed: deleteGoneSliceCaches), is deleted before the new
+// spec is applied. Liqo refuses a CSR that differs from the cached one and leaves
+// the Tenant, or a ResourceSlice the consumer's Liqo signs anew with the new
+// key, stuck (liqotech/liqo v1.2.0:
+// pkg/identityManager/certificateIdentityProvider.go, GetRemoteCertificate).
 func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
 	applied := &authv1beta1.Tenant{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, applied); err != nil {
@@ -266,7 +308,27 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
 		return err
 	}
-	return s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache)
+	drained, err := s.liqoReplicated(ctx, pe.Consumer, ns, provider.LiqoDrainedKinds)
+	if err != nil {
+		return err
+	}
+	caches := liqoCaches(drained)
+	if err := s.recordLiqoCertificates(ctx, pe.Consumer, ns, nil, caches); err != nil {
+		return err
+	}
+	if err := s.deleteLiqoCaches(ctx, ns, caches...); err != nil {
+		return err
+	}
+	_, err = s.deleteGoneSliceCaches(ctx, pe.Consumer, ns, sliceNames(drained))
+	return err
+}
+
+// liqoCaches names Liqo's certificate caches of a consumer: the control
+// plane's and those of its ResourceSlices among drained (liqoReplicated). The
+// agent may not list Secrets (they would include their data); it finds the
+// caches by name.
+func liqoCaches(drained []unstructured.Unstructured) []string {
+	return provider.LiqoCertificateCaches(sliceNames(drained))
 }
 
 // recordTenantCertificate records the certificate in the status of the
@@ -289,3 +351,20 @@ func (s *session) recordTenantCertificate(ctx context.Context, consumer string) 
 
 // liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).
 func (s *session) liqoMode() bool { return s.liqo.Active }
+
+// strayLiqoTenant reports, before gitpeer creates the Tenant of consumer in
+// ns, a Tenant of someone else's that Liqo's Tenant webhook would refuse it
+// for (provider.StrayTenants): a condition and an event naming it, instead
+// of a creation refused every round.
+func (s *session) strayLiqoTenant(ctx context.Context, consumer, ns string) *outcome {
+	var tenants authv1beta1.TenantList
+	if err := s.r.List(ctx, &tenants); err != nil {
+		return &outcome{err: err}
+	}
+	err := provider.StrayTenants(consumer, ns, tenants.Items)
+	if err == nil {
+		return nil
+	}
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonStrayTenant, consumer, "%v", err)
+	return &outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonStrayTenant, message: err.Error()}
+}

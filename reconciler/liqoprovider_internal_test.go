@@ -10,6 +10,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestPublishLiqoIdentityRefusesAWS: when Liqo on EKS with IAM answers a
@@ -24,13 +25,13 @@ func TestPublishLiqoIdentityRefusesAWS(t *testing.T) {
 			AwsConfig: &authv1beta1.AwsConfig{AwsUserArn: "arn:aws:iam::1:user/liqo-c1", AwsAccessKeyID: "AKIA", AwsSecretAccessKey: "s3cr3t-value", AwsRegion: "eu-west-1", AwsClusterName: "p"}}}}
 	pe := &protocol.Documents{Provider: "p", Consumer: "c1"}
 	o := s.publishLiqoIdentity(context.Background(), pe, tenant)
-	if o.err != nil || o.phase != gitpeerv1alpha1.PhaseFailed || o.reason != ReasonLiqoAWSUnsupported || !strings.Contains(o.message, "Liqo on EKS with IAM") {
-		t.Fatalf("outcome = %+v, want Failed, %s", o, ReasonLiqoAWSUnsupported)
+	if o.err != nil || o.phase != gitpeerv1alpha1.PhaseFailed || o.reason != vocabulary.ReasonLiqoAWSUnsupported || !strings.Contains(o.message, "Liqo on EKS with IAM") {
+		t.Fatalf("outcome = %+v, want Failed, %s", o, vocabulary.ReasonLiqoAWSUnsupported)
 	}
 	if len(s.staged) != 0 {
 		t.Errorf("staged %d change(s) for Git", len(s.staged))
 	}
-	if e := sink.wait(t, 1)[0]; e.Reason != ReasonLiqoAWSUnsupported || strings.Contains(e.Note, "s3cr3t-value") || strings.Contains(o.message, "s3cr3t-value") {
+	if e := sink.wait(t, 1)[0]; e.Reason != vocabulary.ReasonLiqoAWSUnsupported || strings.Contains(e.Note, "s3cr3t-value") || strings.Contains(o.message, "s3cr3t-value") {
 		t.Errorf("event %s: %s (the secret must appear nowhere)", e.Reason, e.Note)
 	}
 }

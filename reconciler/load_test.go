@@ -18,11 +18,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // hostileRepo builds one commit with rawgit.
@@ -209,7 +210,7 @@ func TestLoadPeakHeap(t *testing.T) {
 				t.Errorf("no rejection matching %v: %v", tc.want, loaded.Rejected)
 			}
 			pe := loaded.Documents("provider-a", "consumer-1")
-			if read := pe.Tenant != nil && pe.Identity != nil && len(pe.Invalid) == 0; !read && len(pe.Invalid) != len(protocol.Kinds) {
+			if read := pe.Tenant != nil && pe.Identity != nil && len(pe.Invalid) == 0; !read && len(pe.Invalid) != len(vocabulary.FileKinds) {
 				t.Errorf("benign peering neither read nor marked invalid: %+v", pe)
 			}
 		})

@@ -8,11 +8,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
-	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 // BenchmarkLoader reads, as provider-a's agent does, a repository where

@@ -16,11 +16,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestLoaderAgreesWithFreshLoad reads a sequence of commits, each adding,
@@ -173,7 +174,7 @@ func verdicts(t *testing.T, l *protocol.Loaded) map[string]string {
 	}
 	out := map[string]string{}
 	for k, pe := range all {
-		invalid := map[protocol.Kind]string{}
+		invalid := map[vocabulary.FileKind]string{}
 		for kind, err := range pe.Invalid {
 			invalid[kind] = err.Error()
 		}
@@ -353,7 +354,7 @@ func TestLoaderCarriedDirectoryLost(t *testing.T) {
 		t.Fatalf("changed %v, decoded %d, want both carried over", loaded.Changed, len(loaded.Peerings))
 	}
 	pe := loaded.Documents("provider-a", "consumer-l")
-	for _, k := range protocol.Kinds {
+	for _, k := range vocabulary.FileKinds {
 		if err := pe.Invalid[k]; err == nil || !strings.Contains(err.Error(), "provider-a/consumer-l: reading the directory again") {
 			t.Errorf("%s: invalid %v, want the read error", k, err)
 		}

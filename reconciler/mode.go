@@ -11,47 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// The mode record of a peering.
-const (
-	// ModeAnnotation on a tenant namespace the agent created (provider side:
-	// liqo-tenant-<consumer>; consumer side: liqo-tenant-<provider>) records the
-	// mode the peering was made in, gitpeerv1alpha1.PeeringModeLiqo or
-	// PeeringModeStandalone. It is written when the namespace is created and
-	// changed only by gitpeerv1alpha1.SwitchModeAnnotationPrefix. A namespace
-	// without it was created by a version without Liqo mode: standalone.
-	ModeAnnotation = "gitpeer.io/mode"
-	// ReasonModeChanged: the agent runs in another mode than a peering was made
-	// in; the peering is left alone until a person accepts the switch.
-	ReasonModeChanged = "ModeChanged"
-	// ReasonModeSwitched: a person accepted that a peering goes on in the
-	// agent's current mode.
-	ReasonModeSwitched = "ModeSwitched"
-)
-
-// modeStep is what the agent does with a peering given its mode record.
-type modeStep int
-
-const (
-	modeGoOn    modeStep = iota // made in the current mode
-	modeSwitch                  // made in another mode; the switch is accepted: record it, go on
-	modeBlocked                 // made in another mode; leave it alone and report it
-)
-
-// decideMode compares the mode a peering was recorded in (empty: standalone)
-// with the current one; accepted is the value of the peering's
-// SwitchModeAnnotationPrefix annotation, which counts only when it names the
-// current mode.
-func decideMode(recorded, current, accepted string) modeStep {
-	switch {
-	case cmp.Or(recorded, gitpeerv1alpha1.PeeringModeStandalone) == current:
-		return modeGoOn
-	case accepted == current:
-		return modeSwitch
-	}
-	return modeBlocked
-}
 
 // modeName names the session's mode as mode records do.
 func (s *session) modeName() string {
@@ -70,27 +32,27 @@ func (s *session) checkMode(ctx context.Context, peer string, nsObj *corev1.Name
 	if nsObj == nil {
 		return outcome{}, false
 	}
-	recorded := cmp.Or(nsObj.Annotations[ModeAnnotation], gitpeerv1alpha1.PeeringModeStandalone)
+	recorded := cmp.Or(nsObj.Annotations[vocabulary.ModeAnnotation], gitpeerv1alpha1.PeeringModeStandalone)
 	current, acceptKey := s.modeName(), gitpeerv1alpha1.SwitchModeAnnotationPrefix+peer
-	switch decideMode(recorded, current, s.obj.GetAnnotations()[acceptKey]) {
-	case modeGoOn:
+	switch liqo.DecideMode(recorded, current, s.obj.GetAnnotations()[acceptKey]) {
+	case liqo.ModeGoOn:
 		return outcome{}, false
-	case modeSwitch:
+	case liqo.ModeSwitch:
 		err := s.switchMode(ctx, peer, nsObj, recorded, acceptKey)
 		return outcome{err: err}, err != nil
 	}
 	msg := fmt.Sprintf("the peering with %s was made in %s mode but this cluster now runs in %s mode (%s): nothing but a revocation is done for it until a person re-peers (docs/liqo.md \"Switching modes\") and sets annotation %s=%s on this PeeringRepository",
 		peer, recorded, current, s.liqo, acceptKey, current)
 	log.FromContext(ctx).Info("peering left alone: its mode changed", "peer", peer, "recorded", recorded, "current", current)
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonModeChanged, peer, "%s", msg)
-	return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: ReasonModeChanged, message: msg}, true
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonModeChanged, peer, "%s", msg)
+	return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonModeChanged, message: msg}, true
 }
 
 // switchMode records the current mode on nsObj, as a person accepted with
 // annotation acceptKey, which it then removes.
 func (s *session) switchMode(ctx context.Context, peer string, nsObj *corev1.Namespace, recorded, acceptKey string) error {
 	patch := client.MergeFrom(nsObj.DeepCopy())
-	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, ModeAnnotation, s.modeName())
+	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, vocabulary.ModeAnnotation, s.modeName())
 	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
 		return err
 	}
@@ -98,7 +60,7 @@ func (s *session) switchMode(ctx context.Context, peer string, nsObj *corev1.Nam
 		return err
 	}
 	log.FromContext(ctx).Info("peering switched mode", "peer", peer, "from", recorded, "to", s.modeName())
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonModeSwitched, peer, "the peering with %s goes on in %s mode (was %s), accepted by annotation %s",
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonModeSwitched, peer, "the peering with %s goes on in %s mode (was %s), accepted by annotation %s",
 		peer, s.modeName(), recorded, acceptKey)
 	return nil
 }

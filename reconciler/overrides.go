@@ -11,6 +11,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // An admin's overrides of the provider's trust rules for one consumer
@@ -19,18 +20,9 @@ import (
 // is applied the agent removes them from the PeeringRepository, as it does
 // the request-again and mode-switch annotations. Each use is reported (event
 // OverrideConsumed, the peering's message), recorded on the Tenant
-// (OverridesAnnotation) and named by the commit of the Tenant's first
-// identity (protocol.TrailerOverride). An override that has no effect is left
-// in place and reported (event OverrideUnused).
-const (
-	// OverridesAnnotation on a Tenant the provider applied lists the
-	// overrides it was applied under ("key=value, ..."), used up since.
-	OverridesAnnotation = "gitpeer.io/overrides"
-	// ReasonOverrideConsumed: an override let a Tenant through and was removed.
-	ReasonOverrideConsumed = "OverrideConsumed"
-	// ReasonOverrideUnused: an override annotation has no effect; it is left in place.
-	ReasonOverrideUnused = "OverrideUnused"
-)
+// (vocabulary.OverridesAnnotation) and named by the commit of the Tenant's
+// first identity (vocabulary.TrailerOverride). An override that has no effect
+// is left in place and reported (event OverrideUnused).
 
 // recordOverrides sets the overrides a Tenant is applied under on it. A
 // Tenant applied again (applied, provider.Applied) keeps those it was first
@@ -38,9 +30,9 @@ const (
 func recordOverrides(tenant *authv1beta1.Tenant, used []provider.Override, applied bool) {
 	switch {
 	case len(used) > 0:
-		metav1.SetMetaDataAnnotation(&tenant.ObjectMeta, OverridesAnnotation, joinOverrides(used))
+		metav1.SetMetaDataAnnotation(&tenant.ObjectMeta, vocabulary.OverridesAnnotation, joinOverrides(used))
 	case !applied:
-		delete(tenant.Annotations, OverridesAnnotation)
+		delete(tenant.Annotations, vocabulary.OverridesAnnotation)
 	}
 }
 
@@ -54,7 +46,7 @@ func (s *session) consumeOverrides(ctx context.Context, consumer string, used []
 		if err := s.removeAnnotation(ctx, o.Key); err != nil {
 			return "", err
 		}
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonOverrideConsumed, consumer, "annotation %s let the Tenant of %s through and was removed: an override is used once", o, consumer)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonOverrideConsumed, consumer, "annotation %s let the Tenant of %s through and was removed: an override is used once", o, consumer)
 	}
 	return "override(s) used once and removed: " + joinOverrides(used), nil
 }
@@ -63,7 +55,7 @@ func (s *session) consumeOverrides(ctx context.Context, consumer string, used []
 // effect (provider.TenantVerdict.Unused) and returns the note for the peering's message.
 func (s *session) reportUnusedOverrides(consumer string, unused []string) string {
 	for _, why := range unused {
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonOverrideUnused, consumer, "%s: %s", consumer, why)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonOverrideUnused, consumer, "%s: %s", consumer, why)
 	}
 	return strings.Join(unused, "; ")
 }
@@ -72,11 +64,11 @@ func (s *session) reportUnusedOverrides(consumer string, unused []string) string
 // overrides tenant was applied under, if it is the first identity of its key
 // (provider.FirstIdentity): a renewal names none.
 func overrideTrailers(pe *protocol.Documents, tenant *authv1beta1.Tenant, cert *x509.Certificate) []protocol.Trailer {
-	used := tenant.Annotations[OverridesAnnotation]
+	used := tenant.Annotations[vocabulary.OverridesAnnotation]
 	if used == "" || !provider.FirstIdentity(pe.Identity, cert, pe.Consumer) {
 		return nil
 	}
-	return []protocol.Trailer{{Key: protocol.TrailerOverride, Value: used}}
+	return []protocol.Trailer{{Key: vocabulary.TrailerOverride, Value: used}}
 }
 
 func joinOverrides(used []provider.Override) string {

@@ -20,18 +20,7 @@ import (
 	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
-)
-
-// Event reasons of ownership.
-const (
-	// ReasonAdopted: legacy objects were taken over by a PeeringRepository.
-	ReasonAdopted = "Adopted"
-	// ReasonMigrated: the one-time adoption after an upgrade is over (status.ownershipVersion set).
-	ReasonMigrated = "OwnershipMigrated"
-	// ReasonOrphaned: a deleted PeeringRepository left its peerings in place.
-	ReasonOrphaned = "Orphaned"
-	// ReasonDeferred: requests were not answered (not allowed, or too many pending).
-	ReasonDeferred = "RequestsDeferred"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // owns reports whether obj was created by this PeeringRepository.
@@ -41,14 +30,14 @@ func (s *session) owns(obj client.Object) bool {
 
 // ownerLabels select the objects of this PeeringRepository.
 func (s *session) ownerLabels() client.MatchingLabels {
-	return client.MatchingLabels{OwnerLabel: string(s.obj.UID)}
+	return client.MatchingLabels{vocabulary.OwnerLabel: string(s.obj.UID)}
 }
 
 // errNotOurs refuses an object this PeeringRepository did not create.
 type errNotOurs struct{ what string }
 
 func (e errNotOurs) Error() string {
-	return fmt.Sprintf("%s exists and was not created by this PeeringRepository (no %s label with its UID); skipped", e.what, OwnerLabel)
+	return fmt.Sprintf("%s exists and was not created by this PeeringRepository (no %s label with its UID); skipped", e.what, vocabulary.OwnerLabel)
 }
 
 // adoptIfLegacy takes over the tenant namespace of peer and the gitpeer
@@ -108,7 +97,7 @@ func (s *session) recordOwnershipVersion() {
 		return
 	}
 	if s.migratingOwnership() {
-		s.r.event(s.obj, corev1.EventTypeNormal, ReasonMigrated, "ownership migrated to version %d: objects of earlier versions are adopted from now on only with annotation %s=true",
+		s.r.event(s.obj, corev1.EventTypeNormal, vocabulary.ReasonOwnershipMigrated, "ownership migrated to version %d: objects of earlier versions are adopted from now on only with annotation %s=true",
 			gitpeerv1alpha1.CurrentOwnershipVersion, gitpeerv1alpha1.AdoptUnownedAnnotation)
 	}
 	s.obj.Status.OwnershipVersion = gitpeerv1alpha1.CurrentOwnershipVersion
@@ -117,7 +106,7 @@ func (s *session) recordOwnershipVersion() {
 // adopt labels the legacy namespace ns of peer and the gitpeer objects in it
 // as this PeeringRepository's (ownership.Adopt allowed it, how).
 func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, how string) error {
-	legacyObjects := labels.NewSelector().Add(mustRequirement(ManagedByLabel, selection.Equals, managedBy), mustRequirement(OwnerLabel, selection.DoesNotExist))
+	legacyObjects := labels.NewSelector().Add(mustRequirement(vocabulary.ManagedByLabel, selection.Equals, vocabulary.ManagedBy), mustRequirement(vocabulary.OwnerLabel, selection.DoesNotExist))
 	var tenants authv1beta1.TenantList
 	var bindings rbacv1.RoleBindingList
 	// From the API server: the agent's cache indexes no Tenant by namespace (agent/cache.go).
@@ -149,11 +138,11 @@ func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, 
 	}
 	// A legacy CSR is not relabelled (the agent may not change CSRs) but deleted if the
 	// agent requested it: it served its certificate, and a pending one is made again.
-	if err := s.deleteOwnCSRs(ctx, legacyObjects.Add(mustRequirement(ConsumerLabel, selection.Equals, peer))); err != nil {
+	if err := s.deleteOwnCSRs(ctx, legacyObjects.Add(mustRequirement(vocabulary.ConsumerLabel, selection.Equals, peer))); err != nil {
 		return err
 	}
 	// Versions before 0.1.0 kept the key pin only on the namespace.
-	pinNote, err := s.adoptKeyPin(ctx, peer, ns.Annotations[PinnedKeyAnnotation])
+	pinNote, err := s.adoptKeyPin(ctx, peer, ns.Annotations[vocabulary.PinnedKeyAnnotation])
 	if err != nil {
 		return err
 	}
@@ -162,7 +151,7 @@ func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, 
 	if err := s.r.Patch(ctx, ns, patch); err != nil {
 		return err
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version, %s%s", ns.Name, len(objs), how, pinNote)
+	s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonAdopted, peer, "adopted namespace %s and %d gitpeer object(s) in it created by an earlier version, %s%s", ns.Name, len(objs), how, pinNote)
 	return nil
 }
 
@@ -170,7 +159,7 @@ func withOwner(l map[string]string, uid types.UID) map[string]string {
 	if l == nil {
 		l = map[string]string{}
 	}
-	l[OwnerLabel] = string(uid)
+	l[vocabulary.OwnerLabel] = string(uid)
 	return l
 }
 
@@ -261,7 +250,7 @@ func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamesp
 			return err
 		}
 		// Only a namespace the agent created: one adopted from Liqo (adoptLiqoNamespace) may hold Liqo's networking.
-		if err == nil && nsObj.Labels[ManagedByLabel] == managedBy {
+		if err == nil && nsObj.Labels[vocabulary.ManagedByLabel] == vocabulary.ManagedBy {
 			objs = append(objs, nsObj)
 		}
 	}
@@ -270,7 +259,7 @@ func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamesp
 			return err
 		}
 	}
-	return s.deleteOwnCSRs(ctx, labels.SelectorFromSet(labels.Set{ConsumerLabel: consumer, OwnerLabel: string(s.obj.UID)}))
+	return s.deleteOwnCSRs(ctx, labels.SelectorFromSet(labels.Set{vocabulary.ConsumerLabel: consumer, vocabulary.OwnerLabel: string(s.obj.UID)}))
 }
 
 // deleteOwnCSRs deletes the CSRs matching selector that the agent requested
@@ -339,9 +328,9 @@ func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeer
 				return err
 			}
 		}
-		r.event(obj, corev1.EventTypeNormal, ReasonRevoked, "PeeringRepository deleted with deletionPolicy Revoke: %d peering(s) revoked", len(consumers))
+		r.event(obj, corev1.EventTypeNormal, gitpeerv1alpha1.RevokedReason, "PeeringRepository deleted with deletionPolicy Revoke: %d peering(s) revoked", len(consumers))
 	} else {
-		r.event(obj, corev1.EventTypeNormal, ReasonOrphaned, "PeeringRepository deleted with deletionPolicy Orphan: its peerings are left in place and keep their access")
+		r.event(obj, corev1.EventTypeNormal, vocabulary.ReasonOrphaned, "PeeringRepository deleted with deletionPolicy Orphan: its peerings are left in place and keep their access")
 	}
 	patch := client.MergeFrom(obj.DeepCopy())
 	controllerutil.RemoveFinalizer(obj, gitpeerv1alpha1.Finalizer)
@@ -376,14 +365,14 @@ func (s *session) tenantNamespace(ctx context.Context, peer, ns string) (*corev1
 // someone else; other errors are returned as they are.
 func (s *session) skipForeign(pe *protocol.Documents, err error) outcome {
 	if liqoNS := (errLiqoNamespace{}); errors.As(err, &liqoNS) {
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonLiqoNamespaceRefused, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: ReasonLiqoNamespaceRefused, message: err.Error()}
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoNamespaceRefused, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoNamespaceRefused, message: err.Error()}
 	}
 	var foreign errNotOurs
 	if !errors.As(err, &foreign) {
 		return outcome{err: err}
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
 	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: err.Error()}
 }
 
@@ -401,13 +390,13 @@ func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns s
 	switch provider.Admit(provider.Request{Consumer: pe.Consumer, Allowed: spec.AllowedConsumers, Answered: err == nil, Pending: s.pending, Max: max}) {
 	case provider.NotAllowed:
 		msg := fmt.Sprintf("request of %s refused: not in allowedConsumers; nothing created", pe.Consumer)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonDeferred, pe.Consumer, "%s", msg)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRequestsDeferred, pe.Consumer, "%s", msg)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}, true, false
 	case provider.Answered:
 		return outcome{}, false, false // not a new pending request
 	case provider.Deferred:
 		s.deferred++
-		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: ReasonDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true, false
+		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: vocabulary.ReasonRequestsDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true, false
 	}
 	return outcome{}, false, true
 }
@@ -416,7 +405,7 @@ func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns s
 // records, its only source, reporting a change by the rekey annotation.
 func (s *session) pinKey(ctx context.Context, consumer string, v provider.TenantVerdict) error {
 	if v.Replaces != "" {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRekeyed, consumer, "key of %s changed from %s to %s by annotation %s", consumer, v.Replaces[:16], v.Pin[:16], gitpeerv1alpha1.RekeyAnnotationPrefix+consumer)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonRekeyed, consumer, "key of %s changed from %s to %s by annotation %s", consumer, v.Replaces[:16], v.Pin[:16], gitpeerv1alpha1.RekeyAnnotationPrefix+consumer)
 	}
 	return s.recordKeyPin(ctx, consumer, v.Pin)
 }

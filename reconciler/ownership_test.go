@@ -2,33 +2,9 @@ package reconciler
 
 import (
 	"testing"
-	"time"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 )
-
-func TestIssuedRecords(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	notAfter := now.Add(time.Hour)
-	records, changed := WithIssued(nil, "ab", notAfter)
-	if !changed || len(records) != 1 || records[0].Serial != "ab" || !records[0].NotAfter.Equal(notAfter) {
-		t.Fatalf("WithIssued = %+v, %v", records, changed)
-	}
-	if again, changed := WithIssued(records, "ab", notAfter); changed || len(again) != 1 {
-		t.Errorf("the same certificate twice: %+v, %v", again, changed)
-	}
-	records = append(records, IssuedRecord{Serial: "old", NotAfter: now.Add(-time.Minute)})
-	revoked, changed := WithRevoked(records, now)
-	if !changed || len(revoked) != 1 || revoked[0].RevokedAt == nil || !revoked[0].RevokedAt.Equal(now) {
-		t.Fatalf("WithRevoked = %+v, %v; want the expired record dropped and the other revoked now", revoked, changed)
-	}
-	if records[0].RevokedAt != nil {
-		t.Error("WithRevoked changed its input")
-	}
-	if again, changed := WithRevoked(revoked, now.Add(time.Minute)); changed || !again[0].RevokedAt.Equal(now) {
-		t.Errorf("revoking twice: %+v, %v; want the first revocation time kept", again, changed)
-	}
-}
 
 // TestOwnershipMigration: only a PeeringRepository an earlier version processed
 // migrates, once; a round with a failed adoption retries; a new one records the

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // statusSizeLimit is the bound the PeeringRepository's status must keep at
@@ -30,7 +31,7 @@ func round(r *PeeringRepositoryReconciler, obj *gitpeerv1alpha1.PeeringRepositor
 		case i%10 == 3:
 			o = outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("consumer-%05d/tenant.yaml rejected: %s", i, strings.Repeat("é<hostile>", 4000))}
 		case i%25 == 7:
-			o = outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: ReasonDeferred, message: "deferred: 100 pending requests (maxPendingRequests 100)"}
+			o = outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: vocabulary.ReasonRequestsDeferred, message: "deferred: 100 pending requests (maxPendingRequests 100)"}
 		}
 		role := gitpeerv1alpha1.ProviderRole
 		if i%100 == 99 {
@@ -40,7 +41,7 @@ func round(r *PeeringRepositoryReconciler, obj *gitpeerv1alpha1.PeeringRepositor
 	}
 	s.obj.Status.LastProcessedCommit = strings.Repeat("a", 40)
 	s.publishStatus()
-	markFalse(obj, ConditionFilesValid, ReasonInvalidFile, "%s", strings.Repeat("long file error ", 4000))
+	markFalse(obj, gitpeerv1alpha1.FilesValidCondition, gitpeerv1alpha1.InvalidDocumentReason, "%s", strings.Repeat("long file error ", 4000))
 	r.summarize(obj, nil)
 }
 
@@ -85,7 +86,7 @@ func TestStatusBounded(t *testing.T) {
 		if want := min(int(obj.Status.PeeringsNeedingAttention), gitpeerv1alpha1.MaxListedPeerings); attention != want {
 			t.Errorf("%d peerings: %d listed need attention, want %d (of %d)", n, attention, want, obj.Status.PeeringsNeedingAttention)
 		}
-		if msg := getCondition(obj, ConditionPeeringsHealth).Message; !strings.HasPrefix(msg, fmt.Sprintf("%d peering(s) failed; Provider cluster-00003-", failed)) {
+		if msg := getCondition(obj, gitpeerv1alpha1.PeeringsHealthyCondition).Message; !strings.HasPrefix(msg, fmt.Sprintf("%d peering(s) failed; Provider cluster-00003-", failed)) {
 			t.Errorf("PeeringsHealthy: %.80s", msg)
 		}
 		for _, c := range obj.Status.Conditions {
@@ -157,7 +158,7 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	if after := r.phases.snapshot()[client.ObjectKeyFromObject(obj)]; reflect.ValueOf(after).UnsafePointer() != reflect.ValueOf(before).UnsafePointer() {
 		t.Errorf("a round without change replaced the memory of the phases (megabytes at 10,000 peerings)")
 	}
-	if got := getCondition(obj, ConditionPeeringsHealth).Reason; got != ReasonRejected {
+	if got := getCondition(obj, gitpeerv1alpha1.PeeringsHealthyCondition).Reason; got != gitpeerv1alpha1.RejectedReason {
 		t.Errorf("PeeringsHealthy reason %q", got)
 	}
 

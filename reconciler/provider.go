@@ -21,36 +21,9 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler/consumer"
-	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
-)
-
-// Labels and annotations gitpeer adds to what it creates.
-const (
-	// ManagedByLabel marks the objects the agent owns: see ownership.ManagedByLabel.
-	ManagedByLabel = ownership.ManagedByLabel
-	managedBy      = ownership.ManagedBy
-	// OwnerLabel holds the UID of the PeeringRepository that created an object: see ownership.OwnerLabel.
-	OwnerLabel = ownership.OwnerLabel
-	// PinnedKeyAnnotation on a provider-side tenant namespace held the SHA-256
-	// of the consumer's public key up to gitpeer 0.1.0. The pin now lives
-	// in the records alone (ConsumerRecords.PinnedKey): the annotation is
-	// neither written nor decided on, only copied into the records when an
-	// earlier version's namespace is adopted and the records hold no pin
-	// (AdoptKeyPin).
-	PinnedKeyAnnotation = "gitpeer.io/pinned-public-key-sha256"
-	// PinnedCAAnnotation on a consumer-side tenant namespace: see consumer.PinnedCAAnnotation.
-	PinnedCAAnnotation = consumer.PinnedCAAnnotation
-	// PinnedProviderAnnotation on a consumer-side tenant namespace: see consumer.PinnedProviderAnnotation.
-	PinnedProviderAnnotation = consumer.PinnedProviderAnnotation
-	// ConsumerLabel marks the CSRs issued for a consumer: see provider.ConsumerLabel.
-	ConsumerLabel = provider.ConsumerLabel
-	// ReasonRekeyed is the event reason of a consumer key changed by the rekey annotation.
-	ReasonRekeyed = "Rekeyed"
-	// ReasonTermsFailed is the event reason of a terms.yaml the provider could not publish.
-	ReasonTermsFailed = "TermsFailed"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // providing is one peering directory <me>/<consumer> of a provider's round,
@@ -165,7 +138,7 @@ func (s *session) provide(ctx context.Context, p providing) outcome {
 	case provider.FailClosed:
 		return s.failClosed(ctx, pe.Consumer, p.tenant, provider.FailClose(pe.BuildFailed, p.tenant))
 	case provider.SkipInvalid:
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[protocol.Tenant])}
+		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: fmt.Sprintf("%v; skipped: nothing issued or revoked until it is fixed or deleted", pe.Invalid[vocabulary.TenantFile])}
 	case provider.Revoke:
 		return s.revoke(ctx, pe)
 	case provider.OfferNonce:
@@ -207,11 +180,11 @@ func (s *session) offerNonce(ctx context.Context, pe *protocol.Documents, ns str
 		consumer := pe.Consumer // the step, held until the commit, keeps only what it reports
 		s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
 			Subject: fmt.Sprintf("Issue nonce for %s on %s", consumer, pe.Provider),
-			Action:  protocol.ActionIssueNonce, Provider: pe.Provider, Consumer: consumer,
+			Action:  vocabulary.ActionIssueNonce, Provider: pe.Provider, Consumer: consumer,
 		}, func(context.Context, bool) error {
-			s.routine.add(ReasonNonceIssued, "nonce issued", consumer)
+			s.routine.add(gitpeerv1alpha1.NonceIssuedReason, "nonce issued", consumer)
 			return nil
-		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Nonce}.String(), doc))
+		}, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.NonceFile}.String(), doc))
 	}
 	return waiting
 }
@@ -275,7 +248,7 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 	}, current)
 	unused := s.reportUnusedOverrides(pe.Consumer, verdict.Unused)
 	if closure != nil {
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonRejected, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), "%s", closure.Message)
+		s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), "%s", closure.Message)
 		o := s.failClosed(ctx, pe.Consumer, current, *closure)
 		o.message = joinNote(o.message, unused)
 		return nil, nil, "", &o
@@ -284,6 +257,11 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 		return fail(err)
 	}
 	if s.liqoMode() {
+		if current == nil {
+			if stray := s.strayLiqoTenant(ctx, pe.Consumer, ns); stray != nil {
+				return nil, nil, "", stray
+			}
+		}
 		if err := s.dropStaleLiqoCache(ctx, pe, ns); err != nil {
 			return fail(err)
 		}
@@ -291,8 +269,8 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pe.Consumer}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, pe.Consumer)
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, ManagedByLabel, managedBy)
-		metav1.SetMetaDataLabel(&tenant.ObjectMeta, OwnerLabel, string(s.obj.UID))
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+		metav1.SetMetaDataLabel(&tenant.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
 		recordOverrides(tenant, verdict.Used, applied)
 		tenant.Spec = pe.Tenant.Spec
 		return nil
@@ -326,9 +304,9 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
-	action, reason := protocol.ActionIssueIdentity, ReasonIssued
+	action, reason := vocabulary.ActionIssueIdentity, gitpeerv1alpha1.IdentityIssuedReason
 	if pe.Identity != nil {
-		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
+		action, reason = vocabulary.ActionRenewIdentity, gitpeerv1alpha1.IdentityRenewedReason
 	}
 	note := ""
 	if renewal := provider.RenewalOf(cert, s.r.Now()); renewal.Due {
@@ -337,7 +315,7 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 			return s.renewalStalled(pe.Consumer, cert, renewal, *stop)
 		}
 		cert, note, fresh = got.cert, got.note, true
-		action, reason = protocol.ActionRenewIdentity, ReasonRenewed
+		action, reason = vocabulary.ActionRenewIdentity, gitpeerv1alpha1.IdentityRenewedReason
 	}
 	s.noteRenewalOf(pe.Consumer, crypto.RenewalTime(cert))
 	s.noteCertificate(gitpeerv1alpha1.ProviderRole, pe.Consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
@@ -346,7 +324,7 @@ func (s *session) maintain(ctx context.Context, pe *protocol.Documents, tenant *
 	if err != nil {
 		return outcome{err: err}
 	}
-	changes := []gitsync.FileChange{gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Identity}.String(), identity)}
+	changes := []gitsync.FileChange{gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String(), identity)}
 	if fresh || !s.quiet() {
 		nonce, err := s.usedNonceRotated(ctx, pe.Consumer, tenant)
 		if err != nil {
@@ -379,13 +357,13 @@ func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.T
 func (s *session) stageIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
 	consumer, serial, expires := pe.Consumer, cert.SerialNumber.Text(16), cert.NotAfter.UTC().Format(time.RFC3339)
 	s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
-		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{protocol.ActionIssueIdentity: "Issue", protocol.ActionRenewIdentity: "Renew"}[action], consumer, pe.Provider, serial),
+		Subject: fmt.Sprintf("%s identity of %s on %s (serial %s)", map[string]string{vocabulary.ActionIssueIdentity: "Issue", vocabulary.ActionRenewIdentity: "Renew"}[action], consumer, pe.Provider, serial),
 		Action:  action, Provider: pe.Provider, Consumer: consumer,
-		Extra: append([]protocol.Trailer{{Key: protocol.TrailerSerial, Value: serial}, {Key: protocol.TrailerExpires, Value: expires}}, overrideTrailers(pe, tenant, cert)...),
+		Extra: append([]protocol.Trailer{{Key: vocabulary.TrailerSerial, Value: serial}, {Key: vocabulary.TrailerExpires, Value: expires}}, overrideTrailers(pe, tenant, cert)...),
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
 			what := "identity committed"
-			if reason == ReasonRenewed {
+			if reason == gitpeerv1alpha1.IdentityRenewedReason {
 				what = "renewed identity committed"
 			}
 			s.routine.add(reason, what, fmt.Sprintf("%s (serial %s, expires %s)", consumer, serial, expires))
@@ -441,8 +419,8 @@ func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewa
 	}
 	s.overdue[consumer] = msg
 	s.mu.Unlock()
-	s.routine.warn(provider.RenewalOverdue, "certificate renewal overdue", fmt.Sprintf("%s (serial %s, due %s, expires %s)", consumer, serial, due, expires))
-	o.reason = provider.RenewalOverdue
+	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", fmt.Sprintf("%s (serial %s, due %s, expires %s)", consumer, serial, due, expires))
+	o.reason = gitpeerv1alpha1.RenewalOverdueReason
 	if o.err != nil {
 		o.err = fmt.Errorf("%s: %w", msg, o.err)
 	} else {
@@ -468,7 +446,7 @@ func (s *session) usedNonceRotated(ctx context.Context, consumer string, tenant 
 	if err != nil {
 		return gitsync.FileChange{}, err
 	}
-	return gitsync.Put(protocol.Path{Provider: string(s.obj.Spec.ClusterID), Consumer: consumer, Kind: protocol.Nonce}.String(), doc), nil
+	return gitsync.Put(protocol.Path{Provider: string(s.obj.Spec.ClusterID), Consumer: consumer, Kind: vocabulary.NonceFile}.String(), doc), nil
 }
 
 // revoke deletes everything this PeeringRepository issued to a consumer whose
@@ -480,17 +458,17 @@ func (s *session) revoke(ctx context.Context, pe *protocol.Documents) outcome {
 		return outcome{err: err}
 	}
 	var changes []gitsync.FileChange
-	for _, k := range []protocol.Kind{protocol.Identity, protocol.Nonce, protocol.Request} {
+	for _, k := range []vocabulary.FileKind{vocabulary.IdentityFile, vocabulary.NonceFile, vocabulary.RequestFile} {
 		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
 	consumer := pe.Consumer // the step, held until the commit, keeps only what it reports
 	s.stage(ctx, gitpeerv1alpha1.ProviderRole, consumer, protocol.Message{
 		Subject: fmt.Sprintf("Revoke identity of %s on %s", consumer, pe.Provider),
 		Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
-		Action:  protocol.ActionRevoke, Provider: pe.Provider, Consumer: consumer,
+		Action:  vocabulary.ActionRevoke, Provider: pe.Provider, Consumer: consumer,
 	}, func(_ context.Context, pushed bool) error {
 		if pushed {
-			s.routine.add(ReasonRevoked, "peering revoked", consumer)
+			s.routine.add(gitpeerv1alpha1.RevokedReason, "peering revoked", consumer)
 		}
 		return nil
 	}, changes...)
@@ -527,9 +505,9 @@ func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) er
 		return err
 	}
 	labels := authv1beta1.TenantNamespaceLabels(authv1beta1.ClusterID(peer))
-	labels[ManagedByLabel], labels[OwnerLabel] = managedBy, string(s.obj.UID)
+	labels[vocabulary.ManagedByLabel], labels[vocabulary.OwnerLabel] = vocabulary.ManagedBy, string(s.obj.UID)
 	return s.r.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels,
-		Annotations: map[string]string{ModeAnnotation: s.modeName()}}})
+		Annotations: map[string]string{vocabulary.ModeAnnotation: s.modeName()}}})
 }
 
 // nonce returns the consumer's current nonce from the liqo-nonce Secret,
@@ -556,8 +534,8 @@ func (s *session) rotateNonce(ctx context.Context, consumer, ns string) (string,
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.NonceSecretLabel, authv1beta1.TrueValue)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, ManagedByLabel, managedBy)
-		metav1.SetMetaDataLabel(&secret.ObjectMeta, OwnerLabel, string(s.obj.UID))
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+		metav1.SetMetaDataLabel(&secret.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
 		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce)}
 		return nil
 	})
@@ -591,8 +569,8 @@ func (s *session) syncBinding(ctx context.Context, consumer, ns string, conditio
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plan.Bind.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, rb, func() error {
 		metav1.SetMetaDataLabel(&rb.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
-		metav1.SetMetaDataLabel(&rb.ObjectMeta, ManagedByLabel, managedBy)
-		metav1.SetMetaDataLabel(&rb.ObjectMeta, OwnerLabel, string(s.obj.UID))
+		metav1.SetMetaDataLabel(&rb.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
+		metav1.SetMetaDataLabel(&rb.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
 		rb.RoleRef, rb.Subjects = plan.Bind.RoleRef, plan.Bind.Subjects
 		return nil
 	})
@@ -644,7 +622,7 @@ func (s *session) apiServer() string {
 func (s *session) publishTerms(ctx context.Context) {
 	if err := s.writeTerms(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "publishing the provider's terms")
-		s.r.event(s.obj, corev1.EventTypeWarning, ReasonTermsFailed, "publishing %s: %v", protocol.TermsPath(string(s.obj.Spec.ClusterID)), err)
+		s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonTermsFailed, "publishing %s: %v", protocol.TermsPath(string(s.obj.Spec.ClusterID)), err)
 	}
 }
 
@@ -664,7 +642,7 @@ func (s *session) writeTerms(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.stage(ctx, gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: protocol.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
+	s.stage(ctx, gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: vocabulary.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
 		nil, gitsync.Put(protocol.TermsPath(me), doc))
 	return nil
 }

@@ -17,20 +17,16 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/verdict"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // ForgeTokenKey is the key of the forge API token in the Secret of spec.consumer.pullRequest.
 const ForgeTokenKey = "token"
-
-// Reasons of the pull-request events.
-const (
-	ReasonPullRequest       = "PullRequest"
-	ReasonPullRequestFailed = "PullRequestFailed"
-)
 
 // followPullRequest keeps the pull request of pe's review branch in line with o, the outcome of
 // this round's consumer step for pe, when spec.consumer.pullRequest is set: while the Tenant waits
@@ -48,11 +44,11 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 	if pe.Nonce == nil && pe.Tenant == nil && !requesting {
 		return o
 	}
-	merged := consumer.OwnTenantMerged(pe, s.key.Public()) == nil
+	merged := check.OwnTenant(pe, s.key.Public()) == nil
 	if merged && s.previousPhase(pe.Provider) != gitpeerv1alpha1.PhaseAwaitingApproval {
 		return o // cleaned up when the merge was first seen; no forge call every round after
 	}
-	branch, err := s.reviewBranch(pe)
+	branch, err := consumer.ReviewBranch(spec, pe.Provider, pe.Consumer)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -82,7 +78,7 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 			return s.reportPullRequest(pe, o, res, true)
 		}
 	}
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonPullRequestFailed, pe.Provider, "pull request for provider %s: %v", pe.Provider, err)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonPullRequestFailed, pe.Provider, "pull request for provider %s: %v", pe.Provider, err)
 	o.message += fmt.Sprintf("; pull request: %v", err)
 	return o
 }
@@ -114,7 +110,7 @@ func (s *session) reportPullRequest(pe *protocol.Documents, o outcome, res forge
 		note = fmt.Sprintf("pull request %s", pr.URL)
 	}
 	if fresh && res.Action != forge.Unchanged {
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonPullRequest, pe.Provider, "pull request %s for provider %s %s", pr.URL, pe.Provider, res.Action)
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, vocabulary.ReasonPullRequest, pe.Provider, "pull request %s for provider %s %s", pr.URL, pe.Provider, res.Action)
 	}
 	o.message += "; " + note
 	return o
@@ -170,15 +166,15 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 // pull request's head. Rules only the provider can check are listed as such, never as passed.
 // The lines go in the description as the proposer's own claim, never in a status.
 func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) []string {
-	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Terms: pe.Terms, TermsErr: pe.TermsErr, Invalid: map[protocol.Kind]error{}}
+	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Terms: pe.Terms, TermsErr: pe.TermsErr, Invalid: map[vocabulary.FileKind]error{}}
 	for k, err := range pe.Invalid {
-		if k != protocol.Tenant && k != protocol.Identity {
+		if k != vocabulary.TenantFile && k != vocabulary.IdentityFile {
 			merged.Invalid[k] = err
 		}
 	}
-	kind := protocol.Tenant
+	kind := vocabulary.TenantFile
 	if pe.Nonce == nil {
-		kind, merged.Request = protocol.Request, nil
+		kind, merged.Request = vocabulary.RequestFile, nil
 	}
 	rel := protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: kind}
 	data, err := read(path.Join(s.obj.Spec.Path, rel.String()))

@@ -15,12 +15,14 @@ import (
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/apis"
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/forge"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestCheckProposed runs the consumer's pull-request checks on the tenant.yaml a pull request's
@@ -114,7 +116,7 @@ func nonceIssued(t *testing.T, key gocrypto.Signer, nonce string) *protocol.Docu
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, data := range map[protocol.Kind][]byte{protocol.Request: req, protocol.Nonce: nonceDoc} {
+	for k, data := range map[vocabulary.FileKind][]byte{vocabulary.RequestFile: req, vocabulary.NonceFile: nonceDoc} {
 		if err := pe.Decode(protocol.Path{Provider: "hub", Consumer: "edge-1", Kind: k}, data); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +170,7 @@ func TestPullRequestFollowedOnChange(t *testing.T) {
 
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "forge"}, Data: map[string][]byte{ForgeTokenKey: []byte("t")}}
-	r := &PeeringRepositoryReconciler{Client: fakeclient.NewClientBuilder().WithScheme(NewScheme()).WithObjects(token).Build(), Now: func() time.Time { return now }}
+	r := &PeeringRepositoryReconciler{Client: fakeclient.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(token).Build(), Now: func() time.Time { return now }}
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "peering", Generation: 1}, Spec: gitpeerv1alpha1.PeeringRepositorySpec{
 		URL: "https://forge.example/org/peering.git", Interval: &metav1.Duration{Duration: time.Minute},
 		Consumer: &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{"hub"},

@@ -20,6 +20,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // DefaultFullResyncPeriod is the longest time between two full rounds of a
@@ -115,7 +116,7 @@ func consumersOf(obj client.Object) []string {
 	if c, ok := strings.CutPrefix(ns, authv1beta1.TenantNamespacePrefix); ok && c != "" {
 		out = append(out, c)
 	}
-	for _, key := range []string{authv1beta1.RemoteClusterIDLabel, ConsumerLabel} {
+	for _, key := range []string{authv1beta1.RemoteClusterIDLabel, vocabulary.ConsumerLabel} {
 		if c := obj.GetLabels()[key]; c != "" {
 			out = append(out, c)
 		}
@@ -138,7 +139,7 @@ func (r *PeeringRepositoryReconciler) objectChanges() handler.EventHandler {
 		for _, obj := range objs {
 			consumers := consumersOf(obj)
 			r.rounds.noteChanged(consumers...)
-			wake = wake || (len(consumers) > 0 && (deleted || obj.GetLabels()[OwnerLabel] == ""))
+			wake = wake || (len(consumers) > 0 && (deleted || obj.GetLabels()[vocabulary.OwnerLabel] == ""))
 		}
 		if wake {
 			r.enqueueProviders(ctx, q)

@@ -15,6 +15,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestConsumersOf maps the objects the informers report to the consumers
@@ -37,7 +38,7 @@ func TestConsumersOf(t *testing.T) {
 			Labels: map[string]string{authv1beta1.RemoteClusterIDLabel: "c3"}}}, []string{"c2", "c3"}},
 		{"a RoleBinding elsewhere", &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "b"}}, nil},
 		{"a CSR", &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr",
-			Labels: map[string]string{ConsumerLabel: "c4"}}}, []string{"c4"}},
+			Labels: map[string]string{vocabulary.ConsumerLabel: "c4"}}}, []string{"c4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := consumersOf(tc.obj); !slices.Equal(got, tc.want) {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"

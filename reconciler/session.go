@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // session is one reconciliation of one PeeringRepository.
@@ -80,7 +82,7 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 			if apiUnavailable(err) {
 				return nil, err
 			}
-			return nil, &Generic{Reason: ReasonKeyError, Err: fmt.Errorf("cluster key: %w", err)}
+			return nil, &Generic{Reason: gitpeerv1alpha1.ClusterKeyErrorReason, Err: fmt.Errorf("cluster key: %w", err)}
 		}
 	}
 	if mode.Active && obj.IsProvider() {
@@ -96,7 +98,7 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 func (r *PeeringRepositoryReconciler) detectLiqo(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (liqo.Mode, error) {
 	mode, err := liqo.Detect(ctx, r.apiReader(), obj.Spec.Liqo, string(obj.Spec.ClusterID))
 	if reason, ok := liqo.Reason(err); ok {
-		markFalse(obj, ConditionLiqoReady, reason, "%s", err)
+		markFalse(obj, gitpeerv1alpha1.LiqoReadyCondition, reason, "%s", err)
 		return mode, &Stalling{Reason: reason, Err: err}
 	}
 	if err != nil {
@@ -107,15 +109,11 @@ func (r *PeeringRepositoryReconciler) detectLiqo(ctx context.Context, obj *gitpe
 		reason = gitpeerv1alpha1.LiqoModeReason
 	}
 	if mode.VersionWarning != "" {
-		r.event(obj, corev1.EventTypeWarning, ReasonLiqoVersionWarning, "%s", mode.VersionWarning)
+		r.event(obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoVersionWarning, "%s", mode.VersionWarning)
 	}
-	markTrue(obj, ConditionLiqoReady, reason, "%s", mode)
+	markTrue(obj, gitpeerv1alpha1.LiqoReadyCondition, reason, "%s", mode)
 	return mode, nil
 }
-
-// ReasonLiqoVersionWarning: Liqo mode runs, but Liqo's version was not
-// checked (unknown) or is newer than the one gitpeer is tested with (liqo.CheckVersion).
-const ReasonLiqoVersionWarning = "LiqoVersionWarning"
 
 // sync polls the branch, guards its history, verifies commit signatures and
 // loads the peering documents that concern the local cluster.
@@ -155,7 +153,7 @@ func (s *session) guardHistory() error {
 			if !errors.Is(err, gitsync.ErrHistoryRewritten) {
 				return err
 			}
-			if err := s.unlessAcknowledged(ReasonHistoryRewritten, fmt.Sprintf("branch %s was rewritten: %s does not descend from %s", obj.GetBranch(), head, last)); err != nil {
+			if err := s.unlessAcknowledged(gitpeerv1alpha1.HistoryRewrittenReason, fmt.Sprintf("branch %s was rewritten: %s does not descend from %s", obj.GetBranch(), head, last)); err != nil {
 				return err
 			}
 			s.rewriteAcknowledged = true
@@ -165,7 +163,7 @@ func (s *session) guardHistory() error {
 	if !errors.Is(err, gitsync.ErrMergeReverts) {
 		return err
 	}
-	return s.unlessAcknowledged(ReasonMergeReverts, fmt.Sprintf("branch %s: %v", obj.GetBranch(), err))
+	return s.unlessAcknowledged(gitpeerv1alpha1.MergeRevertsReason, fmt.Sprintf("branch %s: %v", obj.GetBranch(), err))
 }
 
 // unlessAcknowledged stalls with reason on what, a history the agent must not
@@ -194,9 +192,9 @@ func (s *session) load(ctx context.Context) error {
 		s.reject(ctx, rj.Path, rj.Err)
 	}
 	if len(s.invalid) > 0 {
-		markFalse(s.obj, ConditionFilesValid, ReasonInvalidFile, "%d file(s) skipped: %s", len(s.invalid), s.invalid[0])
+		markFalse(s.obj, gitpeerv1alpha1.FilesValidCondition, gitpeerv1alpha1.InvalidDocumentReason, "%d file(s) skipped: %s", len(s.invalid), s.invalid[0])
 	} else {
-		markTrue(s.obj, ConditionFilesValid, ReasonSucceeded, "all files valid")
+		markTrue(s.obj, gitpeerv1alpha1.FilesValidCondition, meta.SucceededReason, "all files valid")
 	}
 	return nil
 }
@@ -237,7 +235,7 @@ func loadScope(obj *gitpeerv1alpha1.PeeringRepository) protocol.Scope {
 func (s *session) reject(ctx context.Context, path string, err error) {
 	s.invalid = append(s.invalid, err.Error())
 	log.FromContext(ctx).Info("skipping invalid file", "path", path, "reason", err.Error())
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonInvalidFile, path, "%v", err)
+	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.InvalidDocumentReason, path, "%v", err)
 }
 
 func (s *session) peering(provider, consumer string) *protocol.Documents {
@@ -274,7 +272,7 @@ func (s *session) run(ctx context.Context) error {
 		results = append(results, s.provideAll(ctx, plan)...)
 		s.carry(plan)
 		if s.deferred > 0 {
-			s.r.event(s.obj, corev1.EventTypeWarning, ReasonDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
+			s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRequestsDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
 		}
 	}
 	if s.obj.IsConsumer() {
@@ -336,9 +334,9 @@ func (s *session) publishStatus() {
 	s.obj.Status.PeeringsOmitted, s.obj.Status.PeeringsNeedingAttention = int32(sum.omitted), int32(sum.attention)
 	if len(sum.failed) > 0 {
 		first := sum.failed[0]
-		markFalse(s.obj, ConditionPeeringsHealth, ReasonRejected, "%d peering(s) failed; %s %s: %s", len(sum.failed), first.Role, first.PeerID, first.Message)
+		markFalse(s.obj, gitpeerv1alpha1.PeeringsHealthyCondition, gitpeerv1alpha1.RejectedReason, "%d peering(s) failed; %s %s: %s", len(sum.failed), first.Role, first.PeerID, first.Message)
 	} else {
-		markTrue(s.obj, ConditionPeeringsHealth, ReasonSucceeded, "no peering failed")
+		markTrue(s.obj, gitpeerv1alpha1.PeeringsHealthyCondition, meta.SucceededReason, "no peering failed")
 	}
 }
 

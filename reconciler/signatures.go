@@ -6,18 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-)
-
-// ConditionSourceVerified reports, when spec.verify is set, whether the
-// commits the agent is about to act upon are signed by trusted keys.
-const (
-	ConditionSourceVerified  = gitpeerv1alpha1.SourceVerifiedCondition
-	ReasonVerificationFailed = gitpeerv1alpha1.CommitVerificationFailedReason
 )
 
 // Key-name suffixes of the trusted keys Secret, as in Flux's spec.verify.
@@ -37,7 +31,7 @@ const (
 func (s *session) verifySignatures(ctx context.Context) error {
 	spec := s.obj.Spec.Verify
 	if spec == nil {
-		deleteCondition(s.obj, ConditionSourceVerified)
+		deleteCondition(s.obj, gitpeerv1alpha1.SourceVerifiedCondition)
 		return nil
 	}
 	mode := spec.Mode
@@ -45,12 +39,12 @@ func (s *session) verifySignatures(ctx context.Context) error {
 		mode = gitpeerv1alpha1.VerifyRelevant
 	}
 	last := plumbing.NewHash(s.obj.Status.LastProcessedCommit)
-	if s.head == last && mode != gitpeerv1alpha1.VerifyHEAD && isTrue(s.obj, ConditionSourceVerified) {
+	if s.head == last && mode != gitpeerv1alpha1.VerifyHEAD && isTrue(s.obj, gitpeerv1alpha1.SourceVerifiedCondition) {
 		return nil // no new commit since the last verified one
 	}
 	bad, err := s.unverified(ctx, spec, mode, last)
 	if err == nil && len(bad) == 0 {
-		markTrue(s.obj, ConditionSourceVerified, ReasonSucceeded, "commits up to %s verified (mode %s)", shortHash(s.head.String()), mode)
+		markTrue(s.obj, gitpeerv1alpha1.SourceVerifiedCondition, meta.SucceededReason, "commits up to %s verified (mode %s)", shortHash(s.head.String()), mode)
 		return nil
 	}
 	var msg string
@@ -65,8 +59,8 @@ func (s *session) verifySignatures(ctx context.Context) error {
 		}
 	}
 	msg = fmt.Sprintf("%s; not acting on %s, staying at %s", msg, shortHash(s.head.String()), shortHash(last.String()))
-	markFalse(s.obj, ConditionSourceVerified, ReasonVerificationFailed, "%s", msg)
-	return &Stalling{Reason: ReasonVerificationFailed, Err: errors.New(msg)}
+	markFalse(s.obj, gitpeerv1alpha1.SourceVerifiedCondition, gitpeerv1alpha1.CommitVerificationFailedReason, "%s", msg)
+	return &Stalling{Reason: gitpeerv1alpha1.CommitVerificationFailedReason, Err: errors.New(msg)}
 }
 
 // unverified returns the commits mode selects that no trusted key signed.

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"crypto/x509"
 	"maps"
 	"sync"
 
@@ -19,7 +18,7 @@ import (
 
 // sliceWatch sees, in Liqo mode, each certificate Liqo's remote
 // ResourceSlice controller issues for a consumer's ResourceSlice (its
-// status.authParams), so that the provider records it (recordSliceCertificates)
+// status.authParams), so that the provider records it (recordWatchedSlices)
 // while the slice exists: Liqo never deletes a slice's certificate cache when
 // the slice goes, and a revocation must still mark its certificate revoked
 // and delete that cache. It watches only the slices Liqo's CRD replicator
@@ -35,11 +34,11 @@ type sliceWatch struct {
 	started     chan struct{}
 
 	mu   sync.Mutex
-	seen map[string]map[string]*x509.Certificate // consumer -> slice -> certificate, not yet recorded
+	seen map[string]map[string][]byte // consumer -> slice -> PEM certificate, not yet recorded
 }
 
 func newSliceWatch(config *rest.Config, noteChanged func(...string)) *sliceWatch {
-	return &sliceWatch{config: config, noteChanged: noteChanged, started: make(chan struct{}), seen: map[string]map[string]*x509.Certificate{}}
+	return &sliceWatch{config: config, noteChanged: noteChanged, started: make(chan struct{}), seen: map[string]map[string][]byte{}}
 }
 
 // start makes Start watch; only the first call counts. A nil watch (a
@@ -90,12 +89,12 @@ func (w *sliceWatch) Start(ctx context.Context) error {
 // (provider.SliceIssued), and marks the consumer's peering for the next round.
 func (w *sliceWatch) note(slice *unstructured.Unstructured) {
 	consumer, cert := provider.SliceIssued(slice)
-	if cert == nil {
+	if consumer == "" {
 		return
 	}
 	w.mu.Lock()
 	if w.seen[consumer] == nil {
-		w.seen[consumer] = map[string]*x509.Certificate{}
+		w.seen[consumer] = map[string][]byte{}
 	}
 	w.seen[consumer][slice.GetName()] = cert
 	w.mu.Unlock()
@@ -103,7 +102,7 @@ func (w *sliceWatch) note(slice *unstructured.Unstructured) {
 }
 
 // take returns and forgets the certificates seen for consumer's slices.
-func (w *sliceWatch) take(consumer string) map[string]*x509.Certificate {
+func (w *sliceWatch) take(consumer string) map[string][]byte {
 	if w == nil {
 		return nil
 	}
@@ -116,7 +115,7 @@ func (w *sliceWatch) take(consumer string) map[string]*x509.Certificate {
 
 // putBack returns what take returned and was not recorded, without
 // replacing what was seen since.
-func (w *sliceWatch) putBack(consumer string, certs map[string]*x509.Certificate) {
+func (w *sliceWatch) putBack(consumer string, certs map[string][]byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	newer := w.seen[consumer]

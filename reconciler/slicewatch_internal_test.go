@@ -1,7 +1,6 @@
 package reconciler
 
 import (
-	"crypto/x509"
 	"math/big"
 	"slices"
 	"testing"
@@ -21,16 +20,16 @@ func TestSliceWatchKeepsUnrecorded(t *testing.T) {
 	if len(marked) != 0 || w.take("c1") != nil {
 		t.Fatalf("a slice without a certificate was noted: marked %v", marked)
 	}
-	cert := func(serial int64) *x509.Certificate { return &x509.Certificate{SerialNumber: big.NewInt(serial)} }
-	w.seen["c1"] = map[string]*x509.Certificate{"s1": cert(1)}
+	cert := func(serial int64) []byte { return big.NewInt(serial).Bytes() } // stands for a PEM certificate
+	w.seen["c1"] = map[string][]byte{"s1": cert(1)}
 	taken := w.take("c1")
 	if len(taken) != 1 || w.take("c1") != nil {
 		t.Fatalf("take = %v, then not empty", taken)
 	}
-	w.seen["c1"] = map[string]*x509.Certificate{"s1": cert(2), "s2": cert(3)} // seen during the failed write
+	w.seen["c1"] = map[string][]byte{"s1": cert(2), "s2": cert(3)} // seen during the failed write
 	w.putBack("c1", taken)
 	got := w.take("c1")
-	if len(got) != 2 || got["s1"].SerialNumber.Int64() != 2 || got["s2"].SerialNumber.Int64() != 3 {
+	if len(got) != 2 || got["s1"][0] != 2 || got["s2"][0] != 3 {
 		t.Errorf("after putBack: %v, want s1's newer certificate 2 and s2's 3", got)
 	}
 	var none *sliceWatch // a reconciler not set up with a manager

@@ -15,21 +15,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/consumer"
 )
 
 // TestSummarizeReady checks how Ready is derived from the other conditions
 // and the round's error, and what else summarize leaves.
 func TestSummarizeReady(t *testing.T) {
 	filesBad := func(obj *gitpeerv1alpha1.PeeringRepository) {
-		markFalse(obj, ConditionFilesValid, ReasonInvalidFile, "1 file(s) skipped: bad")
+		markFalse(obj, gitpeerv1alpha1.FilesValidCondition, gitpeerv1alpha1.InvalidDocumentReason, "1 file(s) skipped: bad")
 	}
 	peeringsBad := func(obj *gitpeerv1alpha1.PeeringRepository) {
-		markFalse(obj, ConditionPeeringsHealth, ReasonRejected, "1 peering(s) failed")
+		markFalse(obj, gitpeerv1alpha1.PeeringsHealthyCondition, gitpeerv1alpha1.RejectedReason, "1 peering(s) failed")
 	}
 	good := func(obj *gitpeerv1alpha1.PeeringRepository) {
-		markTrue(obj, ConditionFilesValid, ReasonSucceeded, "all files valid")
-		markTrue(obj, ConditionPeeringsHealth, ReasonSucceeded, "no peering failed")
+		markTrue(obj, gitpeerv1alpha1.FilesValidCondition, meta.SucceededReason, "all files valid")
+		markTrue(obj, gitpeerv1alpha1.PeeringsHealthyCondition, meta.SucceededReason, "no peering failed")
 	}
 	for name, tc := range map[string]struct {
 		set        []func(*gitpeerv1alpha1.PeeringRepository)
@@ -43,15 +45,15 @@ func TestSummarizeReady(t *testing.T) {
 		recon      bool
 		generation bool // ObservedGeneration recorded
 	}{
-		"all good":               {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, ready: metav1.ConditionTrue, reason: ReasonSucceeded, message: "at abc: 0 peering(s)", generation: true},
-		"files invalid":          {set: []func(*gitpeerv1alpha1.PeeringRepository){good, filesBad}, ready: metav1.ConditionFalse, reason: ReasonInvalidFile, message: "1 file(s) skipped: bad", generation: true},
-		"files before peerings":  {set: []func(*gitpeerv1alpha1.PeeringRepository){good, peeringsBad, filesBad}, ready: metav1.ConditionFalse, reason: ReasonInvalidFile, message: "1 file(s) skipped: bad", generation: true},
-		"peering failed":         {set: []func(*gitpeerv1alpha1.PeeringRepository){good, peeringsBad}, ready: metav1.ConditionFalse, reason: ReasonRejected, message: "1 peering(s) failed", generation: true},
-		"error before the files": {set: []func(*gitpeerv1alpha1.PeeringRepository){filesBad}, err: &Generic{Reason: ReasonGitFailed, Err: errors.New("push lost")}, ready: metav1.ConditionFalse, reason: ReasonGitFailed, message: "push lost", recon: true},
+		"all good":               {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, ready: metav1.ConditionTrue, reason: meta.SucceededReason, message: "at abc: 0 peering(s)", generation: true},
+		"files invalid":          {set: []func(*gitpeerv1alpha1.PeeringRepository){good, filesBad}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.InvalidDocumentReason, message: "1 file(s) skipped: bad", generation: true},
+		"files before peerings":  {set: []func(*gitpeerv1alpha1.PeeringRepository){good, peeringsBad, filesBad}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.InvalidDocumentReason, message: "1 file(s) skipped: bad", generation: true},
+		"peering failed":         {set: []func(*gitpeerv1alpha1.PeeringRepository){good, peeringsBad}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.RejectedReason, message: "1 peering(s) failed", generation: true},
+		"error before the files": {set: []func(*gitpeerv1alpha1.PeeringRepository){filesBad}, err: &Generic{Reason: gitpeerv1alpha1.GitOperationFailedReason, Err: errors.New("push lost")}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.GitOperationFailedReason, message: "push lost", recon: true},
 		"wait":                   {err: &Waiting{Reason: gitpeerv1alpha1.SecretNotFoundReason, Err: errors.New("no secret")}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.SecretNotFoundReason, message: "no secret", recon: true},
-		"stall":                  {err: &Stalling{Reason: ReasonHistoryRewritten, Err: errors.New("rewritten")}, ready: metav1.ConditionFalse, reason: ReasonHistoryRewritten, message: "rewritten", stalled: true, generation: true},
+		"stall":                  {err: &Stalling{Reason: gitpeerv1alpha1.HistoryRewrittenReason, Err: errors.New("rewritten")}, ready: metav1.ConditionFalse, reason: gitpeerv1alpha1.HistoryRewrittenReason, message: "rewritten", stalled: true, generation: true},
 		"suspended":              {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, suspend: true, generation: true},
-		"direct mode":            {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, direct: true, ready: metav1.ConditionTrue, reason: ReasonSucceeded, message: "at abc: 0 peering(s); " + directModeWarning, generation: true},
+		"direct mode":            {set: []func(*gitpeerv1alpha1.PeeringRepository){good}, direct: true, ready: metav1.ConditionTrue, reason: meta.SucceededReason, message: "at abc: 0 peering(s); " + consumer.DirectModeWarning, generation: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
@@ -60,7 +62,7 @@ func TestSummarizeReady(t *testing.T) {
 				obj.Spec.Consumer = &gitpeerv1alpha1.ConsumerSpec{Direct: true}
 			}
 			obj.Status.LastProcessedCommit = "abc"
-			markReconciling(obj, ReasonProgressing, "reconciling generation 3")
+			markReconciling(obj, meta.ProgressingReason, "reconciling generation 3")
 			for _, set := range tc.set {
 				set(obj)
 			}
@@ -95,26 +97,26 @@ func TestSummarizeReady(t *testing.T) {
 // every set.
 func TestConditionTransitionTime(t *testing.T) {
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
-	markFalse(obj, meta.ReadyCondition, ReasonGitFailed, "down")
+	markFalse(obj, meta.ReadyCondition, gitpeerv1alpha1.GitOperationFailedReason, "down")
 	long := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	obj.Status.Conditions[0].LastTransitionTime = long
 
 	obj.Generation = 2
-	markFalse(obj, meta.ReadyCondition, ReasonRejected, "still down")
+	markFalse(obj, meta.ReadyCondition, gitpeerv1alpha1.RejectedReason, "still down")
 	c := getCondition(obj, meta.ReadyCondition)
-	if !c.LastTransitionTime.Equal(&long) || c.Reason != ReasonRejected || c.Message != "still down" || c.ObservedGeneration != 2 {
+	if !c.LastTransitionTime.Equal(&long) || c.Reason != gitpeerv1alpha1.RejectedReason || c.Message != "still down" || c.ObservedGeneration != 2 {
 		t.Fatalf("same status: %+v; want the transition time kept, the rest updated", c)
 	}
-	markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "up")
+	markTrue(obj, meta.ReadyCondition, meta.SucceededReason, "up")
 	if c := getCondition(obj, meta.ReadyCondition); c.LastTransitionTime.Equal(&long) || c.Status != metav1.ConditionTrue {
 		t.Fatalf("status flipped: %+v; want a new transition time", c)
 	}
-	markStalled(obj, ReasonHistoryRewritten, "rewritten")
-	markReconciling(obj, ReasonProgressing, "again")
+	markStalled(obj, gitpeerv1alpha1.HistoryRewrittenReason, "rewritten")
+	markReconciling(obj, meta.ProgressingReason, "again")
 	if getCondition(obj, meta.StalledCondition) != nil || !isTrue(obj, meta.ReconcilingCondition) {
 		t.Fatalf("Reconciling must replace Stalled: %+v", obj.Status.Conditions)
 	}
-	markStalled(obj, ReasonHistoryRewritten, "rewritten")
+	markStalled(obj, gitpeerv1alpha1.HistoryRewrittenReason, "rewritten")
 	if getCondition(obj, meta.ReconcilingCondition) != nil || !isTrue(obj, meta.StalledCondition) {
 		t.Fatalf("Stalled must replace Reconciling: %+v", obj.Status.Conditions)
 	}
@@ -128,7 +130,7 @@ func TestWriteStatus(t *testing.T) {
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Generation: 1}}
 	var patches []string
 	conflicts := 0 // the next patches that conflict
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(obj).WithStatusSubresource(obj).
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(obj).WithStatusSubresource(obj).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			patches = append(patches, sub+" "+string(p.Type()))
 			if conflicts > 0 {
@@ -150,7 +152,7 @@ func TestWriteStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	conflicts = 1
-	markTrue(obj, meta.ReadyCondition, ReasonSucceeded, "ok")
+	markTrue(obj, meta.ReadyCondition, meta.SucceededReason, "ok")
 	obj.Status.LastProcessedCommit = "abc"
 	if err := r.writeStatus(ctx, before, obj); err != nil {
 		t.Fatalf("writeStatus after a concurrent write: %v", err)
@@ -166,7 +168,7 @@ func TestWriteStatus(t *testing.T) {
 		t.Fatalf("stored %+v", got)
 	}
 	quiet := got.DeepCopy()
-	markTrue(got, meta.ReadyCondition, ReasonSucceeded, "ok")
+	markTrue(got, meta.ReadyCondition, meta.SucceededReason, "ok")
 	if err := r.writeStatus(ctx, quiet, got); err != nil || len(patches) != 2 {
 		t.Fatalf("an unchanged status was written: %v, %q", err, patches)
 	}

@@ -12,9 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // files is a protocol.Source of files by path.
@@ -41,7 +43,7 @@ func TestTermsReadOnlyWhenTheyMayChange(t *testing.T) {
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: gitpeerv1alpha1.DefaultClusterRoleName},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(role).Build()
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(role).Build()
 	roleReads := 0
 	apiReader := interceptor.NewClient(c, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 		if _, ok := obj.(*rbacv1.ClusterRole); ok {
@@ -70,7 +72,7 @@ func TestTermsReadOnlyWhenTheyMayChange(t *testing.T) {
 		if (len(staged) == 1) != wantStaged || roleReads != wantReads {
 			t.Fatalf("%s: %d step(s) staged, ClusterRole read %d time(s); want staged %v, %d read(s)", name, len(staged), roleReads, wantStaged, wantReads)
 		}
-		if wantStaged && (staged[0].msg.Action != protocol.ActionPublishTerms || staged[0].msg.Provider != "p" || staged[0].msg.Consumer != "") {
+		if wantStaged && (staged[0].msg.Action != vocabulary.ActionPublishTerms || staged[0].msg.Provider != "p" || staged[0].msg.Consumer != "") {
 			t.Fatalf("%s: staged %+v", name, staged[0].msg)
 		}
 		if !strings.Contains(string(branch[protocol.TermsPath("p")]), wantInTerms) {
@@ -102,7 +104,7 @@ func TestTermsRoleUsers(t *testing.T) {
 		return &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
 			Spec: gitpeerv1alpha1.PeeringRepositorySpec{Provider: &gitpeerv1alpha1.ProviderSpec{Enabled: provider, ClusterRoleName: role}}}
 	}
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(
 		pr("default-role", "", true), pr("other-role", "other", true), pr("consumer-only", "", false)).Build()
 	r := &PeeringRepositoryReconciler{Client: c}
 	for role, want := range map[string]string{gitpeerv1alpha1.DefaultClusterRoleName: "ns/default-role", "other": "ns/other-role", "unrelated": ""} {

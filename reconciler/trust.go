@@ -9,62 +9,29 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/consumer"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// trust checks the Identity's API server and CA (consumer.Trust) against
-// the anchor the admin configured for the provider in spec.consumer.trustedCAs
-// (CA hashes, or a Secret's CA bundle) or, with none, against the pin of the
-// consumer-side tenant namespace annotations if spec.consumer.trustOnFirstUse
-// is set. It returns the first-use pin to record ("" when an anchor decides).
-func (s *session) trust(ctx context.Context, pe *protocol.Documents, annotations map[string]string) (string, error) {
-	ap := pe.Identity.Spec.AuthParams
+// anchor is what the admin configured to trust provider's Identity by
+// (consumer.Anchor): spec.consumer.trustedCAs (CA hashes, or a Secret's CA
+// bundle, read here) and spec.consumer.trustOnFirstUse.
+func (s *session) anchor(ctx context.Context, provider string) (consumer.Anchor, error) {
 	anchor := consumer.Anchor{FirstUse: s.obj.Spec.Consumer.TrustOnFirstUse}
-	if ref := s.obj.Spec.Consumer.TrustedCAFor(pe.Provider); ref != nil {
+	if ref := s.obj.Spec.Consumer.TrustedCAFor(provider); ref != nil {
 		anchor.Hashes = ref.CACertHashes
 		if ref.SecretRef != nil {
 			secret, err := s.r.secret(ctx, s.obj.Namespace, ref.SecretRef.Name)
 			if err != nil {
-				return "", fmt.Errorf("trusted CA of provider %s: %w", ref.Provider, err)
+				return anchor, fmt.Errorf("trusted CA of provider %s: %w", ref.Provider, err)
 			}
 			anchor.CA = &consumer.TrustedCA{Secret: ref.SecretRef.Name, PEM: secret.Data[consumer.TrustedCAKey]}
 		}
 	}
-	return consumer.Trust(annotations, pe.Provider, ap.APIServer, ap.CA, anchor)
-}
-
-// recordProviderPin stores pin on the tenant namespace and drops a legacy CA
-// pin (consumer.RecordPin). Each pin taken is trust on first use, never an
-// anchor: it is reported with a Warning.
-func (s *session) recordProviderPin(ctx context.Context, provider string, nsObj *corev1.Namespace, pin string) error {
-	if !consumer.RecordPin(nsObj.Annotations, pin) {
-		return nil
-	}
-	patch := client.MergeFrom(nsObj.DeepCopy())
-	metav1.SetMetaDataAnnotation(&nsObj.ObjectMeta, PinnedProviderAnnotation, pin)
-	delete(nsObj.Annotations, PinnedCAAnnotation)
-	if err := s.r.Patch(ctx, nsObj, patch); err != nil {
-		return err
-	}
-	log.FromContext(ctx).Info("provider trusted on first use: pinned without an anchor", "provider", provider, "namespace", nsObj.Name)
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, ReasonTrustedOnFirstUse, provider,
-		"provider %s trusted on first use (spec.consumer.trustOnFirstUse): its API server and CA are pinned in annotation %s of namespace %s, with no anchor; %s, and add it to spec.consumer.trustedCAs",
-		provider, PinnedProviderAnnotation, nsObj.Name, consumer.CAHashHowTo)
-	return nil
-}
-
-// firstUseNote is what a peering's message adds while its provider is
-// trusted on first use: pin is trust's.
-func firstUseNote(pin string) string {
-	if pin == "" {
-		return ""
-	}
-	return "; trusted on first use (spec.consumer.trustOnFirstUse), not anchored by spec.consumer.trustedCAs"
+	return anchor, nil
 }
 
 // forgetProvider deletes what the consumer holds for provider in its tenant
@@ -84,12 +51,12 @@ func (s *session) forgetProvider(ctx context.Context, provider, ns string) error
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if nsObj.Annotations[PinnedProviderAnnotation] == "" && nsObj.Annotations[PinnedCAAnnotation] == "" {
+	if nsObj.Annotations[vocabulary.PinnedProviderAnnotation] == "" && nsObj.Annotations[vocabulary.PinnedCAAnnotation] == "" {
 		return nil
 	}
 	patch := client.MergeFrom(nsObj.DeepCopy())
-	delete(nsObj.Annotations, PinnedProviderAnnotation)
-	delete(nsObj.Annotations, PinnedCAAnnotation)
+	delete(nsObj.Annotations, vocabulary.PinnedProviderAnnotation)
+	delete(nsObj.Annotations, vocabulary.PinnedCAAnnotation)
 	return s.r.Patch(ctx, nsObj, patch)
 }
 
@@ -99,7 +66,7 @@ func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) erro
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if secret.Labels[ManagedByLabel] != managedBy {
+	if secret.Labels[vocabulary.ManagedByLabel] != vocabulary.ManagedBy {
 		return nil
 	}
 	err := s.r.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
@@ -117,7 +84,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 		providers = s.obj.Spec.Consumer.Providers
 	}
 	var identities authv1beta1.IdentityList
-	if err := s.r.List(ctx, &identities, client.MatchingLabels{ManagedByLabel: managedBy, OwnerLabel: string(s.obj.UID)}); err != nil {
+	if err := s.r.List(ctx, &identities, client.MatchingLabels{vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: string(s.obj.UID)}); err != nil {
 		return err
 	}
 	var errs []error
@@ -132,7 +99,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 			continue
 		}
 		s.noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{})
-		s.r.eventAbout(s.obj, corev1.EventTypeNormal, ReasonRevoked, provider,
+		s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.RevokedReason, provider,
 			"provider %s left spec.consumer.providers: Identity, kubeconfig, signed nonce and pin deleted", provider)
 	}
 	return errors.Join(errs...)

@@ -22,8 +22,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/webhook"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
@@ -53,7 +53,7 @@ func TestAgentProcess(t *testing.T) {
 // stops it cleanly.
 func TestAgent(t *testing.T) {
 	cp := controlplane.Start(t)
-	scheme := reconciler.NewScheme()
+	scheme := apis.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
@@ -70,7 +70,7 @@ func TestAgent(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook"}, Data: map[string][]byte{webhook.TokenKey: []byte(token)}},
 		&gitpeerv1alpha1.PeeringRepository{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name, Annotations: map[string]string{
-				webhook.SecretAnnotation: "hook", webhook.TypeAnnotation: string(webhook.GitHub),
+				gitpeerv1alpha1.WebhookSecretAnnotation: "hook", gitpeerv1alpha1.WebhookTypeAnnotation: string(webhook.GitHub),
 			}},
 			Spec: gitpeerv1alpha1.PeeringRepositorySpec{
 				// Nothing listens there: the reconcile fails at Git, after recording the request.

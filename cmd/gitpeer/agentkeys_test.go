@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 )
 
 // TestLoadAgentKeys: --agent-key reads SSH public keys in authorized_keys

@@ -22,12 +22,13 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitpeer/gitpeer/apis"
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/preflight"
 	gitpeercrypto "github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestCheck runs `gitpeer check` against a real control plane, whose kube-controller-manager
@@ -67,7 +68,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	left, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: preflight.SignTestLabel})
+	left, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: vocabulary.SignTestLabel})
 	if err != nil || len(left.Items) != 0 {
 		t.Fatalf("--sign-test left CSRs: %v %v", left, err)
 	}
@@ -109,7 +110,7 @@ func TestCheck(t *testing.T) {
 	}
 	expect(out, "✗ crd peeringrepositories.gitpeer.io: not installed", "✗ agent: no Deployment labelled app.kubernetes.io/name=gitpeer in namespace gitpeer-system")
 
-	scheme := reconciler.NewScheme()
+	scheme := apis.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {

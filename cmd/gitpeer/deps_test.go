@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,12 +21,7 @@ var harnesses = []string{
 // TestBinaryLinksNoTestHarness checks the dependencies of the gitpeer binary
 // users install: no test harness, and no Gomega.
 func TestBinaryLinksNoTestHarness(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for line := range strings.Lines(string(out)) {
-		pkg, imports, _ := strings.Cut(strings.TrimSpace(line), " ")
+	for pkg, imports := range listDeps(t, ".") {
 		for _, h := range harnesses {
 			if strings.HasPrefix(pkg, h) {
 				t.Errorf("the gitpeer binary links the test harness %s", pkg)
@@ -34,7 +30,7 @@ func TestBinaryLinksNoTestHarness(t *testing.T) {
 		if isGomega(pkg) {
 			continue
 		}
-		for imp := range strings.FieldsSeq(imports) {
+		for _, imp := range imports {
 			if isGomega(imp) {
 				t.Errorf("the gitpeer binary links Gomega through %s (imports %s)", pkg, imp)
 			}
@@ -44,4 +40,37 @@ func TestBinaryLinksNoTestHarness(t *testing.T) {
 
 func isGomega(pkg string) bool {
 	return pkg == "github.com/onsi/gomega" || strings.HasPrefix(pkg, "github.com/onsi/gomega/")
+}
+
+// TestLayout checks two rules of the layout: the subcommands' internals read
+// and write gitpeer's names through package vocabulary, never through the
+// controller (package reconciler), and the sample generator of examples/ links
+// no test harness.
+func TestLayout(t *testing.T) {
+	const controller = "github.com/gitpeer/gitpeer/reconciler"
+	for pkg, imports := range listDeps(t, "./internal/...") {
+		if strings.HasPrefix(pkg, "github.com/gitpeer/gitpeer/cmd/gitpeer/internal/") && slices.Contains(imports, controller) {
+			t.Errorf("%s imports the controller %s", pkg, controller)
+		}
+	}
+	for pkg := range listDeps(t, "github.com/gitpeer/gitpeer/examples/gen") {
+		if strings.HasPrefix(pkg, "github.com/gitpeer/gitpeer/test/") {
+			t.Errorf("examples/gen links the test package %s", pkg)
+		}
+	}
+}
+
+// listDeps returns the imports of every package patterns depend on, by package.
+func listDeps(t *testing.T, patterns ...string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`}, patterns...)...).Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		pkg, imports, _ := strings.Cut(strings.TrimSpace(line), " ")
+		deps[pkg] = strings.Fields(imports)
+	}
+	return deps
 }

@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/apis"
 )
 
 // kubeConfig returns the client configuration of the cluster kubectl's flags select.
@@ -25,5 +25,5 @@ func kubeClient(kube *genericclioptions.ConfigFlags) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: reconciler.NewScheme()})
+	return client.New(cfg, client.Options{Scheme: apis.NewScheme()})
 }

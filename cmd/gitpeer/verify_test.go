@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 

@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 )
 
 const (

@@ -7,15 +7,20 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func newKey(t *testing.T) gocrypto.Signer {
@@ -45,7 +50,7 @@ func TestPlanSignedNonce(t *testing.T) {
 			s.Data[authv1beta1.SignedNonceSecretField] = signature
 		}
 		if proposed {
-			metav1.SetMetaDataAnnotation(&s.ObjectMeta, ProposedAnnotation, "branch x")
+			metav1.SetMetaDataAnnotation(&s.ObjectMeta, vocabulary.ProposedAnnotation, "branch x")
 		}
 		return s
 	}
@@ -91,29 +96,71 @@ func TestPlanIdentity(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	spec := func(cert []byte, apiServer string) *authv1beta1.IdentitySpec {
 		return &authv1beta1.IdentitySpec{ClusterID: "provider", Type: authv1beta1.ControlPlaneIdentityType,
-			AuthParams: authv1beta1.AuthParams{APIServer: apiServer, SignedCRT: cert}}
+			AuthParams: authv1beta1.AuthParams{APIServer: apiServer, CA: []byte("reviewed CA"), SignedCRT: cert}}
+	}
+	// with is s changed by change, as Liqo's local renewer or another writer changes it.
+	with := func(s *authv1beta1.IdentitySpec, change func(*authv1beta1.AuthParams)) *authv1beta1.IdentitySpec {
+		s = s.DeepCopy()
+		change(&s.AuthParams)
+		return s
 	}
 	old, renewed := certificate(t, key, t0, 7), certificate(t, key, t0.Add(time.Minute), 3)
 	sameTimeHigher := certificate(t, key, t0, 8)
+	reviewed := spec(old, "https://a")
+	applied := ParamsDigest(reviewed)
+	// Liqo's renewal: a newer certificate with the provider's whole authParams.
+	liqoRenewal := with(spec(renewed, "https://evil"), func(ap *authv1beta1.AuthParams) {
+		ap.CA, ap.ProxyURL = []byte("other CA"), ptr.To("http://proxy")
+	})
 	for name, tc := range map[string]struct {
-		current, incoming *authv1beta1.IdentitySpec
-		want              IdentityChange
+		current   *authv1beta1.IdentitySpec
+		applied   string
+		incoming  *authv1beta1.IdentitySpec
+		want      IdentityChange
+		wantCert  []byte
+		wantWrite bool
+		wantDrift []string
+		wantAPI   string
 	}{
-		"no Identity: create":                       {nil, spec(old, "https://a"), CreateIdentity},
-		"same spec: nothing to write":               {spec(old, "https://a"), spec(old, "https://a"), IdentityUnchanged},
-		"same certificate, other API server":        {spec(old, "https://a"), spec(old, "https://b"), UpdateIdentity},
-		"identity.yaml renewed: update":             {spec(old, "https://a"), spec(renewed, "https://a"), UpdateIdentity},
-		"Liqo's renewer moved it on: keep":          {spec(renewed, "https://a"), spec(old, "https://a"), KeepRenewed},
-		"same NotBefore, larger serial: update":     {spec(old, "https://a"), spec(sameTimeHigher, "https://a"), UpdateIdentity},
-		"same NotBefore, smaller serial: keep":      {spec(sameTimeHigher, "https://a"), spec(old, "https://a"), KeepRenewed},
-		"broken certificate in the cluster: update": {spec([]byte("garbage"), "https://a"), spec(old, "https://a"), UpdateIdentity},
+		"no Identity: create":                   {nil, "", reviewed, CreateIdentity, old, true, nil, "https://a"},
+		"same spec: nothing to write":           {reviewed, applied, reviewed, IdentityUnchanged, old, false, nil, "https://a"},
+		"same spec, not annotated: annotate":    {reviewed, "", reviewed, IdentityUnchanged, old, true, nil, "https://a"},
+		"identity.yaml moves the API server":    {reviewed, applied, spec(old, "https://b"), UpdateIdentity, old, true, nil, "https://b"},
+		"identity.yaml renewed: update":         {reviewed, applied, spec(renewed, "https://a"), UpdateIdentity, renewed, true, nil, "https://a"},
+		"Liqo's renewer moved it on: keep":      {spec(renewed, "https://a"), applied, reviewed, KeepRenewed, renewed, false, nil, "https://a"},
+		"same NotBefore, larger serial: update": {reviewed, applied, spec(sameTimeHigher, "https://a"), UpdateIdentity, sameTimeHigher, true, nil, "https://a"},
+		"same NotBefore, smaller serial: keep":  {spec(sameTimeHigher, "https://a"), applied, reviewed, KeepRenewed, sameTimeHigher, false, nil, "https://a"},
+		"broken certificate in the cluster":     {spec([]byte("garbage"), "https://a"), applied, reviewed, UpdateIdentity, old, true, nil, "https://a"},
+		"Liqo's renewal rewrote every parameter: keep its certificate, restore the reviewed ones": {liqoRenewal, applied, reviewed, KeepRenewed, renewed, true,
+			[]string{"spec.authParams.apiServer", "spec.authParams.ca", "spec.authParams.proxyURL"}, "https://a"},
+		"someone moved the API server, same certificate: restore": {spec(old, "https://evil"), applied, reviewed, UpdateIdentity, old, true,
+			[]string{"spec.authParams.apiServer"}, "https://a"},
+		"a CA dropped (system roots) outside Git: restore": {with(reviewed, func(ap *authv1beta1.AuthParams) { ap.CA = nil }), applied, reviewed, UpdateIdentity, old, true,
+			[]string{"spec.authParams.ca"}, "https://a"},
+		"drift and a new identity.yaml together: identity.yaml wins": {liqoRenewal, applied, spec(renewed, "https://b"), UpdateIdentity, renewed, true,
+			[]string{"spec.authParams.apiServer", "spec.authParams.ca", "spec.authParams.proxyURL"}, "https://b"},
+		"an Identity of an earlier version, changed outside Git": {spec(old, "https://evil"), "", reviewed, UpdateIdentity, old, true,
+			[]string{"spec.authParams.apiServer"}, "https://a"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := PlanIdentity(tc.current, tc.incoming)
-			if err != nil || got != tc.want {
-				t.Errorf("PlanIdentity = %s, %v; want %s", got, err, tc.want)
+			plan, err := PlanIdentity(tc.current, tc.applied, tc.incoming)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Change != tc.want || plan.Write != tc.wantWrite || !slices.Equal(plan.Drifted, tc.wantDrift) {
+				t.Errorf("PlanIdentity = %s, write %v, drifted %v; want %s, write %v, drifted %v", plan.Change, plan.Write, plan.Drifted, tc.want, tc.wantWrite, tc.wantDrift)
+			}
+			if string(plan.Spec.AuthParams.SignedCRT) != string(tc.wantCert) || plan.Spec.AuthParams.APIServer != tc.wantAPI {
+				t.Errorf("spec to hold: API server %s, certificate %q", plan.Spec.AuthParams.APIServer, plan.Spec.AuthParams.SignedCRT)
+			}
+			// Everything but the certificate is identity.yaml's, always.
+			if plan.Digest != ParamsDigest(tc.incoming) || ParamsDigest(&plan.Spec) != plan.Digest {
+				t.Errorf("the spec to hold does not pin identity.yaml's parameters")
 			}
 		})
+	}
+	if _, err := PlanIdentity(reviewed, applied, spec([]byte("garbage"), "https://a")); err == nil {
+		t.Errorf("PlanIdentity took an unreadable certificate from identity.yaml")
 	}
 }
 
@@ -138,11 +185,20 @@ func TestLiqoKubeconfig(t *testing.T) {
 		secret   *corev1.Secret
 		wantErr  string
 	}{
-		"no reference yet":              {identity, kubeconfig(cert), "status.kubeconfigSecretRef"},
-		"no Secret yet":                 {withRef, nil, "to write Secret"},
-		"built from another cert":       {withRef, kubeconfig(renewed), "to rewrite Secret"},
-		"not a kubeconfig":              {withRef, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-controlplane-provider"}, Data: map[string][]byte{authv1beta1.KubeconfigSecretField: []byte("{")}}, "kubeconfig"},
-		"Liqo's kubeconfig, up to date": {withRef, kubeconfig(cert), ""},
+		"no reference yet":               {identity, kubeconfig(cert), "status.kubeconfigSecretRef"},
+		"no Secret yet":                  {withRef, nil, "to write Secret"},
+		"built from another cert":        {withRef, kubeconfig(renewed), "to rewrite Secret"},
+		"not a kubeconfig":               {withRef, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-controlplane-provider"}, Data: map[string][]byte{authv1beta1.KubeconfigSecretField: []byte("{")}}, "kubeconfig"},
+		"Liqo's kubeconfig, up to date":  {withRef, kubeconfig(cert), ""},
+		"built for another API server":   {withRef, rewritten(kubeconfig(cert), func(c *clientcmdapi.Cluster) { c.Server = "https://evil:6443" }), "API server, CA and proxy"},
+		"with a CA the Identity has not": {withRef, rewritten(kubeconfig(cert), func(c *clientcmdapi.Cluster) { c.CertificateAuthorityData = []byte("CA") }), "API server, CA and proxy"},
+		"through a proxy":                {withRef, rewritten(kubeconfig(cert), func(c *clientcmdapi.Cluster) { c.ProxyURL = "http://proxy" }), "API server, CA and proxy"},
+		"without TLS verification":       {withRef, rewritten(kubeconfig(cert), func(c *clientcmdapi.Cluster) { c.InsecureSkipTLSVerify = true }), "API server, CA and proxy"},
+		// The Secret of the revoked Identity, held by Liqo's CRD replicator,
+		// before Liqo's identity controller could write the new one.
+		"held by the CRD replicator's finalizer": {identity, terminating(kubeconfig(cert), ReplicatorFinalizer), "held by finalizers [crdreplicator.liqo.io/operator]; Liqo's identity controller writes the new one once it is gone; crdreplicator.liqo.io/operator is removed by Liqo's CRD replicator"},
+		"held by the CRD replicator, referenced": {withRef, terminating(kubeconfig(cert), ReplicatorFinalizer, "other/finalizer"), "Liqo's CRD replicator"},
+		"held by another finalizer":              {withRef, terminating(kubeconfig(cert), "other/finalizer"), "held by finalizers [other/finalizer]; Liqo's identity controller writes the new one once it is gone"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := LiqoKubeconfig(tc.identity, tc.secret)
@@ -157,4 +213,32 @@ func TestLiqoKubeconfig(t *testing.T) {
 			}
 		})
 	}
+	if err := LiqoSecretTerminating(terminating(kubeconfig(cert), "other/finalizer")); strings.Contains(err.Error(), "replicator") {
+		t.Errorf("without the replicator's finalizer: %v, want no word of the replicator", err)
+	}
+}
+
+// terminating is secret being deleted, held by finalizers.
+func terminating(secret *corev1.Secret, finalizers ...string) *corev1.Secret {
+	secret.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	secret.Finalizers = finalizers
+	return secret
+}
+
+// rewritten is secret with each cluster of its kubeconfig changed by change.
+func rewritten(secret *corev1.Secret, change func(*clientcmdapi.Cluster)) *corev1.Secret {
+	cfg, err := clientcmd.Load(secret.Data[authv1beta1.KubeconfigSecretField])
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range cfg.Clusters {
+		change(c)
+	}
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		panic(err)
+	}
+	secret = secret.DeepCopy()
+	secret.Data[authv1beta1.KubeconfigSecretField] = data
+	return secret
 }

@@ -5,7 +5,6 @@
 package consumer
 
 import (
-	gocrypto "crypto"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -17,18 +16,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-)
-
-// Annotations of the consumer-side tenant namespace of a provider.
-const (
-	// PinnedCAAnnotation holds the SHA-256 of the provider's CA, pinned on
-	// first use by earlier versions; it is still honoured and replaced by
-	// PinnedProviderAnnotation.
-	PinnedCAAnnotation = "gitpeer.io/pinned-ca-sha256"
-	// PinnedProviderAnnotation holds the pin taken on first use of a
-	// provider's Identity: the SHA-256 of its API server URL and CA bundle
-	// (see ProviderPin).
-	PinnedProviderAnnotation = "gitpeer.io/pinned-provider-sha256"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Step is what the consumer does for one provider in a round.
@@ -73,7 +61,7 @@ func Decide(pe *protocol.Documents, o Observed) Step {
 	switch {
 	case pe.Identity != nil:
 		return ApplyIdentity
-	case pe.Invalid[protocol.Identity] != nil:
+	case pe.Invalid[vocabulary.IdentityFile] != nil:
 		return KeepIdentity
 	case o.Identity:
 		return DropIdentity
@@ -87,31 +75,6 @@ func Decide(pe *protocol.Documents, o Observed) Step {
 		return WaitForNonce
 	}
 	return ProposeTenant
-}
-
-// OwnTenantMerged returns an error unless the directory of pe holds, on the
-// branch, a tenant.yaml of the cluster's own key mine: the consumer acts on
-// an Identity only for a provider it asked.
-func OwnTenantMerged(pe *protocol.Documents, mine gocrypto.PublicKey) error {
-	if pe.Tenant == nil {
-		return fmt.Errorf("no valid tenant.yaml of this cluster is merged beside it: this cluster did not ask %s for an identity", pe.Provider)
-	}
-	key, err := crypto.ParsePublicKey(pe.Tenant.Spec.PublicKey)
-	if err != nil {
-		return fmt.Errorf("tenant.yaml beside it has no valid key: %w", err)
-	}
-	theirs, err := crypto.KeyPin(key)
-	if err != nil {
-		return err
-	}
-	own, err := crypto.KeyPin(mine)
-	if err != nil {
-		return err
-	}
-	if theirs != own {
-		return fmt.Errorf("tenant.yaml beside it is for key %s, not this cluster's key %s: this cluster did not ask %s for an identity", theirs[:16], own[:16], pe.Provider)
-	}
-	return nil
 }
 
 // ProviderPin is what the consumer pins of a provider on first use: the
@@ -132,20 +95,20 @@ var ErrPinMismatch = errors.New("pin mismatch")
 
 // CheckPin checks apiServer and ca against the pin in the annotations of the
 // consumer-side tenant namespace of provider and returns the pin to record.
-// A legacy CA-only pin (PinnedCAAnnotation) must match the CA; the returned
+// A legacy CA-only pin (vocabulary.PinnedCAAnnotation) must match the CA; the returned
 // pin then replaces it.
 func CheckPin(annotations map[string]string, provider, apiServer string, ca []byte) (string, error) {
 	pin := ProviderPin(apiServer, ca)
 	howTo := fmt.Sprintf("to trust it, remove the peering (identity.yaml, or %s from spec.consumer.providers) or the annotation %s of namespace %s",
-		provider, PinnedProviderAnnotation, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)))
-	if pinned := annotations[PinnedProviderAnnotation]; pinned != "" {
+		provider, vocabulary.PinnedProviderAnnotation, authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider)))
+	if pinned := annotations[vocabulary.PinnedProviderAnnotation]; pinned != "" {
 		if pinned != pin {
 			return "", fmt.Errorf("%w: API server %q with CA %s is not the API server and CA pinned for provider %s (%s); %s",
 				ErrPinMismatch, apiServer, caDigest(ca), provider, short(pinned), howTo)
 		}
 		return pin, nil
 	}
-	if legacy := annotations[PinnedCAAnnotation]; legacy != "" {
+	if legacy := annotations[vocabulary.PinnedCAAnnotation]; legacy != "" {
 		sum := sha256.Sum256(ca)
 		if got := hex.EncodeToString(sum[:]); got != legacy {
 			return "", fmt.Errorf("%w: CA %s is not the CA pinned for provider %s (%s); %s",
@@ -255,22 +218,6 @@ func offeredHashes(ca []byte) string {
 	return "CA " + strings.Join(hashes, ", ") + ": compare it with the provider's, never copy it from here"
 }
 
-// CheckTerms returns an error unless pe's identity.yaml points at the API
-// server its provider's terms.yaml publishes, by protocol.CheckIdentityTerms
-// as the offline verdict checks it; terms that cannot be read vouch for
-// nothing. A provider without terms (plain Liqo, whose admin commits
-// liqoctl's output) passes: the anchor (Trust), not the terms, tells its
-// Identity from one whoever could push wrote.
-func CheckTerms(pe *protocol.Documents) error {
-	if pe.Terms == nil {
-		if pe.TermsErr != nil && !errors.Is(pe.TermsErr, protocol.ErrNoTerms) {
-			return fmt.Errorf("the provider's terms cannot vouch for the Identity's API server: %w", pe.TermsErr)
-		}
-		return nil
-	}
-	return protocol.CheckIdentityTerms(pe.Terms, pe.Identity)
-}
-
 // CheckTrustedCA returns an error unless ca, an Identity's CA bundle, holds
 // exactly the certificates of trusted, the one configured for provider.
 func CheckTrustedCA(provider string, trusted TrustedCA, ca []byte) error {
@@ -295,7 +242,7 @@ func CheckTrustedCA(provider string, trusted TrustedCA, ca []byte) error {
 // namespace must change to record pin (Trust's; "" records nothing): the pin
 // is not there yet, or a legacy CA pin is left to drop.
 func RecordPin(annotations map[string]string, pin string) bool {
-	return pin != "" && (annotations[PinnedProviderAnnotation] != pin || annotations[PinnedCAAnnotation] != "")
+	return pin != "" && (annotations[vocabulary.PinnedProviderAnnotation] != pin || annotations[vocabulary.PinnedCAAnnotation] != "")
 }
 
 // Unlisted reports whether the consumer forgets what it holds for the

@@ -1,20 +1,18 @@
 package consumer
 
 import (
-	gocrypto "crypto"
-	"strings"
 	"testing"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
-	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestDecide(t *testing.T) {
 	request, nonce := &documents.PeeringRequest{}, &documents.Nonce{}
 	identity := &authv1beta1.Identity{}
-	invalid := map[protocol.Kind]error{protocol.Identity: protocol.ErrInvalid}
+	invalid := map[vocabulary.FileKind]error{vocabulary.IdentityFile: protocol.ErrInvalid}
 	for name, tc := range map[string]struct {
 		pe   protocol.Documents
 		o    Observed
@@ -35,42 +33,6 @@ func TestDecide(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := Decide(&tc.pe, tc.o); got != tc.want {
 				t.Errorf("Decide = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestOwnTenantMerged(t *testing.T) {
-	mine, err := crypto.GenerateKey(crypto.Ed25519)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs, err := crypto.GenerateKey(crypto.Ed25519)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tenant := func(key gocrypto.Signer) *authv1beta1.Tenant {
-		tn, err := protocol.NewTenant("consumer-1", key, crypto.GenerateNonce())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tn
-	}
-	garbled := tenant(mine)
-	garbled.Spec.PublicKey = []byte("not a key")
-	for name, tc := range map[string]struct {
-		tenant  *authv1beta1.Tenant
-		wantErr string
-	}{
-		"own Tenant merged":     {tenant(mine), ""},
-		"no Tenant: not asked":  {nil, "did not ask provider-a"},
-		"another cluster's key": {tenant(theirs), "not this cluster's key"},
-		"Tenant with a bad key": {garbled, "no valid key"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			err := OwnTenantMerged(&protocol.Documents{Provider: "provider-a", Consumer: "consumer-1", Tenant: tc.tenant}, mine.Public())
-			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
 		})
 	}

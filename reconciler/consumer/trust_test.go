@@ -13,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestProviderPin(t *testing.T) {
@@ -53,28 +51,28 @@ func TestCheckPin(t *testing.T) {
 	}{
 		{name: "first use", url: url, ca: ca},
 		{name: "first use, empty CA", url: url},
-		{name: "same URL and CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url, ca: ca},
-		{name: "same URL, empty CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, nil)}, url: url},
-		{name: "other CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url, ca: otherCA,
+		{name: "same URL and CA", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url, ca: ca},
+		{name: "same URL, empty CA", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, nil)}, url: url},
+		{name: "other CA", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url, ca: otherCA,
 			wantErr: "is not the API server and CA pinned for provider provider-a"},
-		{name: "other URL, same CA", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: attacker, ca: ca,
+		{name: "other URL, same CA", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, ca)}, url: attacker, ca: ca,
 			wantErr: `API server "https://attacker:6443"`},
-		{name: "empty CA, other URL", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, nil)}, url: attacker,
+		{name: "empty CA, other URL", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, nil)}, url: attacker,
 			wantErr: "CA (none: system roots) is not the API server and CA pinned"},
-		{name: "CA dropped after a CA was pinned", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url,
+		{name: "CA dropped after a CA was pinned", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, ca)}, url: url,
 			wantErr: "is not the API server and CA pinned"},
-		{name: "CA appears after an empty CA was pinned (plain Liqo provider switched)", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, nil)}, url: url, ca: ca,
+		{name: "CA appears after an empty CA was pinned (plain Liqo provider switched)", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, nil)}, url: url, ca: ca,
 			wantErr: "is not the API server and CA pinned"},
-		{name: "legacy CA pin, same CA: migrated", annotations: map[string]string{PinnedCAAnnotation: legacy}, url: url, ca: ca},
-		{name: "legacy CA pin, other CA", annotations: map[string]string{PinnedCAAnnotation: legacy}, url: url, ca: otherCA,
+		{name: "legacy CA pin, same CA: migrated", annotations: map[string]string{vocabulary.PinnedCAAnnotation: legacy}, url: url, ca: ca},
+		{name: "legacy CA pin, other CA", annotations: map[string]string{vocabulary.PinnedCAAnnotation: legacy}, url: url, ca: otherCA,
 			wantErr: "is not the CA pinned for provider provider-a"},
-		{name: "legacy CA pin, CA dropped", annotations: map[string]string{PinnedCAAnnotation: legacy}, url: url,
+		{name: "legacy CA pin, CA dropped", annotations: map[string]string{vocabulary.PinnedCAAnnotation: legacy}, url: url,
 			wantErr: "is not the CA pinned for provider provider-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pin, err := CheckPin(tc.annotations, "provider-a", tc.url, tc.ca)
 			if tc.wantErr != "" {
-				if !errors.Is(err, ErrPinMismatch) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), PinnedProviderAnnotation) {
+				if !errors.Is(err, ErrPinMismatch) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), vocabulary.PinnedProviderAnnotation) {
 					t.Fatalf("err = %v, want a pin mismatch containing %q and how to re-pin", err, tc.wantErr)
 				}
 				return
@@ -126,7 +124,7 @@ func TestTrust(t *testing.T) {
 	both := append(append([]byte{}, providerCA...), otherCA...)
 	trusted := Anchor{CA: &TrustedCA{Secret: "provider-ca", PEM: providerCA}}
 	hashed := Anchor{Hashes: []string{hashOf(t, providerCA)}}
-	pinnedAttacker := map[string]string{PinnedProviderAnnotation: ProviderPin(url, attackerCA)}
+	pinnedAttacker := map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, attackerCA)}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
@@ -171,7 +169,7 @@ func TestTrust(t *testing.T) {
 		{name: "no anchor: the refusal names the offered CA for comparison", ca: attackerCA, wantErr: "it offers CA " + hashOf(t, attackerCA) + ": compare it"},
 		{name: "no anchor, no CA offered", wantErr: "it offers no CA: system roots"},
 		{name: "trust on first use pins", ca: attackerCA, anchor: Anchor{FirstUse: true}, wantPin: ProviderPin(url, attackerCA)},
-		{name: "trust on first use: pin mismatch", annotations: map[string]string{PinnedProviderAnnotation: ProviderPin(url, providerCA)}, ca: attackerCA,
+		{name: "trust on first use: pin mismatch", annotations: map[string]string{vocabulary.PinnedProviderAnnotation: ProviderPin(url, providerCA)}, ca: attackerCA,
 			anchor: Anchor{FirstUse: true}, wantErr: "is not the API server and CA pinned"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,35 +187,6 @@ func TestTrust(t *testing.T) {
 	}
 }
 
-// TestCheckTerms: the consumer refuses an Identity whose API server is not
-// the one its provider's terms publish, or whose provider's terms are invalid.
-func TestCheckTerms(t *testing.T) {
-	terms := &documents.ProviderTerms{Spec: documents.ProviderTermsSpec{APIServer: "https://p:6443"}}
-	identity := func(apiServer string) *authv1beta1.Identity {
-		return &authv1beta1.Identity{Spec: authv1beta1.IdentitySpec{AuthParams: authv1beta1.AuthParams{APIServer: apiServer}}}
-	}
-	for _, tc := range []struct {
-		name    string
-		pe      protocol.Documents
-		wantErr string
-	}{
-		{name: "the terms' API server", pe: protocol.Documents{Terms: terms, Identity: identity("https://p:6443")}},
-		{name: "another API server", pe: protocol.Documents{Terms: terms, Identity: identity("https://attacker.invalid:6443")},
-			wantErr: `identity.yaml points at API server "https://attacker.invalid:6443", the provider's terms publish "https://p:6443"`},
-		{name: "no terms (plain Liqo provider): the anchor decides", pe: protocol.Documents{TermsErr: protocol.ErrNoTerms, Identity: identity("https://attacker.invalid:6443")}},
-		{name: "terms without an API server", pe: protocol.Documents{Terms: &documents.ProviderTerms{}, Identity: identity("https://attacker.invalid:6443")}},
-		{name: "invalid terms", pe: protocol.Documents{TermsErr: errors.New("p/terms.yaml: invalid"), Identity: identity("https://p:6443")},
-			wantErr: "cannot vouch for the Identity's API server: p/terms.yaml: invalid"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := CheckTerms(&tc.pe)
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("err = %v, want %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
 func TestRecordPin(t *testing.T) {
 	for name, tc := range map[string]struct {
 		annotations map[string]string
@@ -226,11 +195,11 @@ func TestRecordPin(t *testing.T) {
 	}{
 		"nothing to record (trusted CA)":  {nil, "", false},
 		"first use":                       {nil, "p1", true},
-		"recorded":                        {map[string]string{PinnedProviderAnnotation: "p1"}, "p1", false},
-		"another pin":                     {map[string]string{PinnedProviderAnnotation: "p0"}, "p1", true},
-		"legacy CA pin left to drop":      {map[string]string{PinnedProviderAnnotation: "p1", PinnedCAAnnotation: "c"}, "p1", true},
-		"legacy CA pin, replaced by pin":  {map[string]string{PinnedCAAnnotation: "c"}, "p1", true},
-		"legacy CA pin, nothing recorded": {map[string]string{PinnedCAAnnotation: "c"}, "", false},
+		"recorded":                        {map[string]string{vocabulary.PinnedProviderAnnotation: "p1"}, "p1", false},
+		"another pin":                     {map[string]string{vocabulary.PinnedProviderAnnotation: "p0"}, "p1", true},
+		"legacy CA pin left to drop":      {map[string]string{vocabulary.PinnedProviderAnnotation: "p1", vocabulary.PinnedCAAnnotation: "c"}, "p1", true},
+		"legacy CA pin, replaced by pin":  {map[string]string{vocabulary.PinnedCAAnnotation: "c"}, "p1", true},
+		"legacy CA pin, nothing recorded": {map[string]string{vocabulary.PinnedCAAnnotation: "c"}, "", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := RecordPin(tc.annotations, tc.pin); got != tc.want {

@@ -19,15 +19,13 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// Where an installed Liqo keeps its cluster ID and key, in its namespace
+// Where an installed Liqo keeps its cluster ID, in its namespace (its key: crypto.KeySecretName)
 // (liqotech/liqo v1.2.0: pkg/consts/clusterid.go, pkg/liqo-controller-manager/authentication/keys.go).
 const (
 	// ClusterIDConfigMap holds Liqo's cluster ID under ClusterIDKey.
 	ClusterIDConfigMap = "liqo-clusterid-configmap"
 	// ClusterIDKey is the key of the cluster ID in ClusterIDConfigMap.
 	ClusterIDKey = "CLUSTER_ID"
-	// KeysSecret holds Liqo's cluster key pair, laid out as crypto.ParseKeySecret reads it.
-	KeysSecret = crypto.KeySecretName
 	// VersionLabel on ClusterIDConfigMap holds the installed Liqo's version: Liqo's chart puts its
 	// common labels, the version included, on every object it installs
 	// (deployments/liqo/templates/_helpers.tpl "liqo.labels" and "liqo.version",
@@ -116,7 +114,7 @@ func Detect(ctx context.Context, reader client.Reader, spec *gitpeerv1alpha1.Liq
 	if err != nil {
 		return mode, err
 	}
-	secretFound, err := get(ctx, reader, mode.Namespace, KeysSecret, &secret)
+	secretFound, err := get(ctx, reader, mode.Namespace, crypto.KeySecretName, &secret)
 	if err != nil {
 		return mode, err
 	}
@@ -167,7 +165,7 @@ func requirePresent(mode gitpeerv1alpha1.LiqoMode, namespace string, cmFound, se
 		missing = append(missing, "ConfigMap "+namespace+"/"+ClusterIDConfigMap)
 	}
 	if !secretFound {
-		missing = append(missing, "Secret "+namespace+"/"+KeysSecret)
+		missing = append(missing, "Secret "+namespace+"/"+crypto.KeySecretName)
 	}
 	switch {
 	case len(missing) == 0:

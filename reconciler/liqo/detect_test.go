@@ -72,7 +72,7 @@ func keysSecret(t *testing.T, ns string, key gocrypto.Signer, pub gocrypto.Publi
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: liqo.KeysSecret},
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: crypto.KeySecretName},
 		Data: map[string][]byte{crypto.PrivateKeyField: priv, crypto.PublicKeyField: pubPEM}}
 }
 
@@ -205,7 +205,7 @@ func TestDetectUnreadable(t *testing.T) {
 		err    error
 		reason string
 	}{
-		"forbidden":   {apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, liqo.KeysSecret, errors.New("no RBAC")), gitpeerv1alpha1.LiqoPrerequisitesMissingReason},
+		"forbidden":   {apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, crypto.KeySecretName, errors.New("no RBAC")), gitpeerv1alpha1.LiqoPrerequisitesMissingReason},
 		"unavailable": {apierrors.NewServiceUnavailable("down"), ""},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -14,16 +14,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-)
-
-// Labels gitpeer puts on what it creates.
-const (
-	// ManagedByLabel marks the objects the agent creates; its value is ManagedBy.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedBy is the value of ManagedByLabel on gitpeer's objects.
-	ManagedBy = "gitpeer"
-	// OwnerLabel holds the UID of the PeeringRepository that created an object.
-	OwnerLabel = "gitpeer.io/owner"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Owner is who an existing object belongs to, relative to one PeeringRepository.
@@ -46,10 +37,10 @@ func (o Owner) String() string { return ownerNames[o] }
 // Of returns the owner of an object with labels relative to the
 // PeeringRepository of UID uid.
 func Of(labels map[string]string, uid types.UID) Owner {
-	switch owner, has := labels[OwnerLabel]; {
+	switch owner, has := labels[vocabulary.OwnerLabel]; {
 	case has && owner == string(uid):
 		return Ours
-	case !has && labels[ManagedByLabel] == ManagedBy:
+	case !has && labels[vocabulary.ManagedByLabel] == vocabulary.ManagedBy:
 		return Legacy
 	}
 	return Others
@@ -113,8 +104,8 @@ func SoleClaimant(self types.UID, peer string, repos []gitpeerv1alpha1.PeeringRe
 // derives from peer, as Liqo's tenant namespace manager makes it
 // (liqotech/liqo v1.2.0 pkg/tenantNamespace/namespaceManager.go, ForgeNamespace).
 func LiqoCreated(name string, labels map[string]string, peer string) bool {
-	_, owned := labels[OwnerLabel]
-	_, managed := labels[ManagedByLabel]
+	_, owned := labels[vocabulary.OwnerLabel]
+	_, managed := labels[vocabulary.ManagedByLabel]
 	return !owned && !managed && name == authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(peer)) &&
 		labels[authv1beta1.RemoteClusterIDLabel] == peer && labels[authv1beta1.TenantNamespaceLabel] == authv1beta1.TrueValue
 }

@@ -9,6 +9,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestOf: an object is ours only with our owner label; gitpeer's labels
@@ -19,15 +20,15 @@ func TestOf(t *testing.T) {
 		labels map[string]string
 		want   Owner
 	}{
-		"ours":                                {map[string]string{OwnerLabel: "u1", ManagedByLabel: ManagedBy}, Ours},
-		"another repository's":                {map[string]string{OwnerLabel: "u2", ManagedByLabel: ManagedBy}, Others},
-		"legacy gitpeer":                      {map[string]string{ManagedByLabel: ManagedBy}, Legacy},
+		"ours":                                {map[string]string{vocabulary.OwnerLabel: "u1", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Ours},
+		"another repository's":                {map[string]string{vocabulary.OwnerLabel: "u2", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Others},
+		"legacy gitpeer":                      {map[string]string{vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Legacy},
 		"not gitpeer's (a foreign namespace)": {map[string]string{"liqo.io/tenant-namespace": "true"}, Others},
 		"no labels":                           {nil, Others},
-		"empty owner is not ours":             {map[string]string{OwnerLabel: "", ManagedByLabel: ManagedBy}, Others},
-		"managed by someone else":             {map[string]string{ManagedByLabel: "liqo"}, Others},
-		"owner label, not managed":            {map[string]string{OwnerLabel: "u1"}, Ours},
-		"owner label is a prefix of ours":     {map[string]string{OwnerLabel: "u", ManagedByLabel: ManagedBy}, Others},
+		"empty owner is not ours":             {map[string]string{vocabulary.OwnerLabel: "", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Others},
+		"managed by someone else":             {map[string]string{vocabulary.ManagedByLabel: "liqo"}, Others},
+		"owner label, not managed":            {map[string]string{vocabulary.OwnerLabel: "u1"}, Ours},
+		"owner label is a prefix of ours":     {map[string]string{vocabulary.OwnerLabel: "u", vocabulary.ManagedByLabel: vocabulary.ManagedBy}, Others},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := Of(tc.labels, "u1"); got != tc.want {
@@ -137,9 +138,9 @@ func TestLiqoCreated(t *testing.T) {
 		"labels naming another peer":                  {"liqo-tenant-c1", authv1beta1.TenantNamespaceLabels("c2"), false},
 		"another peer's name":                         {"liqo-tenant-c2", liqos(nil), false},
 		"tenant label false":                          {"liqo-tenant-c1", liqos(map[string]string{authv1beta1.TenantNamespaceLabel: "false"}), false},
-		"gitpeer's owner label (ours or another's)":   {"liqo-tenant-c1", liqos(map[string]string{OwnerLabel: "u2"}), false},
-		"managed by gitpeer (an earlier version's)":   {"liqo-tenant-c1", liqos(map[string]string{ManagedByLabel: ManagedBy}), false},
-		"managed by someone else":                     {"liqo-tenant-c1", liqos(map[string]string{ManagedByLabel: "argocd"}), false},
+		"gitpeer's owner label (ours or another's)":   {"liqo-tenant-c1", liqos(map[string]string{vocabulary.OwnerLabel: "u2"}), false},
+		"managed by gitpeer (an earlier version's)":   {"liqo-tenant-c1", liqos(map[string]string{vocabulary.ManagedByLabel: vocabulary.ManagedBy}), false},
+		"managed by someone else":                     {"liqo-tenant-c1", liqos(map[string]string{vocabulary.ManagedByLabel: "argocd"}), false},
 		"other labels beside Liqo's (Pod Security …)": {"liqo-tenant-c1", liqos(map[string]string{"team": "x"}), true},
 	} {
 		t.Run(name, func(t *testing.T) {

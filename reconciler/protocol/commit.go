@@ -5,47 +5,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-)
 
-// The trailers of the agent's commits. Every commit the agent writes names
-// the action it takes and the peering it concerns; an identity commit also
-// names the certificate's serial (hexadecimal) and expiry (RFC 3339).
-// `gitpeer audit` and `gitpeer records` read a peering's history from them.
-const (
-	TrailerAction   = "Gitpeer-Action"
-	TrailerProvider = "Gitpeer-Provider"
-	TrailerConsumer = "Gitpeer-Consumer"
-	TrailerSerial   = "Gitpeer-Serial"
-	TrailerExpires  = "Gitpeer-Expires"
-	// TrailerSummary, in a commit of several steps (one per round), is the
-	// one-line summary of the step whose trailers it is among.
-	TrailerSummary = "Gitpeer-Summary"
-	// TrailerOverride, on the commit of a Tenant's first identity, names the
-	// admin's overrides (revival, rekey annotations: "key=value, ...") the
-	// Tenant was applied under, each used once.
-	TrailerOverride = "Gitpeer-Override"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// The actions the agent records in the Gitpeer-Action trailer.
-const (
-	// ActionRequest: a consumer commits request.yaml.
-	ActionRequest = "request"
-	// ActionIssueNonce: a provider commits nonce.yaml.
-	ActionIssueNonce = "issue-nonce"
-	// ActionProposeTenant: a consumer proposes tenant.yaml for review.
-	ActionProposeTenant = "propose-tenant"
-	// ActionIssueIdentity: a provider commits the first identity.yaml of a Tenant.
-	ActionIssueIdentity = "issue-identity"
-	// ActionRenewIdentity: a provider commits a renewed identity.yaml.
-	ActionRenewIdentity = "renew-identity"
-	// ActionRevoke: a provider removes a peering whose tenant.yaml left the branch.
-	ActionRevoke = "revoke"
-	// ActionPublishTerms: a provider commits its terms.yaml (a provider's, no consumer's).
-	ActionPublishTerms = "publish-terms"
-)
-
-// Actions lists every action, in handshake order, then publish-terms.
-var Actions = []string{ActionRequest, ActionIssueNonce, ActionProposeTenant, ActionIssueIdentity, ActionRenewIdentity, ActionRevoke, ActionPublishTerms}
 
 // Trailer is one "Key: value" line in a commit message's trailer block.
 type Trailer struct {
@@ -61,7 +23,7 @@ type Message struct {
 	// Action, Provider and Consumer become the Gitpeer-Action,
 	// Gitpeer-Provider and Gitpeer-Consumer trailers when set.
 	Action, Provider, Consumer string
-	// Extra trailers follow, e.g. {TrailerSerial, "42"}.
+	// Extra trailers follow, e.g. {vocabulary.TrailerSerial, "42"}.
 	Extra []Trailer
 }
 
@@ -132,7 +94,7 @@ type Record struct {
 // carries the trailers of each in turn.
 func (r Record) Trailers() []Trailer {
 	var ts []Trailer
-	for _, t := range []Trailer{{TrailerAction, r.Action}, {TrailerProvider, r.Provider}, {TrailerConsumer, r.Consumer}, {TrailerSummary, r.Summary}, {TrailerSerial, r.Serial}, {TrailerExpires, r.Expires}, {TrailerOverride, r.Override}} {
+	for _, t := range []Trailer{{vocabulary.TrailerAction, r.Action}, {vocabulary.TrailerProvider, r.Provider}, {vocabulary.TrailerConsumer, r.Consumer}, {vocabulary.TrailerSummary, r.Summary}, {vocabulary.TrailerSerial, r.Serial}, {vocabulary.TrailerExpires, r.Expires}, {vocabulary.TrailerOverride, r.Override}} {
 		if t.Value != "" {
 			ts = append(ts, t)
 		}
@@ -147,7 +109,7 @@ func (r Record) Trailers() []Trailer {
 func Records(message string) []Record {
 	var out []Record
 	for _, t := range ParseTrailers(message) {
-		if t.Key == TrailerAction {
+		if t.Key == vocabulary.TrailerAction {
 			out = append(out, Record{Action: t.Value})
 			continue
 		}
@@ -156,17 +118,17 @@ func Records(message string) []Record {
 		}
 		r := &out[len(out)-1]
 		switch t.Key {
-		case TrailerProvider:
+		case vocabulary.TrailerProvider:
 			r.Provider = t.Value
-		case TrailerConsumer:
+		case vocabulary.TrailerConsumer:
 			r.Consumer = t.Value
-		case TrailerSummary:
+		case vocabulary.TrailerSummary:
 			r.Summary = t.Value
-		case TrailerSerial:
+		case vocabulary.TrailerSerial:
 			r.Serial = t.Value
-		case TrailerExpires:
+		case vocabulary.TrailerExpires:
 			r.Expires = t.Value
-		case TrailerOverride:
+		case vocabulary.TrailerOverride:
 			r.Override = t.Value
 		}
 	}

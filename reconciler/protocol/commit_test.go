@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestMessageTrailers(t *testing.T) {
@@ -15,7 +16,7 @@ func TestMessageTrailers(t *testing.T) {
 		Action:   "nonce",
 		Provider: "prov",
 		Consumer: "cons",
-		Extra:    []protocol.Trailer{{Key: protocol.TrailerSerial, Value: "7\nGitpeer-Action: forged"}},
+		Extra:    []protocol.Trailer{{Key: vocabulary.TrailerSerial, Value: "7\nGitpeer-Action: forged"}},
 	}
 	s, err := m.String()
 	if err != nil {
@@ -27,7 +28,7 @@ func TestMessageTrailers(t *testing.T) {
 		t.Fatalf("message:\n%q\nwant\n%q", s, want)
 	}
 	got := protocol.ParseTrailers(s)
-	wantTrailers := append(m.Trailers()[:3:3], protocol.Trailer{Key: protocol.TrailerSerial, Value: "7 Gitpeer-Action: forged"})
+	wantTrailers := append(m.Trailers()[:3:3], protocol.Trailer{Key: vocabulary.TrailerSerial, Value: "7 Gitpeer-Action: forged"})
 	if !reflect.DeepEqual(got, wantTrailers) {
 		t.Fatalf("trailers %v", got)
 	}
@@ -41,18 +42,18 @@ func TestMessageTrailers(t *testing.T) {
 
 func TestRecords(t *testing.T) {
 	identity := protocol.Message{
-		Subject: "Issue identity", Action: protocol.ActionIssueIdentity, Provider: "prov", Consumer: "cons",
-		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: "2a"}, {Key: protocol.TrailerExpires, Value: "2030-01-02T03:04:05Z"}},
+		Subject: "Issue identity", Action: vocabulary.ActionIssueIdentity, Provider: "prov", Consumer: "cons",
+		Extra: []protocol.Trailer{{Key: vocabulary.TrailerSerial, Value: "2a"}, {Key: vocabulary.TrailerExpires, Value: "2030-01-02T03:04:05Z"}},
 	}
 	rendered, err := identity.String()
 	if err != nil {
 		t.Fatal(err)
 	}
 	several := []protocol.Record{
-		{Action: protocol.ActionIssueNonce, Provider: "prov", Consumer: "a"},
-		{Action: protocol.ActionRenewIdentity, Provider: "prov", Consumer: "b", Serial: "2b", Expires: "2030-01-02T03:04:05Z"},
-		{Action: protocol.ActionRevoke, Provider: "prov", Consumer: "c"},
-		{Action: protocol.ActionIssueIdentity, Provider: "prov", Consumer: "d", Serial: "2d", Expires: "2030-01-02T03:04:05Z",
+		{Action: vocabulary.ActionIssueNonce, Provider: "prov", Consumer: "a"},
+		{Action: vocabulary.ActionRenewIdentity, Provider: "prov", Consumer: "b", Serial: "2b", Expires: "2030-01-02T03:04:05Z"},
+		{Action: vocabulary.ActionRevoke, Provider: "prov", Consumer: "c"},
+		{Action: vocabulary.ActionIssueIdentity, Provider: "prov", Consumer: "d", Serial: "2d", Expires: "2030-01-02T03:04:05Z",
 			Override: "revival.gitpeer.io/d=accept-unexpired-revoked-certificates, rekey.gitpeer.io/d=abcd"},
 	}
 	round, err := protocol.Message{Subject: "Round", Extra: slices.Concat(several[0].Trailers(), several[1].Trailers(), several[2].Trailers(), several[3].Trailers())}.String()
@@ -63,13 +64,13 @@ func TestRecords(t *testing.T) {
 		name, message string
 		want          []protocol.Record
 	}{
-		{"identity commit", rendered, []protocol.Record{{Action: protocol.ActionIssueIdentity, Provider: "prov", Consumer: "cons", Serial: "2a", Expires: "2030-01-02T03:04:05Z"}}},
+		{"identity commit", rendered, []protocol.Record{{Action: vocabulary.ActionIssueIdentity, Provider: "prov", Consumer: "cons", Serial: "2a", Expires: "2030-01-02T03:04:05Z"}}},
 		{"a person's commit", "Merge pull request #4\n\nApproves cons.\n\nSigned-off-by: Ann <ann@example.com>\n", nil},
 		{"no trailer block", "Update README\n", nil},
 		{"two peerings in one commit", "Issue nonces\n\nGitpeer-Action: issue-nonce\nGitpeer-Provider: prov\nGitpeer-Consumer: a\nGitpeer-Action: issue-nonce\nGitpeer-Provider: prov\nGitpeer-Consumer: b\n",
-			[]protocol.Record{{Action: protocol.ActionIssueNonce, Provider: "prov", Consumer: "a"}, {Action: protocol.ActionIssueNonce, Provider: "prov", Consumer: "b"}}},
+			[]protocol.Record{{Action: vocabulary.ActionIssueNonce, Provider: "prov", Consumer: "a"}, {Action: vocabulary.ActionIssueNonce, Provider: "prov", Consumer: "b"}}},
 		{"a round's commit written with Record.Trailers", round, several},
-		{"trailers before the action belong to no record", "x\n\nGitpeer-Consumer: stray\nGitpeer-Action: revoke\nGitpeer-Consumer: cons\n", []protocol.Record{{Action: protocol.ActionRevoke, Consumer: "cons"}}},
+		{"trailers before the action belong to no record", "x\n\nGitpeer-Consumer: stray\nGitpeer-Action: revoke\nGitpeer-Consumer: cons\n", []protocol.Record{{Action: vocabulary.ActionRevoke, Consumer: "cons"}}},
 		{"an empty action records nothing", "x\n\nGitpeer-Action: \nGitpeer-Consumer: cons\nSigned-off-by: a <a@b>\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Documents holds the decoded documents of one peering directory <providerID>/<consumerID>.
@@ -18,7 +19,7 @@ type Documents struct {
 	Tenant             *authv1beta1.Tenant
 	Identity           *authv1beta1.Identity
 	// Invalid holds, by kind, the files present on the branch but skipped.
-	Invalid map[Kind]error
+	Invalid map[vocabulary.FileKind]error
 	// BuildFailed, in a directory built with kustomize, holds why no valid
 	// Tenant came out of it while tenant.yaml is present (the build failed or
 	// was refused, or the built Tenant is invalid). A provider fails closed:
@@ -32,9 +33,9 @@ type Documents struct {
 }
 
 // MarkInvalid records that the file of kind k is present but was skipped.
-func (pe *Documents) MarkInvalid(k Kind, err error) {
+func (pe *Documents) MarkInvalid(k vocabulary.FileKind, err error) {
 	if pe.Invalid == nil {
-		pe.Invalid = map[Kind]error{}
+		pe.Invalid = map[vocabulary.FileKind]error{}
 	}
 	pe.Invalid[k] = err
 }
@@ -52,7 +53,7 @@ func (pe *Documents) Decode(p Path, data []byte) error {
 
 func (pe *Documents) decode(p Path, data []byte) error {
 	switch p.Kind {
-	case Request:
+	case vocabulary.RequestFile:
 		var r documents.PeeringRequest
 		if err := decodeStrict(data, &r); err != nil {
 			return err
@@ -67,7 +68,7 @@ func (pe *Documents) decode(p Path, data []byte) error {
 			return fmt.Errorf("%w: spec.publicKey: %v", ErrInvalid, err)
 		}
 		pe.Request = &r
-	case Nonce:
+	case vocabulary.NonceFile:
 		var n documents.Nonce
 		if err := decodeStrict(data, &n); err != nil {
 			return err
@@ -82,7 +83,7 @@ func (pe *Documents) decode(p Path, data []byte) error {
 			return fmt.Errorf("%w: spec.nonce: %v", ErrInvalid, err)
 		}
 		pe.Nonce = &n
-	case Tenant:
+	case vocabulary.TenantFile:
 		var t authv1beta1.Tenant
 		if err := decodeStrict(data, &t); err != nil {
 			return err
@@ -102,7 +103,7 @@ func (pe *Documents) decode(p Path, data []byte) error {
 			return fmt.Errorf("%w: Tenant needs spec.publicKey, spec.csr and spec.signature", ErrInvalid)
 		}
 		pe.Tenant = &t
-	case Identity:
+	case vocabulary.IdentityFile:
 		var id authv1beta1.Identity
 		if err := decodeStrict(data, &id); err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -86,7 +87,9 @@ func marshal(t *testing.T, v any) []byte {
 	return b
 }
 
-func at(kind Kind) Path { return Path{Provider: provider, Consumer: consumer, Kind: kind} }
+func at(kind vocabulary.FileKind) Path {
+	return Path{Provider: provider, Consumer: consumer, Kind: kind}
+}
 
 func TestParsePath(t *testing.T) {
 	for _, tc := range []struct {
@@ -95,10 +98,10 @@ func TestParsePath(t *testing.T) {
 		want    Path
 		wantErr string
 	}{
-		{rel: "provider-a/consumer-1/tenant.yaml", ok: true, want: at(Tenant)},
-		{rel: "provider-a/consumer-1/request.yaml", ok: true, want: at(Request)},
-		{rel: "provider-a/consumer-1/nonce.yaml", ok: true, want: at(Nonce)},
-		{rel: "provider-a/consumer-1/identity.yaml", ok: true, want: at(Identity)},
+		{rel: "provider-a/consumer-1/tenant.yaml", ok: true, want: at(vocabulary.TenantFile)},
+		{rel: "provider-a/consumer-1/request.yaml", ok: true, want: at(vocabulary.RequestFile)},
+		{rel: "provider-a/consumer-1/nonce.yaml", ok: true, want: at(vocabulary.NonceFile)},
+		{rel: "provider-a/consumer-1/identity.yaml", ok: true, want: at(vocabulary.IdentityFile)},
 		{rel: "README.md"},
 		{rel: "provider-a/consumer-1/README.md"},
 		{rel: "provider-a/consumer-1/Tenant.yaml"},
@@ -177,63 +180,63 @@ func TestDecode(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		kind    Kind
+		kind    vocabulary.FileKind
 		data    []byte
 		path    *Path
 		wantErr string
 	}{
-		{name: "valid request", kind: Request, data: request},
-		{name: "valid nonce", kind: Nonce, data: nonceDoc},
-		{name: "valid signed tenant", kind: Tenant, data: tenant},
-		{name: "valid identity", kind: Identity, data: identity(nil)},
-		{name: "empty file", kind: Tenant, data: nil, wantErr: "file is empty"},
-		{name: "malformed YAML", kind: Tenant, data: []byte("apiVersion: [unclosed\nkind: Tenant\n"), wantErr: "malformed YAML"},
-		{name: "tabs YAML", kind: Request, data: []byte("spec:\n\t- x"), wantErr: "malformed YAML"},
-		{name: "alias bomb", kind: Tenant, data: []byte(bomb), wantErr: "anchors and aliases are not allowed"},
-		{name: "anchor in a valid tenant", kind: Tenant, data: []byte(strings.Replace(string(tenant), "spec:", "spec: &s", 1)), wantErr: "anchors and aliases are not allowed"},
-		{name: "merge key", kind: Nonce, data: append([]byte("x: &x {kind: Nonce}\n<<: *x\n"), nonceDoc...), wantErr: "merge keys (<<) are not allowed"},
-		{name: "inline merge key", kind: Tenant, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  <<: {tenantCondition: Active}", 1)), wantErr: "merge keys (<<) are not allowed"},
-		{name: "tagged merge key", kind: Tenant, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  !!merge x: {tenantCondition: Active}", 1)), wantErr: "merge keys (<<) are not allowed"},
-		{name: "case-variant key beside the field", kind: Tenant, data: []byte(strings.Replace(string(tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.TenantCondition = "Drained" })), "spec:", "spec:\n  tenantcondition: Active", 1)),
+		{name: "valid request", kind: vocabulary.RequestFile, data: request},
+		{name: "valid nonce", kind: vocabulary.NonceFile, data: nonceDoc},
+		{name: "valid signed tenant", kind: vocabulary.TenantFile, data: tenant},
+		{name: "valid identity", kind: vocabulary.IdentityFile, data: identity(nil)},
+		{name: "empty file", kind: vocabulary.TenantFile, data: nil, wantErr: "file is empty"},
+		{name: "malformed YAML", kind: vocabulary.TenantFile, data: []byte("apiVersion: [unclosed\nkind: Tenant\n"), wantErr: "malformed YAML"},
+		{name: "tabs YAML", kind: vocabulary.RequestFile, data: []byte("spec:\n\t- x"), wantErr: "malformed YAML"},
+		{name: "alias bomb", kind: vocabulary.TenantFile, data: []byte(bomb), wantErr: "anchors and aliases are not allowed"},
+		{name: "anchor in a valid tenant", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "spec:", "spec: &s", 1)), wantErr: "anchors and aliases are not allowed"},
+		{name: "merge key", kind: vocabulary.NonceFile, data: append([]byte("x: &x {kind: Nonce}\n<<: *x\n"), nonceDoc...), wantErr: "merge keys (<<) are not allowed"},
+		{name: "inline merge key", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  <<: {tenantCondition: Active}", 1)), wantErr: "merge keys (<<) are not allowed"},
+		{name: "tagged merge key", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  !!merge x: {tenantCondition: Active}", 1)), wantErr: "merge keys (<<) are not allowed"},
+		{name: "case-variant key beside the field", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.TenantCondition = "Drained" })), "spec:", "spec:\n  tenantcondition: Active", 1)),
 			wantErr: `keys "tenantcondition" and "tenantCondition" differ only in case`},
-		{name: "case-variant key alone", kind: Tenant, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  tenantcondition: Active", 1)), wantErr: `unknown field "spec.tenantcondition"`},
-		{name: "case-variant top-level field", kind: Nonce, data: []byte(strings.Replace(string(nonceDoc), "kind:", "Kind:", 1)), wantErr: `unknown field "Kind"`},
-		{name: "Kelvin sign folds to k", kind: Nonce, data: append(append([]byte{}, nonceDoc...), "\u212aind: Nonce\n"...), wantErr: "differ only in case"},
-		{name: "case-variant label keys", kind: Tenant, data: []byte(strings.Replace(string(tenant), "metadata:", "metadata:\n  labels: {a: x, A: y}", 1)), wantErr: `keys "a" and "A" differ only in case`},
-		{name: "integer key", kind: Tenant, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  1: x", 1)), wantErr: "mapping keys must be strings"},
-		{name: "multi-document", kind: Tenant, data: append(append(append([]byte{}, tenant...), "---\n"...), tenant...), wantErr: "more than one YAML document"},
-		{name: "second empty document", kind: Nonce, data: append(append([]byte{}, nonceDoc...), "---\n# nothing\n---\nkind: x\n"...), wantErr: "more than one YAML document"},
-		{name: "over 64 KiB", kind: Tenant, data: append(append([]byte{}, tenant...), []byte("#"+strings.Repeat("x", MaxFileSize)+"\n")...), wantErr: "the limit is 65536"},
-		{name: "unknown field", kind: Tenant, data: append(append([]byte{}, tenant...), "extra: 1\n"...), wantErr: `unknown field "extra"`},
-		{name: "unknown spec field", kind: Tenant, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  groups: [system:masters]", 1)), wantErr: `unknown field "spec.groups"`},
-		{name: "duplicate field", kind: Nonce, data: append(append([]byte{}, nonceDoc...), "kind: Nonce\n"...), wantErr: `duplicate key "kind"`},
-		{name: "identity document as tenant.yaml", kind: Tenant, data: identity(nil), wantErr: `unknown field "spec.authParams"`},
-		{name: "tenant wrong kind", kind: Tenant, data: []byte(strings.Replace(string(tenant), "kind: Tenant", "kind: Identity", 1)), wantErr: "found authentication.liqo.io/v1beta1 Identity, want authentication.liqo.io/v1beta1 Tenant"},
-		{name: "tenant wrong apiVersion", kind: Tenant, data: []byte(strings.Replace(string(tenant), "authentication.liqo.io/v1beta1", "authentication.liqo.io/v1", 1)), wantErr: "found authentication.liqo.io/v1 Tenant"},
-		{name: "request wrong kind", kind: Request, data: []byte(strings.Replace(string(request), "kind: "+documents.PeeringRequestKind, "kind: Nonce", 1)), wantErr: "want " + documents.APIVersion + " " + documents.PeeringRequestKind},
-		{name: "nonce wrong apiVersion", kind: Nonce, data: []byte(strings.Replace(string(nonceDoc), documents.APIVersion, "gitpeer.io/v9", 1)), wantErr: "found gitpeer.io/v9 Nonce"},
-		{name: "request consumer ID differs from path", kind: Request, data: request, path: &Path{Provider: provider, Consumer: "consumer-2", Kind: Request},
+		{name: "case-variant key alone", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  tenantcondition: Active", 1)), wantErr: `unknown field "spec.tenantcondition"`},
+		{name: "case-variant top-level field", kind: vocabulary.NonceFile, data: []byte(strings.Replace(string(nonceDoc), "kind:", "Kind:", 1)), wantErr: `unknown field "Kind"`},
+		{name: "Kelvin sign folds to k", kind: vocabulary.NonceFile, data: append(append([]byte{}, nonceDoc...), "\u212aind: Nonce\n"...), wantErr: "differ only in case"},
+		{name: "case-variant label keys", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "metadata:", "metadata:\n  labels: {a: x, A: y}", 1)), wantErr: `keys "a" and "A" differ only in case`},
+		{name: "integer key", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  1: x", 1)), wantErr: "mapping keys must be strings"},
+		{name: "multi-document", kind: vocabulary.TenantFile, data: append(append(append([]byte{}, tenant...), "---\n"...), tenant...), wantErr: "more than one YAML document"},
+		{name: "second empty document", kind: vocabulary.NonceFile, data: append(append([]byte{}, nonceDoc...), "---\n# nothing\n---\nkind: x\n"...), wantErr: "more than one YAML document"},
+		{name: "over 64 KiB", kind: vocabulary.TenantFile, data: append(append([]byte{}, tenant...), []byte("#"+strings.Repeat("x", MaxFileSize)+"\n")...), wantErr: "the limit is 65536"},
+		{name: "unknown field", kind: vocabulary.TenantFile, data: append(append([]byte{}, tenant...), "extra: 1\n"...), wantErr: `unknown field "extra"`},
+		{name: "unknown spec field", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "spec:", "spec:\n  groups: [system:masters]", 1)), wantErr: `unknown field "spec.groups"`},
+		{name: "duplicate field", kind: vocabulary.NonceFile, data: append(append([]byte{}, nonceDoc...), "kind: Nonce\n"...), wantErr: `duplicate key "kind"`},
+		{name: "identity document as tenant.yaml", kind: vocabulary.TenantFile, data: identity(nil), wantErr: `unknown field "spec.authParams"`},
+		{name: "tenant wrong kind", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "kind: Tenant", "kind: Identity", 1)), wantErr: "found authentication.liqo.io/v1beta1 Identity, want authentication.liqo.io/v1beta1 Tenant"},
+		{name: "tenant wrong apiVersion", kind: vocabulary.TenantFile, data: []byte(strings.Replace(string(tenant), "authentication.liqo.io/v1beta1", "authentication.liqo.io/v1", 1)), wantErr: "found authentication.liqo.io/v1 Tenant"},
+		{name: "request wrong kind", kind: vocabulary.RequestFile, data: []byte(strings.Replace(string(request), "kind: "+documents.PeeringRequestKind, "kind: Nonce", 1)), wantErr: "want " + documents.APIVersion + " " + documents.PeeringRequestKind},
+		{name: "nonce wrong apiVersion", kind: vocabulary.NonceFile, data: []byte(strings.Replace(string(nonceDoc), documents.APIVersion, "gitpeer.io/v9", 1)), wantErr: "found gitpeer.io/v9 Nonce"},
+		{name: "request consumer ID differs from path", kind: vocabulary.RequestFile, data: request, path: &Path{Provider: provider, Consumer: "consumer-2", Kind: vocabulary.RequestFile},
 			wantErr: `IDs in the file (provider "provider-a", consumer "consumer-1") are not the IDs in its path (provider "provider-a", consumer "consumer-2")`},
-		{name: "nonce provider ID differs from path", kind: Nonce, data: nonceDoc, path: &Path{Provider: "provider-b", Consumer: consumer, Kind: Nonce},
+		{name: "nonce provider ID differs from path", kind: vocabulary.NonceFile, data: nonceDoc, path: &Path{Provider: "provider-b", Consumer: consumer, Kind: vocabulary.NonceFile},
 			wantErr: `are not the IDs in its path (provider "provider-b"`},
-		{name: "request with a bad key", kind: Request, data: []byte(strings.Replace(string(request), "publicKey: ", "publicKey: AAAA", 1)), wantErr: "spec.publicKey"},
-		{name: "nonce too short", kind: Nonce, data: []byte(strings.Replace(string(nonceDoc), nonce, "c2hvcnQ=", 1)), wantErr: "spec.nonce"},
-		{name: "tenant under another consumer's directory", kind: Tenant, data: tenant, path: &Path{Provider: provider, Consumer: "consumer-2", Kind: Tenant},
+		{name: "request with a bad key", kind: vocabulary.RequestFile, data: []byte(strings.Replace(string(request), "publicKey: ", "publicKey: AAAA", 1)), wantErr: "spec.publicKey"},
+		{name: "nonce too short", kind: vocabulary.NonceFile, data: []byte(strings.Replace(string(nonceDoc), nonce, "c2hvcnQ=", 1)), wantErr: "spec.nonce"},
+		{name: "tenant under another consumer's directory", kind: vocabulary.TenantFile, data: tenant, path: &Path{Provider: provider, Consumer: "consumer-2", Kind: vocabulary.TenantFile},
 			wantErr: `Tenant "consumer-1" for cluster "consumer-1" sits in the directory of consumer "consumer-2"`},
-		{name: "tenant renamed but for another cluster", kind: Tenant, data: tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.ClusterID = "consumer-2" }),
+		{name: "tenant renamed but for another cluster", kind: vocabulary.TenantFile, data: tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.ClusterID = "consumer-2" }),
 			wantErr: `Tenant "consumer-1" for cluster "consumer-2" sits in the directory of consumer "consumer-1"`},
-		{name: "tenant unknown condition", kind: Tenant, data: tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.TenantCondition = "Admin" }), wantErr: `unknown spec.tenantCondition "Admin"`},
-		{name: "tenant without signature", kind: Tenant, data: tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.Signature = nil }), wantErr: "needs spec.publicKey, spec.csr and spec.signature"},
-		{name: "identity under another provider", kind: Identity, data: identity(nil), path: &Path{Provider: "provider-b", Consumer: consumer, Kind: Identity}, wantErr: `sits in the directory of provider "provider-b"`},
-		{name: "identity wrong type", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.Type = "ResourceSlice" }), wantErr: `Identity type "ResourceSlice"`},
-		{name: "identity with awsConfig and proxyURL (liqoctl generate identity of an EKS provider): carried", kind: Identity, data: identity(func(id *authv1beta1.Identity) {
+		{name: "tenant unknown condition", kind: vocabulary.TenantFile, data: tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.TenantCondition = "Admin" }), wantErr: `unknown spec.tenantCondition "Admin"`},
+		{name: "tenant without signature", kind: vocabulary.TenantFile, data: tenantWith(func(tt *authv1beta1.Tenant) { tt.Spec.Signature = nil }), wantErr: "needs spec.publicKey, spec.csr and spec.signature"},
+		{name: "identity under another provider", kind: vocabulary.IdentityFile, data: identity(nil), path: &Path{Provider: "provider-b", Consumer: consumer, Kind: vocabulary.IdentityFile}, wantErr: `sits in the directory of provider "provider-b"`},
+		{name: "identity wrong type", kind: vocabulary.IdentityFile, data: identity(func(id *authv1beta1.Identity) { id.Spec.Type = "ResourceSlice" }), wantErr: `Identity type "ResourceSlice"`},
+		{name: "identity with awsConfig and proxyURL (liqoctl generate identity of an EKS provider): carried", kind: vocabulary.IdentityFile, data: identity(func(id *authv1beta1.Identity) {
 			id.Spec.AuthParams.AwsConfig = &authv1beta1.AwsConfig{AwsUserArn: "arn:aws:iam::1:user/liqo", AwsRegion: "eu-west-1", AwsClusterName: "p"}
 			id.Spec.AuthParams.ProxyURL = ptr.To("http://proxy:3128")
 		})},
-		{name: "identity with an unknown authParams field", kind: Identity, data: []byte(strings.Replace(string(identity(nil)), "authParams:", "authParams:\n    token: x", 1)), wantErr: `unknown field "spec.authParams.token"`},
-		{name: "identity without certificate", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.SignedCRT = nil }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
-		{name: "identity without API server", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.APIServer = "" }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
-		{name: "identity without CA (publicly trusted API server)", kind: Identity, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.CA = nil })},
+		{name: "identity with an unknown authParams field", kind: vocabulary.IdentityFile, data: []byte(strings.Replace(string(identity(nil)), "authParams:", "authParams:\n    token: x", 1)), wantErr: `unknown field "spec.authParams.token"`},
+		{name: "identity without certificate", kind: vocabulary.IdentityFile, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.SignedCRT = nil }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
+		{name: "identity without API server", kind: vocabulary.IdentityFile, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.APIServer = "" }), wantErr: "needs spec.authParams.apiServer and signedCRT"},
+		{name: "identity without CA (publicly trusted API server)", kind: vocabulary.IdentityFile, data: identity(func(id *authv1beta1.Identity) { id.Spec.AuthParams.CA = nil })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := at(tc.kind)
@@ -275,7 +278,7 @@ func TestDecodeAliasBombIsFast(t *testing.T) {
 		doc += "a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.TrimSuffix(strings.Repeat("*a"+string(rune('0'+i-1))+",", 10), ",") + "]\n"
 	}
 	start := time.Now()
-	err := (&Documents{}).Decode(at(Tenant), []byte(doc))
+	err := (&Documents{}).Decode(at(vocabulary.TenantFile), []byte(doc))
 	if err == nil || !strings.Contains(err.Error(), "anchors and aliases") {
 		t.Fatalf("err = %v", err)
 	}
@@ -380,7 +383,7 @@ func TestTenantOfEveryLiqoKeyType(t *testing.T) {
 				t.Fatalf("NewTenant: %v", err)
 			}
 			var pe Documents
-			if err := pe.Decode(at(Tenant), marshal(t, tenant)); err != nil {
+			if err := pe.Decode(at(vocabulary.TenantFile), marshal(t, tenant)); err != nil {
 				t.Fatalf("decoding tenant.yaml: %v", err)
 			}
 			got, err := CheckTenant(pe.Tenant, nonce, consumer)

@@ -20,6 +20,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // MaxBuildSize caps both the files of one kustomized directory, all together,
@@ -37,11 +38,11 @@ var kustomizationFields = []string{
 }
 
 // kinds maps the apiVersion and kind of a built object to its document.
-var kinds = map[[2]string]Kind{
-	{documents.APIVersion, documents.PeeringRequestKind}:          Request,
-	{documents.APIVersion, documents.NonceKind}:                   Nonce,
-	{authv1beta1.GroupVersion.String(), authv1beta1.TenantKind}:   Tenant,
-	{authv1beta1.GroupVersion.String(), authv1beta1.IdentityKind}: Identity,
+var kinds = map[[2]string]vocabulary.FileKind{
+	{documents.APIVersion, documents.PeeringRequestKind}:          vocabulary.RequestFile,
+	{documents.APIVersion, documents.NonceKind}:                   vocabulary.NonceFile,
+	{authv1beta1.GroupVersion.String(), authv1beta1.TenantKind}:   vocabulary.TenantFile,
+	{authv1beta1.GroupVersion.String(), authv1beta1.IdentityKind}: vocabulary.IdentityFile,
 }
 
 // Kustomize builds the kustomization.yaml of the directory of pe from files,
@@ -69,19 +70,19 @@ func (pe *Documents) Kustomize(files map[string][]byte) error {
 	dir := Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir()
 	built, err := buildDocuments(dir, files)
 	if err != nil {
-		err = fmt.Errorf("%s: %w", path.Join(dir, KustomizationFile), err)
-		pe.RefuseBuild(func(k Kind) bool { return hasFile(files, k) }, err)
+		err = fmt.Errorf("%s: %w", path.Join(dir, vocabulary.KustomizationFile), err)
+		pe.RefuseBuild(func(k vocabulary.FileKind) bool { return hasFile(files, k) }, err)
 		return err
 	}
 	var errs []error
-	for _, k := range Kinds {
+	for _, k := range vocabulary.FileKinds {
 		p := Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}
 		data, ok := built[k]
 		switch {
 		case !hasFile(files, k):
 		case ok:
 			if err := pe.Decode(p, data); err != nil {
-				err = fmt.Errorf("%w (as built by %s)", err, KustomizationFile)
+				err = fmt.Errorf("%w (as built by %s)", err, vocabulary.KustomizationFile)
 				pe.MarkInvalid(k, err)
 				errs = append(errs, err)
 			}
@@ -91,8 +92,8 @@ func (pe *Documents) Kustomize(files map[string][]byte) error {
 			}
 		}
 	}
-	if hasFile(files, Tenant) && pe.Tenant == nil {
-		pe.BuildFailed = pe.Invalid[Tenant]
+	if hasFile(files, vocabulary.TenantFile) && pe.Tenant == nil {
+		pe.BuildFailed = pe.Invalid[vocabulary.TenantFile]
 	}
 	return errors.Join(errs...)
 }
@@ -101,20 +102,20 @@ func (pe *Documents) Kustomize(files map[string][]byte) error {
 // for err: every document whose file is present (present reports it) is
 // invalid, so none reads as absent, and with tenant.yaml present the
 // directory fails closed (BuildFailed). Absent documents stay absent.
-func (pe *Documents) RefuseBuild(present func(Kind) bool, err error) {
-	for _, k := range Kinds {
+func (pe *Documents) RefuseBuild(present func(vocabulary.FileKind) bool, err error) {
+	for _, k := range vocabulary.FileKinds {
 		if present(k) {
 			pe.MarkInvalid(k, err)
 		}
 	}
-	if present(Tenant) {
+	if present(vocabulary.TenantFile) {
 		pe.BuildFailed = err
 	}
 }
 
 // buildDocuments builds the directory and returns its documents by kind,
 // each checked to come from the file of its kind.
-func buildDocuments(dir string, files map[string][]byte) (map[Kind][]byte, error) {
+func buildDocuments(dir string, files map[string][]byte) (map[vocabulary.FileKind][]byte, error) {
 	o, err := newOrigin()
 	if err != nil {
 		return nil, err
@@ -145,21 +146,21 @@ func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, 
 		if err == nil && slices.Contains(konfig.RecognizedKustomizationFileNames(), path.Base(name)) {
 			err = checkKustomization(data)
 		}
-		if err != nil && name != KustomizationFile {
+		if err != nil && name != vocabulary.KustomizationFile {
 			err = fmt.Errorf("in %s: %w", name, err)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if known(Kind(name)) {
+		if known(vocabulary.FileKind(name)) {
 			data = o.mark(name, data)
 		}
 		if err := fs.WriteFile(path.Join(root, name), data); err != nil {
 			return nil, err
 		}
 	}
-	if _, ok := files[KustomizationFile]; !ok {
-		return nil, fmt.Errorf("%w: no %s", ErrInvalid, KustomizationFile)
+	if _, ok := files[vocabulary.KustomizationFile]; !ok {
+		return nil, fmt.Errorf("%w: no %s", ErrInvalid, vocabulary.KustomizationFile)
 	}
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
@@ -180,8 +181,8 @@ func buildKustomization(dir string, files map[string][]byte, o origin) ([]byte, 
 
 // sortBuilt splits kustomize's output into one YAML document per kind, each
 // checked to come from the file of its kind and stripped of its origin mark.
-func sortBuilt(out []byte, o origin) (map[Kind][]byte, error) {
-	built := map[Kind][]byte{}
+func sortBuilt(out []byte, o origin) (map[vocabulary.FileKind][]byte, error) {
+	built := map[vocabulary.FileKind][]byte{}
 	dec := yamlv3.NewDecoder(bytes.NewReader(out))
 	for {
 		var node yamlv3.Node
@@ -310,12 +311,12 @@ func checkStream(data []byte) error {
 	}
 }
 
-func hasFile(files map[string][]byte, k Kind) bool {
+func hasFile(files map[string][]byte, k vocabulary.FileKind) bool {
 	_, ok := files[string(k)]
 	return ok
 }
 
-func kindName(k Kind) string {
+func kindName(k vocabulary.FileKind) string {
 	for gvk, kk := range kinds {
 		if kk == k {
 			return gvk[1]

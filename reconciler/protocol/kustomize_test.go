@@ -11,6 +11,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // kustomizedDir is a peering directory holding a signed tenant.yaml and a
@@ -23,9 +24,9 @@ func kustomizedDir(t *testing.T, nonce, kustomization string, extra map[string]s
 		t.Fatal(err)
 	}
 	files := map[string][]byte{
-		string(Tenant):    marshal(t, signedTenant(t, k, consumer, nonce)),
-		string(Request):   request,
-		KustomizationFile: []byte(kustomization),
+		string(vocabulary.TenantFile):  marshal(t, signedTenant(t, k, consumer, nonce)),
+		string(vocabulary.RequestFile): request,
+		vocabulary.KustomizationFile:   []byte(kustomization),
 	}
 	for name, data := range extra {
 		files[name] = []byte(data)
@@ -161,8 +162,8 @@ func TestKustomizeRefusals(t *testing.T) {
 			}
 			// No file may read as absent: every document whose file is present
 			// is invalid; the others stay absent. The provider fails closed.
-			for _, k := range Kinds {
-				if present := k == Tenant || k == Request; (pe.Invalid[k] != nil) != present {
+			for _, k := range vocabulary.FileKinds {
+				if present := k == vocabulary.TenantFile || k == vocabulary.RequestFile; (pe.Invalid[k] != nil) != present {
 					t.Errorf("%s marked invalid: %v, want %v", k, pe.Invalid[k] != nil, present)
 				}
 			}
@@ -183,7 +184,7 @@ func TestKustomizeBuiltObjectsAreCheckedStrictly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `provider-a/consumer-1/tenant.yaml: invalid document: unknown spec.tenantCondition "Evicted" (as built by kustomization.yaml)`) {
 		t.Fatalf("err = %v", err)
 	}
-	if pe.Tenant != nil || pe.Invalid[Tenant] == nil || pe.Request == nil {
+	if pe.Tenant != nil || pe.Invalid[vocabulary.TenantFile] == nil || pe.Request == nil {
 		t.Fatalf("tenant %v, invalid %v, request %v", pe.Tenant, pe.Invalid, pe.Request)
 	}
 
@@ -205,11 +206,11 @@ func TestKustomizeReadsUnlistedDocumentsAsTheyAre(t *testing.T) {
 	}
 
 	pe = &Documents{Provider: provider, Consumer: consumer}
-	files[string(Request)] = []byte("kind: [\n")
+	files[string(vocabulary.RequestFile)] = []byte("kind: [\n")
 	if err := pe.Kustomize(files); err == nil || !strings.HasPrefix(err.Error(), "provider-a/consumer-1/request.yaml: invalid document: malformed YAML") {
 		t.Fatalf("err = %v", err)
 	}
-	if pe.Tenant == nil || pe.Invalid[Request] == nil {
+	if pe.Tenant == nil || pe.Invalid[vocabulary.RequestFile] == nil {
 		t.Fatalf("tenant %v, invalid %v", pe.Tenant, pe.Invalid)
 	}
 }
@@ -275,7 +276,7 @@ func TestKustomizeNeverStartsGit(t *testing.T) {
 // document must come from the file of its kind.
 func TestKustomizeNeverKeepsADeletedTenant(t *testing.T) {
 	copyOf := func(files map[string][]byte) map[string]string {
-		return map[string]string{"copy.yaml": string(files[string(Tenant)])}
+		return map[string]string{"copy.yaml": string(files[string(vocabulary.TenantFile)])}
 	}
 	drain := "resources: [tenant.yaml]\npatches:\n- target: {kind: Tenant}\n  patch: '[{\"op\": \"add\", \"path\": \"/spec/tenantCondition\", \"value\": \"Drained\"}]'\n"
 	for _, tc := range []struct {
@@ -303,14 +304,14 @@ func TestKustomizeNeverKeepsADeletedTenant(t *testing.T) {
 			}
 			if tc.name == "request rewritten into a Tenant" {
 				var request map[string]any
-				if err := yaml.Unmarshal(files[string(Request)], &request); err != nil {
+				if err := yaml.Unmarshal(files[string(vocabulary.RequestFile)], &request); err != nil {
 					t.Fatal(err)
 				}
 				request["metadata"] = map[string]any{"name": consumer}
-				files[string(Request)] = marshal(t, request)
+				files[string(vocabulary.RequestFile)] = marshal(t, request)
 			}
 			if tc.deleteTenant {
-				delete(files, string(Tenant))
+				delete(files, string(vocabulary.TenantFile))
 			}
 			pe := &Documents{Provider: provider, Consumer: consumer}
 			err := pe.Kustomize(files)
@@ -320,8 +321,8 @@ func TestKustomizeNeverKeepsADeletedTenant(t *testing.T) {
 			if pe.Tenant != nil {
 				t.Fatal("a Tenant was read")
 			}
-			if tc.deleteTenant && (pe.Invalid[Tenant] != nil || pe.BuildFailed != nil) {
-				t.Fatalf("a deleted tenant.yaml must read as absent: invalid %v, build failed %v", pe.Invalid[Tenant], pe.BuildFailed)
+			if tc.deleteTenant && (pe.Invalid[vocabulary.TenantFile] != nil || pe.BuildFailed != nil) {
+				t.Fatalf("a deleted tenant.yaml must read as absent: invalid %v, build failed %v", pe.Invalid[vocabulary.TenantFile], pe.BuildFailed)
 			}
 			if !tc.deleteTenant && pe.BuildFailed == nil {
 				t.Fatal("BuildFailed not set while tenant.yaml is present")
@@ -367,7 +368,7 @@ func TestKustomizeCaseVariantTenantField(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			files := kustomizedDir(t, testNonce(t), k, nil)
-			files[string(Tenant)] = []byte(strings.Replace(string(files[string(Tenant)]), "spec:", "spec:\n  tenantcondition: Active", 1))
+			files[string(vocabulary.TenantFile)] = []byte(strings.Replace(string(files[string(vocabulary.TenantFile)]), "spec:", "spec:\n  tenantcondition: Active", 1))
 			pe := &Documents{Provider: provider, Consumer: consumer}
 			err := pe.Kustomize(files)
 			if pe.Tenant != nil {

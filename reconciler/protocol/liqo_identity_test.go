@@ -10,10 +10,11 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestIdentityFromTenant: identity.yaml of Liqo mode is what `liqoctl generate
-// identity` makes of the Tenant (the double's GenerateIdentity), and the
+// identity` makes of the Tenant (test/liqo GenerateIdentity), and the
 // consumer's strict decoder takes it.
 func TestIdentityFromTenant(t *testing.T) {
 	tenant := &authv1beta1.Tenant{
@@ -37,7 +38,7 @@ func TestIdentityFromTenant(t *testing.T) {
 		t.Errorf("identity.yaml is not liqoctl's:\n got %+v\nwant %+v", got, want)
 	}
 	var pe protocol.Documents
-	if err := pe.Decode(protocol.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: protocol.Identity}, data); err != nil {
+	if err := pe.Decode(protocol.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: vocabulary.IdentityFile}, data); err != nil {
 		t.Errorf("the consumer refuses it: %v", err)
 	}
 	if _, err := protocol.IdentityFromTenant("provider-a", &authv1beta1.Tenant{}); err == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Protocol caps on reading one commit of a peering repository, checked
@@ -310,10 +311,10 @@ func (l *Loaded) kustomize(sub *gitsync.Listing, src Source, dir string, scope S
 		return // invalid IDs are reported with the directory's documents
 	}
 	pe := l.Documents(p.Provider, p.Consumer)
-	kustomization := path.Join(dir, KustomizationFile)
+	kustomization := path.Join(dir, vocabulary.KustomizationFile)
 	fail := func(err error) {
 		err = fmt.Errorf("%w; %s is not built", err, kustomization)
-		pe.RefuseBuild(func(k Kind) bool {
+		pe.RefuseBuild(func(k vocabulary.FileKind) bool {
 			return slices.ContainsFunc(sub.Files, func(f gitsync.File) bool { return f.Path == path.Join(dir, string(k)) })
 		}, err)
 		l.reject(kustomization, err)
@@ -371,7 +372,7 @@ func withPath(p string, err error) error {
 }
 
 func markAll(pe *Documents, err error) {
-	for _, k := range Kinds {
+	for _, k := range vocabulary.FileKinds {
 		pe.MarkInvalid(k, err)
 	}
 }

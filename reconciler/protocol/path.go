@@ -6,36 +6,13 @@ import (
 	"strings"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// Kind is which document a file holds, named by its file name.
-type Kind string
-
-// The documents of a peering directory <providerID>/<consumerID>, by file
-// name. Any other name is ignored.
-const (
-	// Request holds the consumer's PeeringRequest.
-	Request Kind = "request.yaml"
-	// Nonce holds the provider's Nonce.
-	Nonce Kind = "nonce.yaml"
-	// Tenant holds the consumer's Tenant (authentication.liqo.io/v1beta1).
-	Tenant Kind = "tenant.yaml"
-	// Identity holds the provider's Identity (authentication.liqo.io/v1beta1).
-	Identity Kind = "identity.yaml"
-)
-
-// KustomizationFile, in a peering directory, makes gitpeer build the
-// directory with kustomize and read the built documents instead of the files
-// themselves (see KustomizedDir).
-const KustomizationFile = "kustomization.yaml"
-
-// Kinds lists every document kind in handshake order.
-var Kinds = []Kind{Request, Nonce, Tenant, Identity}
 
 // Path locates one document: <providerID>/<consumerID>/<kind>.
 type Path struct {
 	Provider, Consumer string
-	Kind               Kind
+	Kind               vocabulary.FileKind
 }
 
 // String returns the path relative to the repository's peering root.
@@ -50,10 +27,10 @@ func (p Path) Dir() string { return path.Join(p.Provider, p.Consumer) }
 // IDs are not valid cluster IDs.
 func ParsePath(rel string) (p Path, ok bool, err error) {
 	parts := strings.Split(rel, "/")
-	if len(parts) != 3 || !known(Kind(parts[2])) {
+	if len(parts) != 3 || !known(vocabulary.FileKind(parts[2])) {
 		return Path{}, false, nil
 	}
-	p = Path{Provider: parts[0], Consumer: parts[1], Kind: Kind(parts[2])}
+	p = Path{Provider: parts[0], Consumer: parts[1], Kind: vocabulary.FileKind(parts[2])}
 	if err := p.validate(); err != nil {
 		return p, true, fmt.Errorf("%s: %w", rel, err)
 	}
@@ -81,7 +58,7 @@ func ParseDir(dir string) (Path, error) {
 // kustomization.yaml at another depth, which is an ordinary ignored file.
 func KustomizedDir(rel string) (dir string, ok bool) {
 	dir, name := path.Split(rel)
-	if name != KustomizationFile || strings.Count(rel, "/") != 2 {
+	if name != vocabulary.KustomizationFile || strings.Count(rel, "/") != 2 {
 		return "", false
 	}
 	return strings.TrimSuffix(dir, "/"), true
@@ -100,8 +77,8 @@ func (p Path) validate() error {
 	return nil
 }
 
-func known(k Kind) bool {
-	for _, kk := range Kinds {
+func known(k vocabulary.FileKind) bool {
+	for _, kk := range vocabulary.FileKinds {
 		if k == kk {
 			return true
 		}

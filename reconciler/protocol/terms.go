@@ -11,24 +11,20 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// TermsFile, at the root of a provider's directory (<providerID>/terms.yaml),
-// holds the provider's ProviderTerms: what merging a consumer's tenant.yaml
-// grants. The provider commits it; consumers quote it in their pull requests.
-const TermsFile = "terms.yaml"
 
 // ErrNoTerms is the error of a provider directory without terms.yaml.
 var ErrNoTerms = errors.New("the provider has published no terms.yaml")
 
 // TermsPath returns the path of provider's terms.yaml, relative to the peering root.
-func TermsPath(provider string) string { return path.Join(provider, TermsFile) }
+func TermsPath(provider string) string { return path.Join(provider, vocabulary.TermsFile) }
 
 // ParseTermsPath returns the provider of rel (relative to the peering root)
 // when rel is <providerID>/terms.yaml.
 func ParseTermsPath(rel string) (string, bool) {
 	provider, name, ok := strings.Cut(rel, "/")
-	return provider, ok && name == TermsFile
+	return provider, ok && name == vocabulary.TermsFile
 }
 
 // DecodeTerms strictly decodes provider's terms.yaml and checks its type and

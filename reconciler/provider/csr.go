@@ -16,23 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-)
-
-// The label and annotations of the CSRs the provider creates. They only
-// count on a CSR the agent's own user requested: what others write never
-// matters.
-const (
-	// ConsumerLabel marks the CSRs issued for a consumer.
-	ConsumerLabel = "gitpeer.io/consumer"
-	// TenantSignatureAnnotation holds the hex SHA-256 of the signature of the
-	// Tenant a CSR was created for, so an approval is never served by the CSR
-	// of an earlier one.
-	TenantSignatureAnnotation = "gitpeer.io/tenant-signature-sha256"
-	// RenewsAnnotation holds the serial (hex) of the certificate a CSR renews;
-	// it is absent on the CSR of a first issuance.
-	RenewsAnnotation = "gitpeer.io/renews"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // csrUsages are the key usages of the CSRs the agent creates, in this order.
@@ -57,15 +42,15 @@ type Signing struct {
 // properties (OwnCSR), never by name.
 func NewCSR(sg Signing) *certificatesv1.CertificateSigningRequest {
 	sum := sha256.Sum256(sg.Signature)
-	annotations := map[string]string{TenantSignatureAnnotation: hex.EncodeToString(sum[:])}
+	annotations := map[string]string{vocabulary.TenantSignatureAnnotation: hex.EncodeToString(sum[:])}
 	if sg.Renews != "" {
-		annotations[RenewsAnnotation] = sg.Renews
+		annotations[vocabulary.RenewsAnnotation] = sg.Renews
 	}
 	ttl := int32(sg.TTL.Seconds())
 	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "gitpeer-" + sg.Consumer + "-",
-			Labels:       map[string]string{ConsumerLabel: sg.Consumer, ownership.ManagedByLabel: ownership.ManagedBy, ownership.OwnerLabel: sg.Owner},
+			Labels:       map[string]string{vocabulary.ConsumerLabel: sg.Consumer, vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: sg.Owner},
 			Annotations:  annotations,
 		},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
@@ -90,12 +75,12 @@ func RequestedBy(csr *certificatesv1.CertificateSigningRequest, user string) boo
 // matched here is what gets approved.
 func OwnCSR(csr *certificatesv1.CertificateSigningRequest, sg Signing) bool {
 	want := NewCSR(sg)
-	for _, k := range []string{TenantSignatureAnnotation, RenewsAnnotation} {
+	for _, k := range []string{vocabulary.TenantSignatureAnnotation, vocabulary.RenewsAnnotation} {
 		if csr.Annotations[k] != want.Annotations[k] {
 			return false
 		}
 	}
-	return csr.Labels[ownership.OwnerLabel] == want.Labels[ownership.OwnerLabel] &&
+	return csr.Labels[vocabulary.OwnerLabel] == want.Labels[vocabulary.OwnerLabel] &&
 		bytes.Equal(csr.Spec.Request, want.Spec.Request) &&
 		csr.Spec.SignerName == want.Spec.SignerName &&
 		slices.Equal(csr.Spec.Usages, want.Spec.Usages) &&

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/ownership"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestOwnCSR: a CSR counts as the agent's for a signing only when every
@@ -29,12 +29,14 @@ func TestOwnCSR(t *testing.T) {
 	}{
 		{"as created", first, func(*certificatesv1.CertificateSigningRequest) {}, true},
 		{"renewal as created", renewal, func(*certificatesv1.CertificateSigningRequest) {}, true},
-		{"first issuance's CSR for a renewal", renewal, func(c *certificatesv1.CertificateSigningRequest) { delete(c.Annotations, RenewsAnnotation) }, false},
-		{"renewal of another certificate", renewal, func(c *certificatesv1.CertificateSigningRequest) { c.Annotations[RenewsAnnotation] = "2a" }, false},
-		{"renewal CSR for a first issuance", first, func(c *certificatesv1.CertificateSigningRequest) { c.Annotations[RenewsAnnotation] = "1f" }, false},
-		{"an earlier Tenant's", first, func(c *certificatesv1.CertificateSigningRequest) { c.Annotations[TenantSignatureAnnotation] = "00" }, false},
-		{"another repository's", first, func(c *certificatesv1.CertificateSigningRequest) { c.Labels[ownership.OwnerLabel] = "other-uid" }, false},
-		{"no owner label", first, func(c *certificatesv1.CertificateSigningRequest) { delete(c.Labels, ownership.OwnerLabel) }, false},
+		{"first issuance's CSR for a renewal", renewal, func(c *certificatesv1.CertificateSigningRequest) { delete(c.Annotations, vocabulary.RenewsAnnotation) }, false},
+		{"renewal of another certificate", renewal, func(c *certificatesv1.CertificateSigningRequest) { c.Annotations[vocabulary.RenewsAnnotation] = "2a" }, false},
+		{"renewal CSR for a first issuance", first, func(c *certificatesv1.CertificateSigningRequest) { c.Annotations[vocabulary.RenewsAnnotation] = "1f" }, false},
+		{"an earlier Tenant's", first, func(c *certificatesv1.CertificateSigningRequest) {
+			c.Annotations[vocabulary.TenantSignatureAnnotation] = "00"
+		}, false},
+		{"another repository's", first, func(c *certificatesv1.CertificateSigningRequest) { c.Labels[vocabulary.OwnerLabel] = "other-uid" }, false},
+		{"no owner label", first, func(c *certificatesv1.CertificateSigningRequest) { delete(c.Labels, vocabulary.OwnerLabel) }, false},
 		{"other request bytes", first, func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = []byte("csr2") }, false},
 		{"another signer", first, func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.SignerName = certificatesv1.KubeAPIServerClientKubeletSignerName
@@ -66,10 +68,10 @@ func TestNewCSR(t *testing.T) {
 	if csr.Name != "" || csr.GenerateName != "gitpeer-consumer-1-" {
 		t.Errorf("name %q, generateName %q: the API server must name it", csr.Name, csr.GenerateName)
 	}
-	if csr.Labels[ConsumerLabel] != "consumer-1" || csr.Labels[ownership.OwnerLabel] != "repo-uid" || csr.Labels[ownership.ManagedByLabel] != ownership.ManagedBy {
+	if csr.Labels[vocabulary.ConsumerLabel] != "consumer-1" || csr.Labels[vocabulary.OwnerLabel] != "repo-uid" || csr.Labels[vocabulary.ManagedByLabel] != vocabulary.ManagedBy {
 		t.Errorf("labels %v", csr.Labels)
 	}
-	if _, renews := csr.Annotations[RenewsAnnotation]; renews {
+	if _, renews := csr.Annotations[vocabulary.RenewsAnnotation]; renews {
 		t.Error("a first issuance carries a renews annotation")
 	}
 	spec := csr.Spec
@@ -217,7 +219,7 @@ func TestPlanSigning(t *testing.T) {
 		{
 			name: "the agent's, of an earlier Tenant: not for this signing",
 			csrs: []*certificatesv1.CertificateSigningRequest{changed(own("earlier", good, approved), func(c *certificatesv1.CertificateSigningRequest) {
-				c.Annotations[TenantSignatureAnnotation] = "00"
+				c.Annotations[vocabulary.TenantSignatureAnnotation] = "00"
 			})}, step: CreateCSR,
 		},
 		{

@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // In Liqo mode the provider moves files and gates approval, and Liqo's tenant
@@ -43,8 +44,8 @@ func CheckLiqoCertificate(certPEM []byte, key gocrypto.PublicKey, consumer strin
 
 // IdentityAction says what the provider commits for the authParams Liqo put
 // in a Tenant's status, given identity.yaml on the branch (nil if none): the
-// first identity.yaml (protocol.ActionIssueIdentity), a new one for a
-// changed status, as after Liqo's renewal (protocol.ActionRenewIdentity), or
+// first identity.yaml (vocabulary.ActionIssueIdentity), a new one for a
+// changed status, as after Liqo's renewal (vocabulary.ActionRenewIdentity), or
 // nothing ("") when the branch carries the status already: each change of the
 // status is committed once.
 func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Identity) string {
@@ -52,11 +53,11 @@ func IdentityAction(status *authv1beta1.AuthParams, published *authv1beta1.Ident
 	case status == nil:
 		return ""
 	case published == nil:
-		return protocol.ActionIssueIdentity
+		return vocabulary.ActionIssueIdentity
 	case equality.Semantic.DeepEqual(*status, published.Spec.AuthParams):
 		return ""
 	}
-	return protocol.ActionRenewIdentity
+	return vocabulary.ActionRenewIdentity
 }
 
 // APIServerDiffers reports whether advertised, the API server Liqo put in a
@@ -101,6 +102,17 @@ var LiqoDrainedKinds = []schema.GroupVersionKind{
 	{Group: "offloading.liqo.io", Version: "v1beta1", Kind: "NamespaceMap"},
 }
 
+// LiqoRenewKind is the Renew Liqo's CRD replicator creates on the provider
+// for each control-plane Identity of the consumer (Liqo's local renewer keeps
+// one per Identity). Liqo's Drained leaves it, as Liqo's own unpeering starts
+// on the consumer, whose replicator deletes it. gitpeer revokes from the
+// provider: the consumer, unbound, can no longer delete it, and its
+// replicator holds the consumer's Renew and Liqo's kubeconfig Secret by their
+// finalizers until it is gone (liqotech/liqo v1.2.0
+// internal/crdReplicator/reflection/handler.go, deleteRemoteObject), so
+// revocation deletes it once the consumer is unbound.
+var LiqoRenewKind = schema.GroupVersionKind{Group: "authentication.liqo.io", Version: "v1beta1", Kind: "Renew"}
+
 // LiqoDrainSelector selects what Liqo's CRD replicator created for consumer,
 // as Drained selects it (pkg/utils/labels, RemoteLabelSelectorForCluster):
 // liqo.io/replicated=true and liqo.io/originID=<consumer>.
@@ -118,21 +130,6 @@ func LiqoCertificateCaches(slices []string) []string {
 	return out
 }
 
-// RevokedCaches names the caches a revocation deletes: the control plane's
-// and those of existing, the consumer's ResourceSlices, and of every
-// slice records name (IssuedRecord.ResourceSlice), which Liqo never deletes
-// when a slice goes; each once, in order.
-func RevokedCaches(existing []string, records []IssuedRecord) []string {
-	names := existing[:len(existing):len(existing)]
-	for _, r := range records {
-		if r.ResourceSlice != "" {
-			names = append(names, r.ResourceSlice)
-		}
-	}
-	slices.Sort(names)
-	return LiqoCertificateCaches(slices.Compact(names))
-}
-
 // ResourceSlicesResource is the resource of Liqo's ResourceSlices, which the
 // provider watches in Liqo mode to record each certificate Liqo issues for one.
 const ResourceSlicesResource = "resourceslices"
@@ -142,10 +139,10 @@ const ResourceSlicesResource = "resourceslices"
 const LiqoReplicatedSelector = "liqo.io/replicated=true"
 
 // SliceIssued returns the consumer of a ResourceSlice Liqo's CRD replicator
-// created in its tenant namespace (LiqoDrainSelector) and the certificate
-// Liqo issued for it (SliceCertificate), one of Group <consumer>; consumer ""
-// when the slice is no consumer's or holds no such certificate.
-func SliceIssued(slice *unstructured.Unstructured) (consumer string, cert *x509.Certificate) {
+// created in its tenant namespace (LiqoDrainSelector) and the certificate in
+// its status (SliceCertificate), unchecked (CheckLiqoIssued checks it);
+// consumer "" when the slice is no consumer's or holds no certificate.
+func SliceIssued(slice *unstructured.Unstructured) (consumer string, pem []byte) {
 	consumer = slice.GetLabels()["liqo.io/originID"]
 	if consumer == "" || !LiqoDrainSelector(consumer).Matches(labels.Set(slice.GetLabels())) ||
 		slice.GetNamespace() != authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)) {
@@ -155,11 +152,7 @@ func SliceIssued(slice *unstructured.Unstructured) (consumer string, cert *x509.
 	if err != nil || pem == nil {
 		return "", nil
 	}
-	cert, err = crypto.ParseCertificatePEM(pem)
-	if err != nil || !slices.Contains(cert.Subject.Organization, consumer) {
-		return "", nil
-	}
-	return consumer, cert
+	return consumer, pem
 }
 
 // SliceCertificate returns the PEM certificate Liqo put in the status of a
@@ -175,4 +168,30 @@ func SliceCertificate(slice *unstructured.Unstructured) ([]byte, error) {
 		return nil, fmt.Errorf("ResourceSlice %s/%s: status.authParams.signedCRT: %w", slice.GetNamespace(), slice.GetName(), err)
 	}
 	return pem, nil
+}
+
+// StrayTenants returns why Liqo's Tenant webhook would refuse the Tenant of
+// consumer gitpeer is about to create in ns, given the Tenants in the
+// cluster, or nil: another Tenant in ns (Liqo allows one Tenant per tenant
+// namespace) or a Tenant named consumer elsewhere (Liqo requires Tenant
+// names unique in the cluster) (liqotech/liqo v1.2.0
+// pkg/webhooks/tenant/validate.go, handleCreate). Such a Tenant is not
+// gitpeer's: an earlier `liqoctl peer`, or an admin's; the error says what
+// to do.
+func StrayTenants(consumer, ns string, tenants []authv1beta1.Tenant) error {
+	var strays []string
+	for _, t := range tenants {
+		switch {
+		case t.Namespace == ns && t.Name != consumer:
+			strays = append(strays, fmt.Sprintf("Tenant %s/%s in the tenant namespace (Liqo allows one Tenant per tenant namespace)", t.Namespace, t.Name))
+		case t.Namespace != ns && t.Name == consumer:
+			strays = append(strays, fmt.Sprintf("Tenant %s/%s (Liqo requires Tenant names unique in the cluster)", t.Namespace, t.Name))
+		}
+	}
+	if len(strays) == 0 {
+		return nil
+	}
+	slices.Sort(strays)
+	return fmt.Errorf("%s, not created by gitpeer (an earlier `liqoctl peer`, or an admin), keeps Liqo's Tenant webhook from admitting the Tenant of %s: "+
+		"delete it (`liqoctl unpeer` on the consumer, or kubectl delete tenant) for gitpeer to apply tenant.yaml", strings.Join(strays, "; "), consumer)
 }

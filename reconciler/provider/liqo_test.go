@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // liqoCert is a client certificate as Liqo's tenant controller gets it
@@ -84,11 +85,11 @@ func TestIdentityAction(t *testing.T) {
 		want      string
 	}{
 		"Liqo has not issued yet":                 {nil, nil, ""},
-		"first certificate: issue":                {params("crt-1"), nil, protocol.ActionIssueIdentity},
+		"first certificate: issue":                {params("crt-1"), nil, vocabulary.ActionIssueIdentity},
 		"published already: nothing":              {params("crt-1"), published(params("crt-1")), ""},
-		"renewed by Liqo: renew once":             {params("crt-2"), published(params("crt-1")), protocol.ActionRenewIdentity},
-		"proxyURL added to the status":            {proxied, published(params("crt-1")), protocol.ActionRenewIdentity},
-		"published newer than status: republish":  {params("crt-1"), published(params("crt-2")), protocol.ActionRenewIdentity},
+		"renewed by Liqo: renew once":             {params("crt-2"), published(params("crt-1")), vocabulary.ActionRenewIdentity},
+		"proxyURL added to the status":            {proxied, published(params("crt-1")), vocabulary.ActionRenewIdentity},
+		"published newer than status: republish":  {params("crt-1"), published(params("crt-2")), vocabulary.ActionRenewIdentity},
 		"status gone after publishing: no change": {nil, published(params("crt-1")), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -171,20 +172,54 @@ func TestAPIServerDiffers(t *testing.T) {
 	}
 }
 
+func TestStrayTenants(t *testing.T) {
+	tenant := func(ns, name string) authv1beta1.Tenant {
+		return authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	const ns = "liqo-tenant-c1"
+	for name, tc := range map[string]struct {
+		tenants []authv1beta1.Tenant
+		want    []string // in the error, in order; none: no error
+	}{
+		"no Tenant":                          {nil, nil},
+		"other consumers' Tenants":           {[]authv1beta1.Tenant{tenant("liqo-tenant-c2", "c2")}, nil},
+		"another Tenant in the namespace":    {[]authv1beta1.Tenant{tenant(ns, "c1-old")}, []string{ns + "/c1-old", "one Tenant per tenant namespace", "liqoctl unpeer"}},
+		"the same name in another namespace": {[]authv1beta1.Tenant{tenant("my-ns", "c1")}, []string{"my-ns/c1", "unique in the cluster"}},
+		"both, each named": {[]authv1beta1.Tenant{tenant("my-ns", "c1"), tenant(ns, "c1-old")},
+			[]string{ns + "/c1-old", "; Tenant my-ns/c1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := StrayTenants("c1", ns, tc.tenants)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("StrayTenants = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("StrayTenants = nil, want an error with %q", tc.want)
+			}
+			rest := err.Error()
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("StrayTenants = %v, want %q (in order)", err, w)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}
+
 // TestSliceIssued: a certificate is taken from a ResourceSlice only when
 // Liqo's CRD replicator created the slice for the consumer in its tenant
-// namespace and the certificate is one of Group <consumer>.
+// namespace (CheckLiqoIssued then checks the certificate).
 func TestSliceIssued(t *testing.T) {
 	key, err := crypto.GenerateKey(crypto.Ed25519)
 	if err != nil {
 		t.Fatal(err)
 	}
-	group := func(o string) []byte {
-		return liqoCert(t, key, func(c *x509.Certificate) {
-			c.Subject = pkix.Name{CommonName: "slice-1-abc", Organization: []string{o}}
-			c.SerialNumber = big.NewInt(42)
-		})
-	}
+	crt := liqoCert(t, key, nil)
 	slice := func(ns string, labels map[string]any, crt []byte) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": "slice-1", "labels": labels}}}
 		if crt != nil {
@@ -199,38 +234,15 @@ func TestSliceIssued(t *testing.T) {
 		slice *unstructured.Unstructured
 		want  string
 	}{
-		{"issued", slice(tenantNS, replicated, group("c1")), "c1"},
+		{"issued", slice(tenantNS, replicated, crt), "c1"},
 		{"not issued yet", slice(tenantNS, replicated, nil), ""},
-		{"not replicated", slice(tenantNS, map[string]any{"liqo.io/originID": "c1"}, group("c1")), ""},
-		{"no origin", slice(tenantNS, map[string]any{"liqo.io/replicated": "true"}, group("c1")), ""},
-		{"another consumer's namespace", slice(authv1beta1.TenantNamespaceName("c2"), replicated, group("c1")), ""},
-		{"another group", slice(tenantNS, replicated, group("c2")), ""},
-		{"not a certificate", slice(tenantNS, replicated, []byte("junk")), ""},
+		{"not replicated", slice(tenantNS, map[string]any{"liqo.io/originID": "c1"}, crt), ""},
+		{"no origin", slice(tenantNS, map[string]any{"liqo.io/replicated": "true"}, crt), ""},
+		{"another consumer's namespace", slice(authv1beta1.TenantNamespaceName("c2"), replicated, crt), ""},
 	} {
-		consumer, cert := SliceIssued(tc.slice)
-		if consumer != tc.want || (cert != nil) != (tc.want != "") {
-			t.Errorf("%s: SliceIssued = %q, %v; want %q", tc.name, consumer, cert != nil, tc.want)
+		consumer, pem := SliceIssued(tc.slice)
+		if consumer != tc.want || (pem != nil) != (tc.want != "") {
+			t.Errorf("%s: SliceIssued = %q, %v; want %q", tc.name, consumer, pem != nil, tc.want)
 		}
-		if cert != nil && cert.SerialNumber.Int64() != 42 {
-			t.Errorf("%s: serial %v, want 42", tc.name, cert.SerialNumber)
-		}
-	}
-}
-
-// TestRevokedCaches: a revocation deletes the cache of every recorded
-// slice, gone or not, and of every existing one, each once.
-func TestRevokedCaches(t *testing.T) {
-	records := []IssuedRecord{{Serial: "1"}, {Serial: "2", ResourceSlice: "gone"}, {Serial: "3", ResourceSlice: "kept"}, {Serial: "4", ResourceSlice: "gone"}}
-	existing := []string{"kept", "new"}
-	got := RevokedCaches(existing, records)
-	want := []string{"liqo-remote-certificate", "liqo-remote-certificate-gone", "liqo-remote-certificate-kept", "liqo-remote-certificate-new"}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("RevokedCaches = %v, want %v", got, want)
-	}
-	if strings.Join(existing, ",") != "kept,new" {
-		t.Errorf("RevokedCaches changed its argument: %v", existing)
-	}
-	if got := RevokedCaches(nil, nil); len(got) != 1 || got[0] != LiqoCertificateCache {
-		t.Errorf("nothing recorded = %v, want only the control plane's cache", got)
 	}
 }

@@ -1,7 +1,7 @@
 // Package provider is the provider's planner: from what a round observed of
 // one peering (its documents on the branch and the cluster objects the
 // PeeringRepository owns for it) it decides what to do, and it holds the
-// provider's trust rules. It reads nothing and writes nothing: the
+// provider's trust rules on its records (the document rules are trust's). It reads nothing and writes nothing: the
 // reconciler observes, asks it, and applies what it decides.
 package provider
 
@@ -10,17 +10,15 @@ import (
 	gocrypto "crypto"
 	"crypto/x509"
 	"fmt"
-	"net/url"
 	"path"
-	"slices"
 	"time"
-
-	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Step is what the provider does for one peering directory in a round.
@@ -59,7 +57,7 @@ func Decide(pe *protocol.Documents, o Observed) Step {
 	switch {
 	case pe.BuildFailed != nil:
 		return FailClosed
-	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
+	case pe.Tenant == nil && pe.Invalid[vocabulary.TenantFile] != nil:
 		return SkipInvalid
 	case pe.Tenant == nil && (o.Tenant != nil || pe.Identity != nil):
 		return Revoke
@@ -139,7 +137,7 @@ type TenantCheck struct {
 	// Nonce is the provider's own current nonce for the consumer (its
 	// Secret); "" when none was issued.
 	Nonce string
-	// PinnedKey is the key pinned for the consumer (KeyPin), "" if none.
+	// PinnedKey is the key pinned for the consumer (crypto.KeyPin), "" if none.
 	PinnedKey string
 	// Rekey is the value of the consumer's rekey annotation: the pin of the
 	// key an admin accepts in place of the pinned one.
@@ -188,28 +186,21 @@ type TenantVerdict struct {
 	Unused []string
 }
 
-// CheckTenant applies the trust rules to the Tenant merged in pe: signed
-// over the provider's own current nonce, for the consumer's subject, with
-// authzPolicy KeysExchange (protocol.CheckTenant), with the key of
-// request.yaml, a proxyURL only if the provider allows one, not blocked by a
-// revoked certificate (unless the revival annotation accepts it, or the
-// Tenant was applied already), and the key pinned at first issuance (changed
-// only by the rekey annotation). It says which overrides the Tenant uses and
-// which have no effect.
+// CheckTenant applies the trust rules to the Tenant merged in pe: the
+// document rules every checker shares (check.Tenant: signed over the
+// provider's own current nonce, for the consumer's subject, authzPolicy
+// KeysExchange, the key of request.yaml, the namespace of the terms, a
+// proxyURL only if the provider allows one), then the rules on the
+// provider's records: not blocked by a revoked certificate (unless the
+// revival annotation accepts it, or the Tenant was applied already), and the
+// key pinned at first issuance (changed only by the rekey annotation). It
+// says which overrides the Tenant uses and which have no effect.
 func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
-	if c.Nonce == "" {
-		return TenantVerdict{Rejected: "no nonce was issued to this consumer (request.yaml missing or revoked)"}
+	checked := check.Tenant(pe, check.Facts{Nonce: &c.Nonce, AllowProxyURL: &c.AllowProxyURL})
+	if checked.Err != nil {
+		return TenantVerdict{Rejected: checked.Err.Error()}
 	}
-	key, err := protocol.CheckTenant(pe.Tenant, c.Nonce, pe.Consumer)
-	if err == nil {
-		err = pe.CheckRequestKey(key)
-	}
-	if err == nil {
-		err = CheckProxyURL(pe.Tenant, c.AllowProxyURL)
-	}
-	if err != nil {
-		return TenantVerdict{Rejected: err.Error()}
-	}
+	key := checked.Key
 	pin, err := crypto.KeyPin(key)
 	if err != nil {
 		return TenantVerdict{Rejected: err.Error()}
@@ -255,30 +246,8 @@ func Verify(pe *protocol.Documents, c TenantCheck, current *authv1beta1.Tenant) 
 	if v.Rejected == "" {
 		return v, nil
 	}
-	closure := Refuse(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: protocol.Tenant}.String(), v.Rejected, current)
+	closure := Refuse(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), v.Rejected, current)
 	return v, &closure
-}
-
-// proxySchemes are the proxy URL schemes client-go dials.
-var proxySchemes = []string{"http", "https", "socks5"}
-
-// CheckProxyURL refuses a Tenant's spec.proxyURL unless allowed (the
-// provider's spec.provider.allowProxyURL), and one that is not an absolute
-// http, https or socks5 URL of a host. The provider copies an accepted one
-// into the Tenant's status and identity.yaml, as Liqo's tenant controller does.
-func CheckProxyURL(t *authv1beta1.Tenant, allowed bool) error {
-	raw := ptr.Deref(t.Spec.ProxyURL, "")
-	if raw == "" {
-		return nil
-	}
-	if !allowed {
-		return fmt.Errorf("tenant spec.proxyURL %q: this provider does not accept proxies named by consumers (spec.provider.allowProxyURL is false); remove it from tenant.yaml", raw)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || !slices.Contains(proxySchemes, u.Scheme) || u.Host == "" {
-		return fmt.Errorf("tenant spec.proxyURL %q is not an absolute %v URL of a host", raw, proxySchemes)
-	}
-	return nil
 }
 
 func short(digest string) string { return digest[:min(16, len(digest))] }
@@ -295,10 +264,6 @@ type Renewal struct {
 	// before the certificate expires.
 	Overdue bool
 }
-
-// RenewalOverdue is the reason (condition, event) of a certificate whose
-// renewal is overdue.
-const RenewalOverdue = gitpeerv1alpha1.RenewalOverdueReason
 
 // OverdueAfter is how long after its renewal point a certificate not
 // renewed is overdue: a twelfth of its life, at most an hour. A healthy

@@ -13,13 +13,14 @@ import (
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestDecide(t *testing.T) {
 	merged := &authv1beta1.Tenant{Spec: authv1beta1.TenantSpec{Signature: []byte("sig"), CSR: []byte("csr")}}
 	issued := &authv1beta1.Tenant{Spec: merged.Spec, Status: authv1beta1.TenantStatus{AuthParams: &authv1beta1.AuthParams{SignedCRT: []byte("crt")}}}
 	other := &authv1beta1.Tenant{Spec: authv1beta1.TenantSpec{Signature: []byte("old"), CSR: []byte("csr")}, Status: issued.Status}
-	invalid := map[protocol.Kind]error{protocol.Tenant: protocol.ErrInvalid}
+	invalid := map[vocabulary.FileKind]error{vocabulary.TenantFile: protocol.ErrInvalid}
 	for name, tc := range map[string]struct {
 		pe   protocol.Documents
 		o    Observed

@@ -5,24 +5,13 @@ import (
 	"time"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// IssuedRecord is one certificate issued to a consumer, as the provider
-// records it: its serial (hex, as in the Gitpeer-Serial trailer), expiry and
-// revocation time. ResourceSlice names the slice of a certificate Liqo
-// issued for a ResourceSlice (Liqo mode): revocation deletes its cache
-// (LiqoCertificateCaches) even after the slice is gone.
-type IssuedRecord struct {
-	Serial        string     `json:"serial"`
-	NotAfter      time.Time  `json:"notAfter"`
-	RevokedAt     *time.Time `json:"revokedAt,omitempty"`
-	ResourceSlice string     `json:"resourceSlice,omitempty"`
-}
 
 // RevivalBlocker returns the revoked certificate that still forbids binding
 // the consumer again at now (the one valid longest), or nil.
-func RevivalBlocker(records []IssuedRecord, now time.Time) *IssuedRecord {
-	var out *IssuedRecord
+func RevivalBlocker(records []vocabulary.IssuedRecord, now time.Time) *vocabulary.IssuedRecord {
+	var out *vocabulary.IssuedRecord
 	for i := range records {
 		r := &records[i]
 		if r.RevokedAt != nil && r.NotAfter.After(now) && (out == nil || r.NotAfter.After(out.NotAfter)) {
@@ -37,7 +26,7 @@ func RevivalBlocker(records []IssuedRecord, now time.Time) *IssuedRecord {
 // binding would give every unexpired revoked certificate of it access again.
 // An admin accepts that risk for one binding with the consumer's revival
 // annotation (CheckTenant), which is then used up.
-func RevivalRefusal(records []IssuedRecord, consumer string, now time.Time) string {
+func RevivalRefusal(records []vocabulary.IssuedRecord, consumer string, now time.Time) string {
 	blocker := RevivalBlocker(records, now)
 	if blocker == nil {
 		return ""

@@ -4,24 +4,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestRevivalBlocker(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	revoked := now.Add(-time.Hour)
-	rec := func(serial string, notAfter time.Time, revokedAt *time.Time) IssuedRecord {
-		return IssuedRecord{Serial: serial, NotAfter: notAfter, RevokedAt: revokedAt}
+	rec := func(serial string, notAfter time.Time, revokedAt *time.Time) vocabulary.IssuedRecord {
+		return vocabulary.IssuedRecord{Serial: serial, NotAfter: notAfter, RevokedAt: revokedAt}
 	}
 	for name, tc := range map[string]struct {
-		records []IssuedRecord
+		records []vocabulary.IssuedRecord
 		want    string
 	}{
 		"no records":                    {nil, ""},
-		"unrevoked, unexpired":          {[]IssuedRecord{rec("a", now.Add(time.Hour), nil)}, ""},
-		"revoked, expired":              {[]IssuedRecord{rec("a", now.Add(-time.Second), &revoked)}, ""},
-		"revoked, expiring exactly now": {[]IssuedRecord{rec("a", now, &revoked)}, ""},
-		"revoked, unexpired":            {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked)}, "a"},
-		"the longest-valid revoked one": {[]IssuedRecord{rec("a", now.Add(time.Minute), &revoked), rec("b", now.Add(time.Hour), &revoked), rec("c", now.Add(2*time.Hour), nil)}, "b"},
+		"unrevoked, unexpired":          {[]vocabulary.IssuedRecord{rec("a", now.Add(time.Hour), nil)}, ""},
+		"revoked, expired":              {[]vocabulary.IssuedRecord{rec("a", now.Add(-time.Second), &revoked)}, ""},
+		"revoked, expiring exactly now": {[]vocabulary.IssuedRecord{rec("a", now, &revoked)}, ""},
+		"revoked, unexpired":            {[]vocabulary.IssuedRecord{rec("a", now.Add(time.Minute), &revoked)}, "a"},
+		"the longest-valid revoked one": {[]vocabulary.IssuedRecord{rec("a", now.Add(time.Minute), &revoked), rec("b", now.Add(time.Hour), &revoked), rec("c", now.Add(2*time.Hour), nil)}, "b"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := RevivalBlocker(tc.records, now)
@@ -38,10 +40,10 @@ func TestRevivalBlocker(t *testing.T) {
 func TestRevivalRefusal(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	revoked := now.Add(-time.Hour)
-	unexpired := []IssuedRecord{{Serial: "2a", NotAfter: now.Add(time.Hour), RevokedAt: &revoked}}
-	expired := []IssuedRecord{{Serial: "2a", NotAfter: now.Add(-time.Second), RevokedAt: &revoked}}
+	unexpired := []vocabulary.IssuedRecord{{Serial: "2a", NotAfter: now.Add(time.Hour), RevokedAt: &revoked}}
+	expired := []vocabulary.IssuedRecord{{Serial: "2a", NotAfter: now.Add(-time.Second), RevokedAt: &revoked}}
 	for name, tc := range map[string]struct {
-		records []IssuedRecord
+		records []vocabulary.IssuedRecord
 		want    string
 	}{
 		"nothing revoked":             {nil, ""},

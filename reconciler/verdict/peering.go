@@ -10,35 +10,37 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // directory is one <providerID>/<consumerID> folder: the documents that
 // decoded (ok) and are now checked against each other.
 type directory struct {
 	pe protocol.Documents
-	ok map[protocol.Kind]bool
+	ok map[vocabulary.FileKind]bool
 }
 
 // newDirectory returns the directory of pe with the documents that decoded.
 func newDirectory(pe *protocol.Documents) *directory {
-	d := &directory{pe: *pe, ok: map[protocol.Kind]bool{}}
-	for _, k := range protocol.Kinds {
+	d := &directory{pe: *pe, ok: map[vocabulary.FileKind]bool{}}
+	for _, k := range vocabulary.FileKinds {
 		d.ok[k] = pe.Invalid[k] == nil && documentOf(pe, k)
 	}
 	return d
 }
 
 // documentOf reports whether pe holds a decoded document of kind k.
-func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
+func documentOf(pe *protocol.Documents, k vocabulary.FileKind) bool {
 	switch k {
-	case protocol.Request:
+	case vocabulary.RequestFile:
 		return pe.Request != nil
-	case protocol.Nonce:
+	case vocabulary.NonceFile:
 		return pe.Nonce != nil
-	case protocol.Tenant:
+	case vocabulary.TenantFile:
 		return pe.Tenant != nil
-	case protocol.Identity:
+	case vocabulary.IdentityFile:
 		return pe.Identity != nil
 	}
 	return false
@@ -49,28 +51,22 @@ func documentOf(pe *protocol.Documents, k protocol.Kind) bool {
 // the consumer can check.
 func (d *directory) check(now time.Time) []Result {
 	out := []Result{Terms(&d.pe)}
-	for _, k := range protocol.Kinds {
+	for _, k := range vocabulary.FileKinds {
 		if !d.ok[k] {
 			continue
 		}
 		var reason string
 		var err error
 		switch k {
-		case protocol.Request:
+		case vocabulary.RequestFile:
 			reason = fmt.Sprintf("peering request of %s with %s", d.pe.Consumer, d.pe.Provider)
-		case protocol.Nonce:
+		case vocabulary.NonceFile:
 			reason = fmt.Sprintf("nonce for %s", d.pe.Consumer)
-		case protocol.Tenant:
+		case vocabulary.TenantFile:
 			reason, err = d.checkTenant(now)
-			if err == nil && d.pe.Terms != nil {
-				err = protocol.CheckTenantTerms(d.pe.Terms, d.pe.Tenant, d.pe.Consumer)
-			}
 			reason += "; " + ProviderChecks
-		case protocol.Identity:
+		case vocabulary.IdentityFile:
 			reason, err = d.checkIdentity(now)
-			if err == nil && d.pe.Terms != nil {
-				err = protocol.CheckIdentityTerms(d.pe.Terms, d.pe.Identity)
-			}
 			reason += "; " + ConsumerChecks
 		}
 		r := Result{Path: protocol.Path{Provider: d.pe.Provider, Consumer: d.pe.Consumer, Kind: k}.String(), Valid: err == nil, Reason: reason}
@@ -92,7 +88,7 @@ func Terms(pe *protocol.Documents) Result {
 	switch t := pe.Terms; {
 	case t == nil && (pe.TermsErr == nil || errors.Is(pe.TermsErr, protocol.ErrNoTerms)):
 		r.Reason = fmt.Sprintf("terms missing: %s has not published %s; what a merge grants is unknown", pe.Provider, r.Path)
-		if pe.Tenant == nil && pe.Invalid[protocol.Tenant] == nil {
+		if pe.Tenant == nil && pe.Invalid[vocabulary.TenantFile] == nil {
 			r.Valid, r.Reason = true, r.Reason+" (no tenant.yaml yet: nothing is granted)"
 		}
 	case pe.TermsErr != nil:
@@ -114,13 +110,13 @@ func (d *directory) verdict(results []Result) Result {
 	switch {
 	case pe.BuildFailed != nil:
 		r.Reason = "directory fails closed: its kustomization yields no valid Tenant; the provider drains an issued Tenant (its RoleBinding goes) and issues and renews nothing until it is fixed"
-	case pe.Tenant == nil && pe.Invalid[protocol.Tenant] != nil:
+	case pe.Tenant == nil && pe.Invalid[vocabulary.TenantFile] != nil:
 		r.Reason = "directory skipped: tenant.yaml is invalid; nothing is issued or revoked until it is fixed or deleted"
-	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[protocol.Identity] != nil):
+	case pe.Tenant == nil && (pe.Identity != nil || pe.Invalid[vocabulary.IdentityFile] != nil):
 		r.Reason = "directory revokes: tenant.yaml is gone; the provider deletes the Tenant and its RoleBinding and removes identity.yaml"
 	case pe.Tenant == nil:
 		r.Reason = "no tenant.yaml: nothing is issued (waiting for a merged tenant.yaml)"
-	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(protocol.Tenant) }):
+	case slices.ContainsFunc(results, func(t Result) bool { return t.Valid && path.Base(t.Path) == string(vocabulary.TenantFile) }):
 		r.Reason = fmt.Sprintf("directory issues: tenant.yaml is valid; the Tenant is %s", condition(pe.Tenant.Spec.TenantCondition))
 	default:
 		r.Reason = "directory refused: tenant.yaml does not verify; nothing is issued"
@@ -136,67 +132,31 @@ func condition(c authv1beta1.TenantCondition) authv1beta1.TenantCondition {
 	return c
 }
 
-// checkTenant applies the provider's rules to tenant.yaml. The signature must
-// be over the nonce.yaml beside it. After issuance the provider rotates
-// nonce.yaml (a nonce is used once), so a Tenant whose signature does not
-// verify against the current nonce is still valid when identity.yaml beside
-// it is valid and certifies the Tenant's own key: that Identity is the
-// provider's record that it verified the signature against the nonce of its
-// day. A Tenant over an old nonce without such an Identity is a replay.
+// checkTenant applies the rules every checker shares (check.Tenant)
+// to tenant.yaml, offline: its signature must be over the nonce.yaml beside
+// it or, once the provider rotated that nonce after issuance, be vouched for
+// by the identity.yaml beside it. A Tenant over an old nonce without such an
+// Identity is a replay.
 func (d *directory) checkTenant(now time.Time) (string, error) {
-	t, consumer := d.pe.Tenant, d.pe.Consumer
-	key, err := protocol.CheckTenantSpec(t, consumer)
-	if err != nil {
-		return "", err
+	v := check.Tenant(&d.pe, check.Facts{Now: now})
+	if v.Err != nil {
+		return "", v.Err
 	}
-	if err := d.pe.CheckRequestKey(key); err != nil {
-		return "", err
-	}
-	sigErr := errors.New("tenant signature: no nonce.yaml beside it to verify against")
-	if d.ok[protocol.Nonce] {
-		if _, sigErr = protocol.CheckTenant(t, d.pe.Nonce.Spec.Nonce, consumer); sigErr == nil {
-			return fmt.Sprintf("signed over nonce.yaml by its key; CSR for CN=%s, O=%s", consumer, authv1beta1.CertificateOrganization), nil
-		}
-	}
-	if d.ok[protocol.Identity] {
-		cert, err := protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now)
-		if err == nil {
-			return fmt.Sprintf("issued: identity.yaml certifies its key (serial %s); the nonce it signed has been rotated", cert.SerialNumber.Text(16)), nil
-		}
-		return "", fmt.Errorf("%w, and identity.yaml does not vouch for it (%v)", sigErr, err)
-	}
-	return "", sigErr
+	return fmt.Sprintf("%s; CSR for CN=%s, O=%s", v.Signed, d.pe.Consumer, authv1beta1.CertificateOrganization), nil
 }
 
-// checkIdentity verifies identity.yaml's certificate (protocol.CheckIdentity):
-// it allows client auth, is valid now, names the consumer in
-// exactly O=liqo.io, and is for the key of tenant.yaml (or of request.yaml
-// when tenant.yaml is gone, e.g. in a revoking pull request).
+// checkIdentity applies the rules every checker shares (check.Identity)
+// to identity.yaml: its certificate allows client auth, is valid now, names
+// the consumer in exactly O=liqo.io, is for the key of tenant.yaml (or of
+// request.yaml when tenant.yaml is gone, e.g. in a revoking pull request),
+// and its API server is the one the provider's terms publish.
 func (d *directory) checkIdentity(now time.Time) (string, error) {
-	id := d.pe.Identity
-	cert, err := crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)
-	if err != nil {
-		return "", fmt.Errorf("identity certificate: %w", err)
-	}
-	var key gocrypto.PublicKey = cert.PublicKey
-	source := "its own key (no tenant.yaml or request.yaml to compare with)"
-	switch {
-	case d.pe.Tenant != nil:
-		if key, err = crypto.ParsePublicKey(d.pe.Tenant.Spec.PublicKey); err != nil {
-			return "", fmt.Errorf("identity: tenant.yaml beside it has no valid key: %w", err)
-		}
-		source = "the key of tenant.yaml"
-	case d.ok[protocol.Request]:
-		if key, err = crypto.ParsePublicKey(d.pe.Request.Spec.PublicKey); err != nil {
-			return "", err
-		}
-		source = "the key of request.yaml"
-	}
-	if cert, err = protocol.CheckIdentity(d.pe.Identity, key, d.pe.Consumer, now); err != nil {
-		return "", fmt.Errorf("%w (checked against %s)", err, source)
+	v := check.Identity(&d.pe, check.Facts{Now: now})
+	if v.Err != nil {
+		return "", v.Err
 	}
 	return fmt.Sprintf("certificate %s for CN=%s %s, is for %s, expires %s",
-		cert.SerialNumber.Text(16), d.pe.Consumer, issuer(d.pe.Identity, key, now), source, cert.NotAfter.UTC().Format(time.RFC3339)), nil
+		v.Cert.SerialNumber.Text(16), d.pe.Consumer, issuer(d.pe.Identity, v.Key, now), v.For, v.Cert.NotAfter.UTC().Format(time.RFC3339)), nil
 }
 
 // issuer says how the certificate of id relates to the CA id names. Liqo

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Change is a path a pull request changes: its entry at the head differs from the merge base's.
@@ -65,7 +66,7 @@ func proposed(root string, c Change) (protocol.Path, bool) {
 		return protocol.Path{}, false
 	}
 	p, ok, err := protocol.ParsePath(rel)
-	return p, ok && err == nil && (p.Kind == protocol.Request || p.Kind == protocol.Tenant)
+	return p, ok && err == nil && (p.Kind == vocabulary.RequestFile || p.Kind == vocabulary.TenantFile)
 }
 
 // underRoot returns p relative to root, and whether it is under it.

@@ -1,6 +1,7 @@
-// Package verdict checks one peering directory offline, with the rules the
-// provider applies to the branch: Tenant signatures over the nonce beside
-// them, the request key, CSR rules, Identity certificates. It needs no
+// Package verdict reports on one peering directory offline, file by file,
+// with the rules the agents apply (package trust: Tenant signatures over the
+// nonce beside them, the request key, CSR rules, terms, Identity
+// certificates), and judges what a pull request changes. It needs no
 // cluster: the rules that need a cluster's state are named, never passed.
 // `gitpeer verify` runs it on every directory of a commit, and the consumer
 // agent on the directory its pull request would produce.

@@ -104,7 +104,7 @@ func (r *HookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		return ctrl.Result{}, err
 	}
-	secretName := obj.GetAnnotations()[SecretAnnotation]
+	secretName := obj.GetAnnotations()[gitpeerv1alpha1.WebhookSecretAnnotation]
 	if secretName == "" {
 		r.Hooks.remove(req.NamespacedName)
 		return ctrl.Result{}, nil
@@ -128,9 +128,9 @@ var errMisconfigured = errors.New("webhook misconfigured")
 
 // load reads the hook of obj, whose webhook Secret is secretName.
 func (r *HookReconciler) load(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository, secretName string) (hook, error) {
-	forge, ok := parseForge(obj.GetAnnotations()[TypeAnnotation])
+	forge, ok := parseForge(obj.GetAnnotations()[gitpeerv1alpha1.WebhookTypeAnnotation])
 	if !ok {
-		return hook{}, fmt.Errorf("%w: unknown %s %q", errMisconfigured, TypeAnnotation, obj.GetAnnotations()[TypeAnnotation])
+		return hook{}, fmt.Errorf("%w: unknown %s %q", errMisconfigured, gitpeerv1alpha1.WebhookTypeAnnotation, obj.GetAnnotations()[gitpeerv1alpha1.WebhookTypeAnnotation])
 	}
 	secret := &corev1.Secret{}
 	if err := r.SecretReader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: secretName}, secret); err != nil {

@@ -42,10 +42,6 @@ import (
 )
 
 const (
-	// SecretAnnotation names the Secret (same namespace) holding the webhook token.
-	SecretAnnotation = "gitpeer.io/webhook-secret"
-	// TypeAnnotation is the webhook sender: github, gitlab, gitea or generic.
-	TypeAnnotation = "gitpeer.io/webhook-type"
 	// TokenKey is the Secret key holding the token (GitLab, generic) or HMAC key
 	// (GitHub, Gitea/Forgejo).
 	TokenKey = "token"

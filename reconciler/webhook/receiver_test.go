@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/webhook"
@@ -83,7 +84,7 @@ const opted = 5
 func setup(t *testing.T) *env {
 	t.Helper()
 	cp := controlplane.Start(t)
-	scheme := reconciler.NewScheme()
+	scheme := apis.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
@@ -171,10 +172,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func repository(name, secret, typ, branch string) *gitpeerv1alpha1.PeeringRepository {
 	ann := map[string]string{}
 	if secret != "" {
-		ann[webhook.SecretAnnotation] = secret
+		ann[gitpeerv1alpha1.WebhookSecretAnnotation] = secret
 	}
 	if typ != "" {
-		ann[webhook.TypeAnnotation] = typ
+		ann[gitpeerv1alpha1.WebhookTypeAnnotation] = typ
 	}
 	return &gitpeerv1alpha1.PeeringRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
@@ -385,7 +386,7 @@ func testHookUpdates(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(obj.DeepCopy())
-	delete(obj.Annotations, webhook.SecretAnnotation)
+	delete(obj.Annotations, gitpeerv1alpha1.WebhookSecretAnnotation)
 	if err := e.k8s.Patch(ctx, obj, patch); err != nil {
 		t.Fatal(err)
 	}

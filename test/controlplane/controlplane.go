@@ -81,6 +81,11 @@ type Options struct {
 	// of its own, as k3s and managed clusters do: client certificates (and
 	// CSRs) then do not chain to the CA clients verify the server with.
 	SeparateServingCA bool
+	// ClusterSigningDuration is kube-controller-manager's
+	// --cluster-signing-duration (zero: its default, a year): the lifetime of
+	// certificates whose CSR asks for none, as Liqo's do. A short one lets a
+	// test see Liqo renew.
+	ClusterSigningDuration time.Duration
 }
 
 // Start runs a control plane until the test ends. Everything it started is
@@ -217,13 +222,15 @@ func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, e
 	}
 	// The signer's client is rate-limited like every controller's (default 20 QPS, burst 30):
 	// each signed CSR is one request, so it would sign at most 20 CSRs per second.
-	if err = cp.run(bin, "kube-controller-manager",
-		"--kubeconfig="+cmKubeconfig, "--secure-port=0", "--leader-elect=false",
-		"--kube-api-qps="+strconv.Itoa(ControllerManagerQPS), "--kube-api-burst="+strconv.Itoa(2*ControllerManagerQPS),
-		"--controllers="+controllers, "--use-service-account-credentials=false",
-		"--cluster-signing-cert-file="+files.caCert, "--cluster-signing-key-file="+files.caKey,
-		"--root-ca-file="+files.servingCA, "--service-account-private-key-file="+files.saKey,
-	); err != nil {
+	cmArgs := []string{"--kubeconfig=" + cmKubeconfig, "--secure-port=0", "--leader-elect=false",
+		"--kube-api-qps=" + strconv.Itoa(ControllerManagerQPS), "--kube-api-burst=" + strconv.Itoa(2*ControllerManagerQPS),
+		"--controllers=" + controllers, "--use-service-account-credentials=false",
+		"--cluster-signing-cert-file=" + files.caCert, "--cluster-signing-key-file=" + files.caKey,
+		"--root-ca-file=" + files.servingCA, "--service-account-private-key-file=" + files.saKey}
+	if o.ClusterSigningDuration > 0 {
+		cmArgs = append(cmArgs, "--cluster-signing-duration="+o.ClusterSigningDuration.String())
+	}
+	if err = cp.run(bin, "kube-controller-manager", cmArgs...); err != nil {
 		return cp, err
 	}
 	// The service-account controller creating "default" shows the controller-manager is working.

@@ -34,7 +34,6 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
-	"github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
@@ -43,7 +42,7 @@ func main() {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	keep := fs.Bool("keep", false, "leave everything running until interrupted and print where to explore")
 	gitpeer := fs.String("gitpeer", "bin/gitpeer", "the gitpeer binary (make build) whose audit command reads the repository's history")
-	liqoMode := fs.Bool("liqo", false, "install the Liqo test double on both clusters and run both agents in Liqo mode")
+	liqoMode := fs.Bool("liqo", false, "run Liqo's authentication module (the liqo-auth-harness, make tools) on both clusters and both agents in Liqo mode")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./test/demo [--keep] [--liqo] [--gitpeer PATH]
 
@@ -52,9 +51,10 @@ and etcd built by 'make tools') and a local Git server, runs one gitpeer agent p
 shows every step of the handshake: request, nonce, Tenant for review, the reviewer's merge,
 Identity, a working least-privilege kubeconfig, the audit trail, and revocation. It runs in a
 checkout of gitpeer ('make demo'); the agents run in this process, wired as 'gitpeer agent' is.
-With --liqo, Liqo's authentication controllers (a test double written from Liqo's source) run on
-both clusters and the agents run in Liqo mode: gitpeer moves the files and gates the approval,
-Liqo issues the certificate and writes the kubeconfig.
+With --liqo (make demo DEMO_FLAGS=--liqo, which builds Liqo's authentication module from Liqo's
+source the first time), Liqo's own authentication controllers run on both clusters and the agents
+run in Liqo mode: gitpeer moves the files and gates the approval, Liqo issues the certificate and
+writes the kubeconfig.
 
 `)
 		fs.PrintDefaults()
@@ -83,18 +83,17 @@ type demo struct {
 	began   time.Time
 	repo    gitserver.Repo
 	cleanup []func()
-	liqo    bool                    // Liqo mode: the Liqo double runs on both clusters
-	doubles map[string]*liqo.Double // by cluster ID, in Liqo mode
+	liqo    bool // Liqo mode: Liqo's authentication module runs on both clusters
 }
 
 // runDemo runs the demo, printing to out; gitpeer is the binary whose audit
 // command it runs; with keep, everything stays up until ctx is done; with
-// liqoMode, both clusters run the Liqo double and both agents Liqo mode.
+// liqoMode, both clusters run Liqo's authentication module and both agents Liqo mode.
 func runDemo(ctx context.Context, out io.Writer, gitpeer string, keep, liqoMode bool) (err error) {
 	if _, err := exec.LookPath(gitpeer); err != nil {
 		return fmt.Errorf("the gitpeer binary (make build): %w", err)
 	}
-	d := &demo{out: out, gitpeer: gitpeer, began: time.Now(), liqo: liqoMode, doubles: map[string]*liqo.Double{}}
+	d := &demo{out: out, gitpeer: gitpeer, began: time.Now(), liqo: liqoMode}
 	if d.dir, err = os.MkdirTemp("", "gitpeer-demo-"); err != nil {
 		return err
 	}
@@ -119,7 +118,7 @@ func runDemo(ctx context.Context, out io.Writer, gitpeer string, keep, liqoMode 
 		return err
 	}
 	if d.liqo {
-		if err := d.showLiqo(ctx, provider); err != nil {
+		if err := d.showLiqo(ctx, provider, consumer, kubeconfig); err != nil {
 			return err
 		}
 	}

@@ -20,16 +20,16 @@ func TestDemo(t *testing.T) {
 		"provider deleted the Tenant and its RoleBinding")
 }
 
-// TestDemoLiqo runs the demo with --liqo: the Liqo double on both clusters,
+// TestDemoLiqo runs the demo with --liqo: Liqo's own authentication module on both clusters,
 // both agents in Liqo mode; Liqo issues and writes the kubeconfig.
 func TestDemoLiqo(t *testing.T) {
 	runAndCheck(t, true,
-		`Liqo (test double) installed: cluster ID "provider"`,
-		`Liqo (test double) installed: cluster ID "consumer"`,
+		`provider: Liqo's authentication module running: cluster ID "provider"`,
+		`consumer: Liqo's authentication module running: cluster ID "consumer"`,
 		"Liqo's tenant controller issued; provider committed identity.yaml",
 		"Liqo's identity controller wrote the kubeconfig Secret",
 		"of them Liqo's tenant controller's: 1",
-		"a ResourceSlice signed by the consumer's Liqo: accepted")
+		"a ResourceSlice signed by the consumer's Liqo: Accepted by the provider's Liqo")
 }
 
 // runAndCheck builds gitpeer, runs the demo (in Liqo mode with liqoMode) and

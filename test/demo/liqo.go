@@ -2,55 +2,51 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/test/liqoreal"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
-// installLiqo installs the Liqo test double on c (test/liqo: Liqo's cluster
-// ID and key, its authentication controllers and Tenant webhook, run by this
-// process) as Liqo's chart would, so that the agent runs in Liqo mode.
+// installLiqo runs Liqo's own authentication module on c (test/liqoreal: the
+// liqo-auth-harness built from Liqo's source by make tools), which installs
+// what Liqo's chart installs for it, so that the agent runs in Liqo mode.
 func (d *demo) installLiqo(ctx context.Context, c *sandbox.Cluster) error {
-	if err := liqo.AdoptRemoteControlPlaneRole(ctx, c.Client); err != nil {
-		return err
-	}
-	double, err := liqo.New(ctx, c.Client, liqo.Options{ClusterID: c.ID, APIServer: c.CP.URL})
+	h, err := liqoreal.Start(ctx, c.CP, filepath.Join(d.dir, c.ID), liqoreal.Options{ClusterID: c.ID, APIServer: c.CP.URL})
 	if err != nil {
-		return fmt.Errorf("installing Liqo's double on %s: %w", c.ID, err)
+		return fmt.Errorf("starting Liqo's authentication module on %s: %w", c.ID, err)
 	}
-	logFile, err := os.Create(filepath.Join(d.dir, c.ID, "liqo.log"))
+	d.cleanup = append(d.cleanup, h.Stop)
+	key, err := liqo.ClusterKey(ctx, c.Client, liqo.DefaultNamespace)
 	if err != nil {
 		return err
 	}
-	d.cleanup = append(d.cleanup, func() { logFile.Close() })
-	logger := zap.New(zap.WriteTo(logFile))
-	// controller-runtime's work queues log through its global logger.
-	ctrl.SetLogger(logger)
-	stop, err := double.Start(ctx, c.CP.Config, liqo.RunOptions{Scheme: sandbox.Scheme, Logger: logger})
-	if err != nil {
-		return err
-	}
-	d.cleanup = append(d.cleanup, func() { _ = stop() })
-	d.doubles[c.ID] = double
-	d.step("%s: Liqo (test double) installed: cluster ID %q, key %s, its authentication controllers running", c.ID, c.ID, crypto.KeyType(double.Key.Public()))
+	d.step("%s: Liqo's authentication module running: cluster ID %q, key %s", c.ID, c.ID, crypto.KeyType(key.Public()))
 	return nil
 }
 
+var resourceSlices = schema.GroupVersionResource{Group: "authentication.liqo.io", Version: "v1beta1", Resource: "resourceslices"}
+
 // showLiqo shows what Liqo mode changed: the provider's only CSRs are Liqo's,
-// the Tenant carries the consumer's Liqo key, so the ResourceSlices the
-// consumer's Liqo signs pass the provider's check.
-func (d *demo) showLiqo(ctx context.Context, provider *sandbox.Cluster) error {
+// and the Tenant carries the consumer's Liqo key, so a ResourceSlice the
+// consumer's Liqo signs, created with the consumer's kubeconfig as Liqo's CRD
+// replicator would, is accepted by the provider's Liqo.
+func (d *demo) showLiqo(ctx context.Context, provider, consumer *sandbox.Cluster, kubeconfig []byte) error {
 	fmt.Fprintf(d.out, "\nWhat Liqo did (gitpeer moved the files and gated the approval):\n")
 	var csrs certificatesv1.CertificateSigningRequestList
 	if err := provider.Client.List(ctx, &csrs); err != nil {
@@ -63,18 +59,61 @@ func (d *demo) showLiqo(ctx context.Context, provider *sandbox.Cluster) error {
 		}
 	}
 	fmt.Fprintf(d.out, "  CSRs on the provider:                        %d, of them Liqo's tenant controller's: %d\n", len(csrs.Items), liqoCSRs)
-	tenant := &authv1beta1.Tenant{}
-	if err := provider.Client.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(demoConsumer), Name: demoConsumer}, tenant); err != nil {
-		return err
-	}
-	csr, err := liqo.ResourceSliceCSR(d.doubles[demoConsumer].Key, "slice-1", demoConsumer)
+	decision, err := d.authenticateSlice(ctx, consumer, kubeconfig)
 	if err != nil {
 		return err
 	}
-	sliceErr := liqo.CheckResourceSliceCSR(tenant, "slice-1", csr)
-	fmt.Fprintf(d.out, "  a ResourceSlice signed by the consumer's Liqo: %s\n", map[bool]string{true: "accepted (Tenant key = Liqo's key)", false: "refused"}[sliceErr == nil])
-	if liqoCSRs != len(csrs.Items) || liqoCSRs == 0 || sliceErr != nil {
+	fmt.Fprintf(d.out, "  a ResourceSlice signed by the consumer's Liqo: %s by the provider's Liqo\n", decision)
+	if liqoCSRs != len(csrs.Items) || liqoCSRs == 0 || decision != "Accepted" {
 		return errors.New("in Liqo mode Liqo must issue every certificate and the Tenant must carry Liqo's key")
 	}
 	return nil
+}
+
+// authenticateSlice creates ResourceSlice slice-1 in the provider's tenant
+// namespace with kubeconfig, its CSR signed by the consumer's Liqo key, and
+// returns the provider's Liqo decision (its Authentication condition).
+func (d *demo) authenticateSlice(ctx context.Context, consumer *sandbox.Cluster, kubeconfig []byte) (string, error) {
+	key, err := liqo.ClusterKey(ctx, consumer.Client, liqo.DefaultNamespace)
+	if err != nil {
+		return "", err
+	}
+	csr, err := liqo.ResourceSliceCSR(key, "slice-1", demoConsumer)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	slices := dyn.Resource(resourceSlices).Namespace(authv1beta1.TenantNamespaceName(demoConsumer))
+	// The origin and replicated labels of Liqo's CRD replicator (liqotech/liqo v1.2.0 pkg/consts/replication.go).
+	if _, err := slices.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": resourceSlices.GroupVersion().String(), "kind": "ResourceSlice",
+		"metadata": map[string]any{"name": "slice-1", "labels": map[string]any{
+			"liqo.io/originID": demoConsumer, "liqo.io/remoteID": demoProvider, "liqo.io/replicated": "true"}},
+		"spec": map[string]any{"consumerClusterID": demoConsumer, "providerClusterID": demoProvider, "class": "default",
+			"csr": base64.StdEncoding.EncodeToString(csr)},
+	}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	var decision string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		slice, err := slices.Get(ctx, "slice-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conditions, _, _ := unstructured.NestedSlice(slice.Object, "status", "conditions")
+		for _, c := range conditions {
+			if c, ok := c.(map[string]any); ok && c["type"] == "Authentication" {
+				decision, _ = c["status"].(string)
+			}
+		}
+		return decision != "", nil
+	})
+	return decision, err
 }

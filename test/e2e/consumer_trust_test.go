@@ -32,9 +32,9 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The consumer trusts an identity.yaml only for a provider it asked (its own
@@ -125,7 +125,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 		kubeconfig = exists(&corev1.Secret{}, client.ObjectKey{Namespace: ns, Name: authv1beta1.KubeconfigSecretName(name)})
 		nsObj := &corev1.Namespace{}
 		if exists(nsObj, client.ObjectKey{Name: ns}) {
-			pin = nsObj.Annotations[reconciler.PinnedProviderAnnotation] != "" || nsObj.Annotations[reconciler.PinnedCAAnnotation] != ""
+			pin = nsObj.Annotations[vocabulary.PinnedProviderAnnotation] != "" || nsObj.Annotations[vocabulary.PinnedCAAnnotation] != ""
 		}
 		return identity, kubeconfig, pin
 	}
@@ -159,7 +159,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 		path := dir + "identity.yaml"
 		commit("Identity for "+tConsumerID+" before review", map[string][]byte{path: identityFor(tProviderID, tenantCSR(review), "https://attacker.invalid:6443")})
 
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "this cluster did not ask "+tProviderID)
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, path+" rejected", "this cluster did not ask "+tProviderID)
 		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
 		expectNothingHeld(ctx, tProviderID)
 	})
@@ -184,7 +184,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 		pushMain(w)
 
 		path := dir + "identity.yaml"
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "provider not anchored",
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, path+" rejected", "provider not anchored",
 			"spec.consumer.trustedCAs has no entry for provider "+tProviderID, "openssl x509 -in ca.crt -noout -pubkey")
 		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
 		Eventually(func(g Gomega) string { return peeringMessage(ctx, g, tProviderID) }).WithTimeout(time.Minute).
@@ -196,7 +196,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 	It("refuses it against the provider's CA hash too, and accepts the provider's own Identity, taking no pin", func(ctx SpecContext) {
 		editConsumer(ctx, func(c *gitpeerv1alpha1.ConsumerSpec) { c.TrustedCAs = anchors(provider) })
 		path := dir + "identity.yaml"
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected",
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, path+" rejected",
 			"has hash "+must(crypto.CACertHashes(attackerCA.PEM))[0]+", not one of the caCertHashes of provider "+tProviderID)
 		expectNothingHeld(ctx, tProviderID)
 		Expect(attackerReviews.Load()).To(BeZero(), "the consumer answered the attacker's API server")
@@ -216,7 +216,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 		editConsumer(ctx, func(c *gitpeerv1alpha1.ConsumerSpec) {
 			c.TrustedCAs = []gitpeerv1alpha1.TrustedCA{{Provider: tProviderID, SecretRef: &meta.LocalObjectReference{Name: caSecret}}}
 		})
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, dir+"identity.yaml rejected", "is not the CA configured for provider "+tProviderID)
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, dir+"identity.yaml rejected", "is not the CA configured for provider "+tProviderID)
 		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
 		Consistently(func() []byte { return kubeconfigOf(ctx, consumer, tProviderID) }).WithTimeout(5 * time.Second).Should(Equal(kubeconfig))
 	})
@@ -254,7 +254,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 		path := dir + "identity.yaml"
 		tampered := must(yaml.Marshal(&id))
 		commit("Point "+tConsumerID+" elsewhere, terms unchanged", map[string][]byte{path: tampered})
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected",
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, path+" rejected",
 			`identity.yaml points at API server "https://attacker.invalid:6443", the provider's terms publish "`+provider.cp.URL+`"`)
 		// The Warning comes before the round's status: wait for it, or Ready is the last round's.
 		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
@@ -282,7 +282,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 			_, _, pin := holds(ctx, g, tProviderID)
 			return pin
 		}).WithTimeout(time.Minute).Should(BeTrue())
-		expectEvent(ctx, consumer, reconciler.ReasonTrustedOnFirstUse, "provider "+tProviderID+" trusted on first use", reconciler.PinnedProviderAnnotation)
+		expectEvent(ctx, consumer, gitpeerv1alpha1.TrustedOnFirstUseReason, "provider "+tProviderID+" trusted on first use", vocabulary.PinnedProviderAnnotation)
 		Eventually(func(g Gomega) string { return peeringMessage(ctx, g, tProviderID) }).WithTimeout(time.Minute).
 			Should(ContainSubstring("trusted on first use (spec.consumer.trustOnFirstUse)"))
 
@@ -295,8 +295,8 @@ var _ = Describe("Consumer trust", Ordered, func() {
 		commit("Point "+tConsumerID+" at another API server", map[string][]byte{
 			path: must(yaml.Marshal(&id)), protocol.TermsPath(tProviderID): termsFor(id.Spec.AuthParams.APIServer)})
 
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "is not the API server and CA pinned for provider "+tProviderID,
-			reconciler.PinnedProviderAnnotation)
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, path+" rejected", "is not the API server and CA pinned for provider "+tProviderID,
+			vocabulary.PinnedProviderAnnotation)
 		expectPhase(ctx, tProviderID, gitpeerv1alpha1.PhaseFailed)
 		Consistently(func() []byte { return kubeconfigOf(ctx, consumer, tProviderID) }).WithTimeout(5 * time.Second).Should(Equal(kubeconfig))
 		provider.startAgent()
@@ -311,7 +311,7 @@ var _ = Describe("Consumer trust", Ordered, func() {
 			ghostDir + "tenant.yaml": tenantDoc(signedTenant(stranger, tConsumerID, crypto.GenerateNonce())),
 			path:                     identityFor(ghostID, tenantCSR("main"), "https://attacker.invalid:6443"),
 		})
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "not this cluster's key")
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, path+" rejected", "not this cluster's key")
 		expectPhase(ctx, ghostID, gitpeerv1alpha1.PhaseFailed)
 		expectNothingHeld(ctx, ghostID)
 		Expect(apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Name: ghostNS}, &corev1.Namespace{}))).To(BeTrue())

@@ -19,9 +19,9 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 	"github.com/gitpeer/gitpeer/test/sandbox"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -115,7 +115,7 @@ var _ = Describe("Handshake", Ordered, func() {
 			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
 			return ns.Annotations
 		}
-		Expect(pins(Default)).NotTo(HaveKey(reconciler.PinnedProviderAnnotation), "the provider is anchored by its CA hash: no first-use pin")
+		Expect(pins(Default)).NotTo(HaveKey(vocabulary.PinnedProviderAnnotation), "the provider is anchored by its CA hash: no first-use pin")
 		w := filepath.Join(GinkgoT().TempDir(), "w")
 		gitCLI(filepath.Dir(w), "clone", "-q", repo.Dir, w)
 		gitCLI(w, "rm", "-q", dir+"tenant.yaml")
@@ -131,7 +131,7 @@ var _ = Describe("Handshake", Ordered, func() {
 			return apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: authv1beta1.KubeconfigSecretName(identityName)}, &corev1.Secret{}))
 		}).WithTimeout(time.Minute).Should(BeTrue())
 		Expect(apierrors.IsNotFound(consumer.k8s.Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: identityName}, &authv1beta1.Identity{}))).To(BeTrue())
-		Eventually(pins).WithTimeout(time.Minute).ShouldNot(Or(HaveKey(reconciler.PinnedProviderAnnotation), HaveKey(reconciler.PinnedCAAnnotation)),
+		Eventually(pins).WithTimeout(time.Minute).ShouldNot(Or(HaveKey(vocabulary.PinnedProviderAnnotation), HaveKey(vocabulary.PinnedCAAnnotation)),
 			"revocation clears the pin: a new peering pins anew")
 	})
 

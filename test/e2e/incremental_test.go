@@ -14,7 +14,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const incProviderID = "provider-inc"
@@ -60,7 +60,7 @@ var _ = Describe("Incremental rounds", Ordered, func() {
 	It("restores a RoleBinding it created, deleted behind its back, within a round or two", func(ctx SpecContext) {
 		ns := authv1beta1.TenantNamespaceName("i1")
 		bindings := &rbacv1.RoleBindingList{}
-		Expect(provider.k8s.List(ctx, bindings, client.InNamespace(ns), client.MatchingLabels{reconciler.OwnerLabel: string(provider.object.UID)})).To(Succeed())
+		Expect(provider.k8s.List(ctx, bindings, client.InNamespace(ns), client.MatchingLabels{vocabulary.OwnerLabel: string(provider.object.UID)})).To(Succeed())
 		Expect(bindings.Items).To(HaveLen(1))
 		gone := bindings.Items[0]
 		Expect(provider.k8s.Delete(ctx, &gone)).To(Succeed())
@@ -84,7 +84,7 @@ var _ = Describe("Incremental rounds", Ordered, func() {
 			g.Expect(obj.Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID("w1")),
 				HaveField("Phase", gitpeerv1alpha1.PhaseFailed), HaveField("Message", ContainSubstring("not created by this PeeringRepository")))))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
-		expectEvent(ctx, provider, reconciler.ReasonRejected, "w1", "not created by this PeeringRepository")
+		expectEvent(ctx, provider, gitpeerv1alpha1.RejectedReason, "w1", "not created by this PeeringRepository")
 		Expect(show("main", dir("w1")+"identity.yaml")).To(BeEmpty())
 		Expect(provider.k8s.Delete(ctx, planted)).To(Succeed())
 		expectQuiet(provider)

@@ -13,7 +13,6 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 // An admin drains and reactivates a tenant with a kustomization.yaml beside
@@ -74,7 +73,7 @@ patches:
 			g.Expect(show("main", dir+"identity.yaml")).To(Equal(identity))
 			g.Expect(show("main", dir+"tenant.yaml")).To(Equal(tenant), "the signed file is untouched")
 			g.Expect(kubeconfigOf(ctx, consumer, kProviderID)).To(Equal(kubeconfig))
-			g.Expect(conditionOf(peeringRepository(ctx, g, provider), reconciler.ConditionFilesValid)).To(HaveField("Status", BeEquivalentTo("True")))
+			g.Expect(conditionOf(peeringRepository(ctx, g, provider), gitpeerv1alpha1.FilesValidCondition)).To(HaveField("Status", BeEquivalentTo("True")))
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
@@ -149,7 +148,7 @@ func peerDirect(providerID, consumerID string) (provider, consumer *cluster) {
 			"consumer: %v\nprovider: %v", peeringMessages(consumer), peeringMessages(provider))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	for _, file := range []string{"request.yaml", "tenant.yaml"} {
-		expectEvent(context.Background(), consumer, reconciler.ReasonDirectMode, file+" for provider "+providerID+" committed straight to the branch", "single-admin labs")
+		expectEvent(context.Background(), consumer, gitpeerv1alpha1.DirectModeReason, file+" for provider "+providerID+" committed straight to the branch", "single-admin labs")
 	}
 	return provider, consumer
 }

@@ -7,8 +7,8 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,43 +21,40 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
+	reconcilerliqo "github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	planner "github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/test/liqoreal"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Liqo mode with Liqo's own authentication module (v1.2.0, test/liqoreal)
-// on every cluster, three control planes shared by the specs:
+// on every Liqo cluster, four control planes shared by the specs:
 //   - P runs Liqo and a gitpeer provider in Liqo mode;
 //   - C runs Liqo, with RSA keys (its TLS compatibility mode), and a gitpeer
-//     consumer in Liqo mode, of P (Liqo on both sides) and of X;
+//     consumer in spec.liqo.mode Auto, which finds Liqo: of P (Liqo on both
+//     sides), of X and of S;
 //   - X runs Liqo without gitpeer (its admin answers with liqoctl and commits
-//     by hand): a plain Liqo provider to C, and a plain Liqo consumer of P.
+//     by hand): a plain Liqo provider to C, and a plain Liqo consumer of P;
+//   - S runs no Liqo: a gitpeer provider in standalone mode.
 //
-// They take over from the double (test/liqo) the restarts and the revocation
-// of "Consumer in Liqo mode" and the re-peering of "Liqo provider", run the
-// handshakes of those and of "Liqo on both sides" on the real Liqo, and add
-// the mixed peers, a consumer's ResourceSlice authenticated by P's Liqo, and
-// the re-peering after a Liqo-mode revocation. The double stays for Liqo's
-// renewal, which needs Liqo's CRD replicator (not in the harness) or a clock
-// the test moves; where both serve, a spec here compares them: the kubeconfig
-// Secret of the identity controller (expectDoubleKubeconfig) and the
-// ResourceSlice CSRs the provider passes or denies (CheckResourceSliceCSR).
+// Liqo's renewal runs with Liqo's CRD replicator in
+// liqo_real_replicator_test.go.
 var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers", Ordered, func() {
-	const pID, cID, xID = "realb-p", "realb-c", "realb-x"
+	const pID, cID, xID, sID = "realb-p", "realb-c", "realb-x", "realb-s"
 	const sliceName, goneSlice = "slice-1", "slice-gone" // goneSlice is deleted before the revocation
-	var p, c, x *cluster
+	var p, c, x, s *cluster
 	liqos := map[string]*liqoreal.Harness{} // the Liqo running on each cluster
 	var cKey, xKey gocrypto.Signer          // the Liqo keys of C and X
+	var cKeys *corev1.Secret                // C's Liqo key Secret before C's agent started
 	var serials []string                    // every certificate P's Liqo issued to C
 	var goneSerial string                   // the certificate of goneSlice
 	dirPC, dirXC, dirPX := pID+"/"+cID+"/", xID+"/"+cID+"/", pID+"/"+xID+"/"
@@ -66,7 +63,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 	identityKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.ControlPlaneIdentityName(pID)}
 
 	BeforeAll(func(ctx SpecContext) {
-		p, c, x = newCluster(pID), newCluster(cID), newCluster(xID)
+		p, c, x, s = newCluster(pID), newCluster(cID), newCluster(xID), newCluster(sID)
 		for _, cl := range []*cluster{p, c, x} {
 			liqos[cl.id] = startRealLiqo(ctx, cl, cl == c)
 		}
@@ -77,12 +74,18 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		})
 		cKey = must(liqo.ClusterKey(ctx, c.k8s, liqo.DefaultNamespace))
 		xKey = must(liqo.ClusterKey(ctx, x.k8s, liqo.DefaultNamespace))
+		cKeys = &corev1.Secret{}
+		Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: liqo.DefaultNamespace, Name: liqo.KeysSecret}, cKeys)).To(Succeed())
 		applyLiqoProvider(p)
-		c.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-			s.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{pID, xID}, Direct: true, TrustedCAs: anchors(p, x)}
-			enableLiqo(s)
+		s.apply(func(spec *gitpeerv1alpha1.PeeringRepositorySpec) {
+			spec.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: s.cp.URL}
+		})
+		c.apply(func(spec *gitpeerv1alpha1.PeeringRepositorySpec) {
+			// spec.liqo unset: Auto, Liqo mode since C runs Liqo.
+			spec.Consumer = &gitpeerv1alpha1.ConsumerSpec{Providers: []authv1beta1.ClusterID{pID, xID, sID}, Direct: true, TrustedCAs: anchors(p, x, s)}
 		})
 		p.startAgent()
+		s.startAgent()
 		c.startAgent()
 	})
 
@@ -94,9 +97,32 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		expectOnlyLiqoCSRs(ctx, p, 1)
 
 		Expect(cKey).To(BeAssignableToTypeOf(&rsa.PrivateKey{}), "C's Liqo runs in TLS compatibility mode")
+		By("C, in Auto mode, found Liqo: it signs with Liqo's key and made no key of its own")
 		Eventually(func(g Gomega) {
-			g.Expect(conditionOf(peeringRepository(ctx, g, c), gitpeerv1alpha1.LiqoReadyCondition)).To(HaveField("Message", ContainSubstring("RSA-2048")))
+			g.Expect(conditionOf(peeringRepository(ctx, g, c), gitpeerv1alpha1.LiqoReadyCondition)).To(And(
+				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", gitpeerv1alpha1.LiqoModeReason),
+				HaveField("Message", "Liqo mode: cluster ID "+cID+", key type RSA-2048, Liqo "+reconcilerliqo.TestedVersion)))
 		}).WithTimeout(time.Minute).Should(Succeed())
+		var request documents.PeeringRequest
+		Expect(yaml.Unmarshal([]byte(show("main", dirPC+"request.yaml")), &request)).To(Succeed())
+		Expect(request.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))), "request.yaml carries Liqo's public key")
+		err := c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: crypto.KeySecretName}, &corev1.Secret{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent created a key of its own in Liqo mode: %v", err)
+		after := &corev1.Secret{}
+		Expect(c.k8s.Get(ctx, client.ObjectKeyFromObject(cKeys), after)).To(Succeed())
+		Expect(after.ResourceVersion).To(Equal(cKeys.ResourceVersion), "Liqo's key Secret changed")
+
+		By("P created the nonce the Liqo way, Liqo's nonce creator filled it, Liqo's tenant controller took the Tenant gitpeer applied")
+		nonceSecret := &corev1.Secret{}
+		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: authv1beta1.NonceSecretName}, nonceSecret)).To(Succeed())
+		Expect(nonceSecret.Labels).To(HaveKeyWithValue(authv1beta1.NonceSecretLabel, authv1beta1.TrueValue))
+		Expect(nonceSecret.Labels).To(HaveKeyWithValue(authv1beta1.RemoteClusterIDLabel, cID))
+		expectLiqoNonceCreated(ctx, p, nonceSecret)
+		applied := &authv1beta1.Tenant{}
+		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: cID}, applied)).To(Succeed())
+		Expect(applied.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(p.object.UID)))
+		Expect(applied.Finalizers).To(ContainElement(liqo.TenantFinalizer), "Liqo's tenant controller reconciled it")
+		Expect(issuedRecords(ctx, p, cID)).To(ContainSubstring(serial))
 
 		By("tenant.yaml carries C's Liqo key and the signature C's Liqo nonce signer wrote")
 		var nonce documents.Nonce
@@ -106,11 +132,12 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		signed := &corev1.Secret{}
 		Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}, signed)).To(Succeed())
 		Expect(string(signed.Data[authv1beta1.NonceSecretField])).To(Equal(nonce.Spec.Nonce))
+		Expect(string(nonceSecret.Data[authv1beta1.NonceSecretField])).To(Equal(nonce.Spec.Nonce), "nonce.yaml carries the nonce Liqo's nonce creator wrote")
 		Expect(crypto.VerifyNonceSignature(cKey.Public(), nonce.Spec.Nonce, signed.Data[authv1beta1.SignedNonceSecretField])).To(Succeed())
 		Expect(tenant.Spec.Signature).To(Equal(signed.Data[authv1beta1.SignedNonceSecretField]))
 		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
 
-		By("C's Liqo keeps a Renew for the Identity gitpeer applied, owned by it (the double has none)")
+		By("C's Liqo keeps a Renew for the Identity gitpeer applied, owned by it")
 		Eventually(func(g Gomega) {
 			renew := &unstructured.Unstructured{}
 			renew.SetGroupVersionKind(renewGVK)
@@ -119,18 +146,49 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 
-	It("keeps C's Identity and Liqo's kubeconfig Secret unchanged over restarts of C's Liqo and gitpeer rounds; the double writes the same kubeconfig", func(ctx SpecContext) {
+	It("peers C with S, a gitpeer provider in standalone mode: S issues for Liqo's key, C's Liqo signs the nonce and writes the kubeconfig", func(ctx SpecContext) {
+		dirSC := sID + "/" + cID + "/"
+		sNS := authv1beta1.TenantNamespaceName(sID) // C's tenant namespace for S
+		id := waitIdentity(dirSC, "")
+		cert := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT))
+		expectLiqoKubeconfig(ctx, c, sID, cID, cert.SerialNumber.Text(16))
+		Expect(must(crypto.KeyPin(cert.PublicKey))).To(Equal(must(crypto.KeyPin(cKey.Public()))), "S issued for Liqo's key")
+		Expect(csrCount(ctx, s, cID)).To(Equal(1), "S signed with a CSR of its own")
+
+		By("tenant.yaml carries Liqo's key and the signature C's Liqo nonce signer wrote")
+		// The nonce tenant.yaml answered: S rotates it once it issued (standalone mode).
+		proposed := strings.TrimSpace(gitCLI(repo.Dir, "log", "-1", "--format=%H", "--diff-filter=A", "main", "--", dirSC+"tenant.yaml"))
+		var nonce documents.Nonce
+		Expect(yaml.Unmarshal([]byte(show(proposed, dirSC+"nonce.yaml")), &nonce)).To(Succeed())
+		var tenant authv1beta1.Tenant
+		Expect(yaml.Unmarshal([]byte(show("main", dirSC+"tenant.yaml")), &tenant)).To(Succeed())
+		signed := &corev1.Secret{}
+		Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: sNS, Name: authv1beta1.SignedNonceSecretName}, signed)).To(Succeed())
+		Expect(string(signed.Data[authv1beta1.NonceSecretField])).To(Equal(nonce.Spec.Nonce))
+		Expect(crypto.VerifyNonceSignature(cKey.Public(), nonce.Spec.Nonce, signed.Data[authv1beta1.SignedNonceSecretField])).To(Succeed())
+		Expect(tenant.Spec.Signature).To(Equal(signed.Data[authv1beta1.SignedNonceSecretField]))
+		Expect(tenant.Spec.PublicKey).To(Equal(must(crypto.MarshalPublicKeyPEM(cKey.Public()))))
+
+		By("the kubeconfig Secret is the one C's Liqo wrote for the Identity gitpeer applied, with Liqo's key")
+		identityS := client.ObjectKey{Namespace: sNS, Name: authv1beta1.ControlPlaneIdentityName(sID)}
+		identity := &authv1beta1.Identity{}
+		Expect(c.k8s.Get(ctx, identityS, identity)).To(Succeed())
+		Expect(identity.Status.KubeconfigSecretRef).To(Equal(&corev1.LocalObjectReference{Name: authv1beta1.KubeconfigSecretName(identityS.Name)}))
+		cfg := must(clientcmd.Load(kubeconfigOf(ctx, c, sID)))
+		Expect(cfg.AuthInfos).NotTo(BeEmpty())
+		for _, user := range cfg.AuthInfos {
+			Expect(user.ClientKeyData).To(Equal(must(crypto.MarshalPrivateKeyPEM(cKey))))
+		}
+	})
+
+	It("keeps C's Identity and Liqo's kubeconfig Secret unchanged over restarts of C's Liqo and gitpeer rounds", func(ctx SpecContext) {
 		identity, secret := &authv1beta1.Identity{}, &corev1.Secret{}
 		secretKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}
 		Expect(c.k8s.Get(ctx, identityKey, identity)).To(Succeed())
 		Expect(c.k8s.Get(ctx, secretKey, secret)).To(Succeed())
 		// A restarted Liqo reconciles every Identity; two restarts keep the spec's cost small.
-		for i := range 2 {
+		for range 2 {
 			liqos[cID].Stop()
-			if i == 0 {
-				By("while C's Liqo is stopped, the double's identity controller writes the kubeconfig Liqo's wrote")
-				expectDoubleKubeconfig(ctx, c, identityKey, cKey)
-			}
 			liqos[cID] = startRealLiqo(ctx, c, true)
 			requestRound(ctx, c)
 		}
@@ -155,9 +213,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		serials = append(serials, cert.SerialNumber.Text(16))
 		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeTrue(), "Liqo binds the consumer's group cluster-wide")
 
-		By("P's Liqo and the double's check (test/liqo CheckResourceSliceCSR) pass and deny the same slice CSRs")
-		tenant := &authv1beta1.Tenant{}
-		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: cID}, tenant)).To(Succeed())
+		By("P's Liqo denies a slice CSR of another key, for another slice, or with the control plane's subject")
 		slices := remoteSlices(ctx, c, p)
 		csrs := map[string][]byte{
 			sliceName:             must(base64.StdEncoding.DecodeString(must(nestedString(must(slices.Get(ctx, sliceName, metav1.GetOptions{})), "spec", "csr")))),
@@ -171,10 +227,8 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 					"consumerClusterID": cID, "providerClusterID": pID, "class": "default", "csr": base64.StdEncoding.EncodeToString(csr),
 				}), metav1.CreateOptions{}))
 			}
-			real := sliceAuthentication(ctx, slices, name)
-			double := liqo.CheckResourceSliceCSR(tenant, name, csr)
-			Expect(real == "Accepted").To(Equal(double == nil), "ResourceSlice %s: Liqo says %s, the double %v", name, real, double)
-			Expect(real == "Accepted").To(Equal(name == sliceName), "ResourceSlice %s: %s", name, real)
+			decision := sliceAuthentication(ctx, slices, name)
+			Expect(decision == "Accepted").To(Equal(name == sliceName), "ResourceSlice %s: %s", name, decision)
 		}
 	})
 
@@ -184,8 +238,8 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		goneSerial = cert.SerialNumber.Text(16)
 		Eventually(func(g Gomega) {
 			secret := &corev1.Secret{}
-			g.Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName("peering", cID)}, secret)).To(Succeed())
-			g.Expect(must(reconciler.DecodeRecords(secret, cID)).Certificates).To(ContainElement(And(
+			g.Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: vocabulary.RecordsSecretName("peering", cID)}, secret)).To(Succeed())
+			g.Expect(must(vocabulary.DecodeRecords(secret, cID)).Certificates).To(ContainElement(And(
 				HaveField("Serial", goneSerial), HaveField("ResourceSlice", goneSlice), HaveField("RevokedAt", BeNil()))))
 		}).WithTimeout(time.Minute).Should(Succeed(), "P's records hold the slice certificate as soon as Liqo issued it")
 
@@ -195,7 +249,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 			_, err := remoteSlices(ctx, c, p).Get(ctx, goneSlice, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		}).WithTimeout(time.Minute).Should(BeTrue())
-		Expect(liqoCaches(ctx, p, pNS, goneSlice)).To(ContainElement(reconciler.LiqoCertificateCacheSecret + "-" + goneSlice))
+		Expect(liqoCaches(ctx, p, pNS, goneSlice)).To(ContainElement(planner.LiqoCertificateCache + "-" + goneSlice))
 	})
 
 	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
@@ -220,18 +274,8 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(can(ctx, clientFor(cpKubeconfig), "create", "authentication.liqo.io", "resourceslices", pNS)).To(BeFalse())
 
 		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret and Renew go with the Identity")
-		renew := &unstructured.Unstructured{}
-		renew.SetGroupVersionKind(renewGVK)
-		renew.SetNamespace(cNS)
-		renew.SetName(identityKey.Name)
-		for _, obj := range []client.Object{renew,
-			&authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: identityKey.Name}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}},
-		} {
-			Eventually(func() bool { return apierrors.IsNotFound(c.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }).
-				WithTimeout(time.Minute).Should(BeTrue(), "%T %s", obj, obj.GetName())
-		}
+		expectGone(ctx, c, append(identityObjects(cNS, identityKey.Name),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cNS, Name: authv1beta1.SignedNonceSecretName}})...)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, c).Status.Peerings).To(ContainElement(And(HaveField("PeerID", authv1beta1.ClusterID(pID)), HaveField("Phase", gitpeerv1alpha1.PhaseRevoked))))
 		}).WithTimeout(time.Minute).Should(Succeed())
@@ -248,7 +292,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
 		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: no cache survived the revocation")
 		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
-		Expect(liqoCaches(ctx, p, pNS, sliceName, goneSlice)).To(ConsistOf(reconciler.LiqoCertificateCacheSecret), "only the new control-plane certificate is cached")
+		Expect(liqoCaches(ctx, p, pNS, sliceName, goneSlice)).To(ConsistOf(planner.LiqoCertificateCache), "only the new control-plane certificate is cached")
 
 		By("the CRD replicator brings C's ResourceSlice, its CSR unchanged, back to P: P's Liqo issues a new slice certificate, which works")
 		old := serials[len(serials)-1]
@@ -437,50 +481,6 @@ func kubeconfigClientCert(kubeconfig []byte) (*x509.Certificate, error) {
 func canScrapeMetrics(ctx context.Context, kubeconfig []byte) bool {
 	GinkgoHelper()
 	return can(ctx, clientFor(kubeconfig), "get", "metrics.liqo.io", "scrape/metrics", "")
-}
-
-// expectDoubleKubeconfig checks that the kubeconfig Secret Liqo's identity
-// controller wrote for the Identity key on c is what the double's
-// (test/liqo IdentityController) writes with the same Liqo key: the same
-// labels, annotations and keys, and a kubeconfig reaching the same server, as
-// the same client, the same way (the names inside may differ). Liqo must not
-// run on c meanwhile: it would write the Secret of the double's Identity first.
-func expectDoubleKubeconfig(ctx context.Context, c *cluster, key client.ObjectKey, liqoKey gocrypto.Signer) {
-	GinkgoHelper()
-	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: authv1beta1.KubeconfigSecretName(key.Name)}
-	real := &corev1.Secret{}
-	Expect(c.k8s.Get(ctx, secretKey, real)).To(Succeed())
-	// The double writes into a copy of the Identity in a scratch namespace, not over Liqo's Secret.
-	identity := &authv1beta1.Identity{}
-	Expect(c.k8s.Get(ctx, key, identity)).To(Succeed())
-	scratch := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "double-"}}
-	Expect(c.k8s.Create(ctx, scratch)).To(Succeed())
-	copied := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: scratch.Name, Name: identity.Name, Labels: identity.Labels}, Spec: identity.Spec}
-	Expect(c.k8s.Create(ctx, copied)).To(Succeed())
-	_, err := (&liqo.IdentityController{Client: c.k8s, Key: liqoKey}).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(copied)})
-	Expect(err).NotTo(HaveOccurred())
-	double := &corev1.Secret{}
-	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: scratch.Name, Name: secretKey.Name}, double)).To(Succeed())
-	// Gone before Liqo runs again, so that it never sees them.
-	Expect(c.k8s.Delete(ctx, copied)).To(Succeed())
-	Expect(client.IgnoreNotFound(c.k8s.Delete(ctx, double))).To(Succeed())
-	Expect(c.k8s.Delete(ctx, scratch)).To(Succeed())
-
-	Expect(double.Labels).To(Equal(real.Labels), "labels of the kubeconfig Secret")
-	Expect(double.Annotations).To(Equal(real.Annotations), "annotations of the kubeconfig Secret")
-	Expect(double.Type).To(Equal(real.Type))
-	Expect(keys(double.Data)).To(Equal(keys(real.Data)))
-	want, got := must(clientcmd.Load(double.Data[authv1beta1.KubeconfigSecretField])), must(clientcmd.Load(real.Data[authv1beta1.KubeconfigSecretField]))
-	wantCtx, gotCtx := want.Contexts[want.CurrentContext], got.Contexts[got.CurrentContext]
-	Expect(gotCtx).NotTo(BeNil(), "Liqo's kubeconfig has a current context")
-	Expect(gotCtx.Namespace).To(Equal(wantCtx.Namespace), "default namespace")
-	Expect(*got.Clusters[gotCtx.Cluster]).To(Equal(*want.Clusters[wantCtx.Cluster]), "cluster: server, CA, proxy")
-	Expect(*got.AuthInfos[gotCtx.AuthInfo]).To(Equal(*want.AuthInfos[wantCtx.AuthInfo]), "user: certificate and Liqo's key")
-}
-
-// keys lists the keys of a Secret's data, sorted.
-func keys(data map[string][]byte) []string {
-	return slices.Sorted(maps.Keys(data))
 }
 
 // startRealLiqo runs Liqo's authentication module on c (test/liqoreal) with

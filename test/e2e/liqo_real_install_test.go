@@ -4,21 +4,23 @@ import (
 	"context"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/liqo"
-	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	liqoctl "github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/test/liqoreal"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The provider in Liqo mode meets what a user's Liqo install holds before
@@ -26,7 +28,7 @@ import (
 // `liqoctl peer`, `liqoctl network connect`) and Liqo's version, on Liqo's
 // own authentication module (the liqo-auth-harness).
 var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and version", Ordered, func() {
-	const providerID, consumerID, strayID = "inst-p", "inst-c", "inst-s"
+	const providerID, consumerID, strayID, tolerantID, laterID = "inst-p", "inst-c", "inst-s", "inst-t", "inst-l"
 	var provider *cluster
 
 	BeforeAll(func(ctx SpecContext) {
@@ -34,8 +36,8 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 	})
 
 	It("adopts the tenant namespace `liqoctl create nonce` made before gitpeer, replaces Liqo's nonce, peers, and never deletes it", func(ctx SpecContext) {
-		ns := liqoctlCreateNonce(ctx, provider, consumerID)
-		liqosNonce := filledNonce(ctx, provider, ns)
+		liqosNonce := must(liqoctl.CreateNonce(ctx, provider.k8s, consumerID))
+		ns := authv1beta1.TenantNamespaceName(consumerID)
 
 		dir := providerID + "/" + consumerID + "/"
 		key := newClusterKey()
@@ -45,9 +47,9 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 
 		nsObj := &corev1.Namespace{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
-		Expect(nsObj.Labels).To(HaveKeyWithValue(ownership.OwnerLabel, string(provider.object.UID)))
-		Expect(nsObj.Labels).NotTo(HaveKey(ownership.ManagedByLabel), "a namespace Liqo made is never deleted by gitpeer")
-		Expect(nsObj.Annotations).To(HaveKeyWithValue(reconciler.ModeAnnotation, gitpeerv1alpha1.PeeringModeLiqo))
+		Expect(nsObj.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(provider.object.UID)))
+		Expect(nsObj.Labels).NotTo(HaveKey(vocabulary.ManagedByLabel), "a namespace Liqo made is never deleted by gitpeer")
+		Expect(nsObj.Annotations).To(HaveKeyWithValue(vocabulary.ModeAnnotation, gitpeerv1alpha1.PeeringModeLiqo))
 
 		tenant := must(protocol.NewTenant(consumerID, key, nonce))
 		commit("Merge pull request: Tenant of "+consumerID, map[string][]byte{dir + "tenant.yaml": tenantDoc(tenant)})
@@ -65,9 +67,9 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		setProvider(func(p *gitpeerv1alpha1.ProviderSpec) { p.APIServer = elsewhere })
 		Eventually(func(g Gomega) {
 			g.Expect(peeringRepository(ctx, g, provider).Status.Peerings).To(ContainElement(And(
-				HaveField("PeerID", authv1beta1.ClusterID(consumerID)), HaveField("Reason", reconciler.ReasonLiqoAPIServerMismatch))))
+				HaveField("PeerID", authv1beta1.ClusterID(consumerID)), HaveField("Reason", vocabulary.ReasonLiqoAPIServerMismatch))))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		expectEvent(ctx, provider, reconciler.ReasonLiqoAPIServerMismatch, `Liqo advertises API server "`+provider.cp.URL+`"`, `publishes "`+elsewhere+`"`)
+		expectEvent(ctx, provider, vocabulary.ReasonLiqoAPIServerMismatch, `Liqo advertises API server "`+provider.cp.URL+`"`, `publishes "`+elsewhere+`"`)
 		setProvider(func(p *gitpeerv1alpha1.ProviderSpec) { p.APIServer = provider.cp.URL })
 
 		By("a revocation, even with deleteNamespaceOnRevoke, leaves the namespace Liqo made")
@@ -86,7 +88,8 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 	})
 
 	It("refuses a Liqo tenant namespace that grants access already, saying so, until it is cleared", func(ctx SpecContext) {
-		ns := liqoctlCreateNonce(ctx, provider, strayID)
+		must(liqoctl.CreateNonce(ctx, provider.k8s, strayID))
+		ns := authv1beta1.TenantNamespaceName(strayID)
 		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "left-over"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: strayID}}}
@@ -104,15 +107,26 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 			}
 			g.Expect(got).NotTo(BeNil())
 			g.Expect(got.Phase).To(Equal(gitpeerv1alpha1.PhaseFailed))
-			g.Expect(got.Reason).To(Equal(reconciler.ReasonLiqoNamespaceRefused))
+			g.Expect(got.Reason).To(Equal(vocabulary.ReasonLiqoNamespaceRefused))
 			g.Expect(got.Message).To(ContainSubstring("would have to trust: RoleBinding left-over"))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		expectEvent(ctx, provider, reconciler.ReasonLiqoNamespaceRefused, "namespace "+ns+" was created by Liqo", "RoleBinding left-over")
+		expectEvent(ctx, provider, vocabulary.ReasonLiqoNamespaceRefused, "namespace "+ns+" was created by Liqo", "RoleBinding left-over")
 		Expect(show("main", dir+"nonce.yaml")).To(BeEmpty())
 
 		By("an admin removes the binding: the namespace is adopted")
 		Expect(provider.k8s.Delete(ctx, binding)).To(Succeed())
 		waitNonceAt(dir, "")
+	})
+
+	It("refuses a TolerateNoHandshake Tenant, which Liqo would take without the handshake: it is never applied", func(ctx SpecContext) {
+		dir := providerID + "/" + tolerantID + "/"
+		key := newClusterKey()
+		commit("Request peering of "+tolerantID, map[string][]byte{dir + "request.yaml": requestFor(providerID, tolerantID, key)})
+		tenant := must(protocol.NewTenant(tolerantID, key, waitNonceAt(dir, "")))
+		tenant.Spec.AuthzPolicy = ptr.To(authv1beta1.TolerateNoHandshake)
+		commit("Merge pull request: Tenant of "+tolerantID, map[string][]byte{dir + "tenant.yaml": tenantDoc(tenant)})
+		expectReported(ctx, provider, dir+"tenant.yaml", `spec.authzPolicy is "TolerateNoHandshake"`)
+		expectNothingIssuedIn(ctx, provider, dir, tolerantID)
 	})
 
 	It("reports Liqo's version and refuses one that cannot work", func(ctx SpecContext) {
@@ -145,6 +159,33 @@ var _ = Describe("Liqo install on the real Liqo: its tenant namespaces and versi
 		setLiqoVersion(liqo.TestedVersion)
 		Eventually(func(g Gomega) metav1.ConditionStatus { return liqoReady(g).Status }).WithTimeout(time.Minute).Should(Equal(metav1.ConditionTrue))
 	})
+
+	It("refuses to run while Liqo's cluster ID is not spec.clusterID, and runs again once it is", func(ctx SpecContext) {
+		setLiqoClusterID := func(id string) {
+			cm := &corev1.ConfigMap{}
+			Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: gitpeerv1alpha1.DefaultLiqoNamespace, Name: liqo.ClusterIDConfigMap}, cm)).To(Succeed())
+			patch := client.MergeFrom(cm.DeepCopy())
+			cm.Data[liqo.ClusterIDKey] = id
+			Expect(provider.k8s.Patch(ctx, cm, patch)).To(Succeed())
+		}
+		// As a Liqo installed with another discovery.config.clusterID has it.
+		setLiqoClusterID("someone-else")
+		Eventually(func(g Gomega) {
+			obj := peeringRepository(ctx, g, provider)
+			for _, t := range []string{meta.StalledCondition, gitpeerv1alpha1.LiqoReadyCondition} {
+				g.Expect(conditionOf(obj, t)).To(And(HaveField("Reason", gitpeerv1alpha1.LiqoClusterIDMismatchReason),
+					HaveField("Message", ContainSubstring(`Liqo's cluster ID is "someone-else"`))), t)
+			}
+			g.Expect(conditionOf(obj, meta.ReadyCondition)).To(HaveField("Status", metav1.ConditionFalse))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		expectEvent(ctx, provider, gitpeerv1alpha1.LiqoClusterIDMismatchReason, "refuses to run")
+		dir := providerID + "/" + laterID + "/"
+		commit("Request peering of "+laterID, map[string][]byte{dir + "request.yaml": requestFor(providerID, laterID, newClusterKey())})
+		Consistently(func() string { return show("main", dir+"nonce.yaml") }).WithTimeout(3*time.Second).Should(BeEmpty(), "the agent ran")
+
+		setLiqoClusterID(providerID)
+		waitNonceAt(dir, "")
+	})
 })
 
 // startRealLiqoProvider starts cluster id with Liqo's own authentication
@@ -158,35 +199,4 @@ func startRealLiqoProvider(ctx context.Context, id string) *cluster {
 	applyLiqoProvider(c)
 	c.startAgent()
 	return c
-}
-
-// liqoctlCreateNonce creates the tenant namespace of consumer and its nonce
-// Secret as `liqoctl create nonce` does, before gitpeer: the namespace as
-// Liqo's tenant namespace manager forges it (liqotech/liqo v1.2.0
-// pkg/tenantNamespace/namespaceManager.go, ForgeNamespace), the Secret as
-// pkg/liqo-controller-manager/authentication/forge/nonce.go makes it, for
-// Liqo's nonce creator to fill. It returns the namespace.
-func liqoctlCreateNonce(ctx context.Context, c *cluster, consumer string) string {
-	GinkgoHelper()
-	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
-	labels := map[string]string{authv1beta1.RemoteClusterIDLabel: consumer, authv1beta1.TenantNamespaceLabel: authv1beta1.TrueValue,
-		"pod-security.kubernetes.io/audit": "privileged", "pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged"}
-	Expect(c.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})).To(Succeed())
-	Expect(c.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName,
-		Labels: map[string]string{authv1beta1.NonceSecretLabel: authv1beta1.TrueValue, authv1beta1.RemoteClusterIDLabel: consumer}}})).To(Succeed())
-	return ns
-}
-
-// filledNonce waits for Liqo's nonce creator to fill the nonce Secret in ns
-// and returns the nonce.
-func filledNonce(ctx context.Context, c *cluster, ns string) string {
-	GinkgoHelper()
-	var nonce string
-	Eventually(func(g Gomega) {
-		secret := &corev1.Secret{}
-		g.Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.NonceSecretName}, secret)).To(Succeed())
-		nonce = string(secret.Data[authv1beta1.NonceSecretField])
-		g.Expect(nonce).NotTo(BeEmpty())
-	}).WithTimeout(time.Minute).Should(Succeed())
-	return nonce
 }

@@ -23,13 +23,14 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	planner "github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // The provider in Liqo mode on Liqo's own authentication module (v1.2.0, the
-// liqo-auth-harness of test/liqotools) instead of the double: Liqo's nonce
+// liqo-auth-harness of test/liqotools): Liqo's nonce
 // creator, tenant controller and Tenant webhooks react to what gitpeer
 // creates, and the consumer, simulated as in "Liqo provider", gets a working
 // identity.
@@ -62,7 +63,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		Expect(review.Status.UserInfo.Username).To(Equal(consumerID))
 		Expect(can(ctx, cs, "create", "authentication.liqo.io", "resourceslices", authv1beta1.TenantNamespaceName(consumerID))).To(BeTrue())
 
-		By("the same Identity and RoleBinding as the double gives (test/liqo)")
+		By("the Identity liqoctl generate identity makes of the Tenant, and Liqo's RoleBinding")
 		applied := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(consumerID), Name: consumerID}, applied)).To(Succeed())
 		want := must(liqo.GenerateIdentity(applied, providerID))
@@ -95,7 +96,7 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		}).WithTimeout(time.Minute).Should(Succeed())
 		Expect(sliceCert.Subject.Organization).To(ConsistOf(consumerID))
 		serials = append(serials, sliceCert.SerialNumber.Text(16))
-		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: reconciler.LiqoCertificateCacheSecret + "-" + sliceName}, &corev1.Secret{})).To(Succeed())
+		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: planner.LiqoCertificateCache + "-" + sliceName}, &corev1.Secret{})).To(Succeed())
 		Expect(bindingsNaming(ctx, provider, consumerID)).NotTo(BeEmpty(), "Liqo bound the consumer's user and group")
 
 		By("tenant.yaml leaves the branch")
@@ -169,7 +170,7 @@ func liqoCaches(ctx context.Context, c *cluster, ns string, slices ...string) []
 	GinkgoHelper()
 	var out []string
 	for _, name := range append([]string{""}, slices...) {
-		name = strings.TrimSuffix(reconciler.LiqoCertificateCacheSecret+"-"+name, "-")
+		name = strings.TrimSuffix(planner.LiqoCertificateCache+"-"+name, "-")
 		err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})
 		if !apierrors.IsNotFound(err) {
 			out = append(out, name)
@@ -182,8 +183,8 @@ func liqoCaches(ctx context.Context, c *cluster, ns string, slices ...string) []
 func revokedSerials(ctx context.Context, c *cluster, consumer string) []string {
 	GinkgoHelper()
 	secret := &corev1.Secret{}
-	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName("peering", consumer)}, secret)).To(Succeed())
-	records := must(reconciler.DecodeRecords(secret, consumer))
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: vocabulary.RecordsSecretName("peering", consumer)}, secret)).To(Succeed())
+	records := must(vocabulary.DecodeRecords(secret, consumer))
 	var out []string
 	for _, r := range records.Certificates {
 		if r.RevokedAt != nil {

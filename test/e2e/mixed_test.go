@@ -18,17 +18,17 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/controlplane"
-	"github.com/gitpeer/gitpeer/test/crdinstall"
 	"github.com/gitpeer/gitpeer/test/liqo"
+	"github.com/gitpeer/gitpeer/test/liqoreal"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// Mixed peers: the provider runs a plain Liqo (test/liqo's double, no gitpeer
-// agent), its admin answers with liqoctl and commits by hand; the consumer runs
-// gitpeer. The provider's API server has a serving CA of its own, as k3s and
+// Mixed peers: the provider runs a plain Liqo (Liqo's own authentication
+// module, test/liqoreal; no gitpeer agent), its admin answers with liqoctl and
+// commits by hand; the consumer runs gitpeer in standalone mode. The provider's API server has a serving CA of its own, as k3s and
 // managed clusters do, so Liqo's identity.yaml names a CA its client
 // certificate does not chain to.
 var _ = Describe("Mixed peers", Ordered, func() {
@@ -40,16 +40,14 @@ var _ = Describe("Mixed peers", Ordered, func() {
 	var cp *controlplane.ControlPlane
 	var providerClient client.Client
 	var consumer *cluster
-	var stopDouble func()
+	var harness *liqoreal.Harness // the provider's Liqo
 	var proxyURL string
 	var tunnels *atomic.Int64
 
-	// startLiqo runs Liqo's authentication controllers on the provider with o.
-	startLiqo := func(ctx context.Context, o liqo.Options) func() {
+	// startLiqo runs Liqo's authentication module on the provider with o.
+	startLiqo := func(ctx context.Context, o liqoreal.Options) *liqoreal.Harness {
 		o.ClusterID, o.APIServer = mProviderID, cp.URL
-		d, err := liqo.New(ctx, providerClient, o)
-		Expect(err).NotTo(HaveOccurred())
-		return startDouble(d, cp.Config, liqo.RunOptions{})
+		return must(liqoreal.Start(ctx, cp, GinkgoT().TempDir(), o))
 	}
 	// generateIdentity waits for the Tenant's status to satisfy ok, then
 	// commits `liqoctl generate identity`'s output as identity.yaml.
@@ -92,10 +90,9 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		var err error
 		providerClient, err = client.New(cp.Config, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(crdinstall.Install(ctx, providerClient)).To(Succeed())
 		proxyURL, tunnels = startConnectProxy()
-		stopDouble = startLiqo(ctx, liqo.Options{})
-		DeferCleanup(func() { stopDouble() })
+		harness = startLiqo(ctx, liqoreal.Options{})
+		DeferCleanup(func() { harness.Stop() })
 
 		consumer = newCluster(mConsumerID)
 		consumer.apply(func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
@@ -122,7 +119,8 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		mergeWithProxy(review, dir, proxyURL)
 		tenant := &authv1beta1.Tenant{}
 		Expect(yaml.UnmarshalStrict([]byte(show("main", dir+"tenant.yaml")), tenant)).To(Succeed())
-		Expect(providerClient.Create(ctx, tenant)).To(Succeed())
+		tenant.Namespace = tenantNS
+		Expect(providerClient.Create(ctx, tenant)).To(Succeed(), "Liqo's webhooks admit the Tenant")
 
 		id := generateIdentity(ctx, func(ap *authv1beta1.AuthParams) bool { return len(ap.SignedCRT) > 0 })
 		ap := id.Spec.AuthParams
@@ -142,7 +140,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		Eventually(func(g Gomega) gitpeerv1alpha1.PeeringPhase { return peering(ctx, g).Phase }).WithTimeout(30 * time.Second).Should(Equal(gitpeerv1alpha1.PhaseReady))
 		ns := &corev1.Namespace{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
-		Expect(ns.Annotations).To(HaveKey(reconciler.PinnedProviderAnnotation))
+		Expect(ns.Annotations).To(HaveKey(vocabulary.PinnedProviderAnnotation))
 		for _, l := range authv1beta1.PodSecurityLabels {
 			Expect(ns.Labels).To(HaveKeyWithValue(l, authv1beta1.PodSecurityPrivileged))
 		}
@@ -152,8 +150,8 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		trustAsSystemRoot(cp.ServingCAPEM)
 		before := kubeconfig(ctx, func([]byte) bool { return true })
 		// Liqo restarted with --advertise-api-server-trusted-ca: the Tenant status loses its CA.
-		stopDouble()
-		stopDouble = startLiqo(ctx, liqo.Options{TrustedCA: true})
+		harness.Stop()
+		harness = startLiqo(ctx, liqoreal.Options{TrustedCA: true})
 		id := generateIdentity(ctx, func(ap *authv1beta1.AuthParams) bool { return len(ap.CA) == 0 })
 		Expect(id.Spec.AuthParams.CA).To(BeEmpty())
 
@@ -165,7 +163,7 @@ var _ = Describe("Mixed peers", Ordered, func() {
 		ns := &corev1.Namespace{}
 		Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
 		patch := client.MergeFrom(ns.DeepCopy())
-		delete(ns.Annotations, reconciler.PinnedProviderAnnotation)
+		delete(ns.Annotations, vocabulary.PinnedProviderAnnotation)
 		Expect(consumer.k8s.Patch(ctx, ns, patch)).To(Succeed())
 
 		data := kubeconfig(ctx, func(data []byte) bool {

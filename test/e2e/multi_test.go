@@ -20,7 +20,8 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // kubeconfigCert returns the client certificate of the kubeconfig the consumer holds for provider.
@@ -101,7 +102,7 @@ var _ = Describe("Renewal", func() {
 })
 
 // The peerings of a provider's round take their steps at once; consumers whose
-// records share a Secret (reconciler.RecordsSecretName) write it in the same rounds.
+// records share a Secret (vocabulary.RecordsSecretName) write it in the same rounds.
 var _ = Describe("Consumers sharing a records Secret", func() {
 	It("issues them all, none failing on the Secret the others write", func(ctx SpecContext) {
 		const providerID = "shard-p"
@@ -131,12 +132,12 @@ var _ = Describe("Consumers sharing a records Secret", func() {
 		}
 		// A round's routine steps are one Normal event per reason, naming its consumers.
 		Eventually(func(g Gomega) {
-			notes := strings.Join(normalEvents(ctx, p, reconciler.ReasonIssued), "\n")
+			notes := strings.Join(normalEvents(ctx, p, gitpeerv1alpha1.IdentityIssuedReason), "\n")
 			for _, id := range ids {
 				g.Expect(notes).To(ContainSubstring(id+" (serial "), "the IdentityIssued events")
 			}
 		}).WithTimeout(30 * time.Second).Should(Succeed())
-		Expect(len(normalEvents(ctx, p, reconciler.ReasonNonceIssued))).To(BeNumerically("<", len(ids)), "NonceIssued events: one per round, not per consumer")
+		Expect(len(normalEvents(ctx, p, gitpeerv1alpha1.NonceIssuedReason))).To(BeNumerically("<", len(ids)), "NonceIssued events: one per round, not per consumer")
 		// Each consumer's series, built by the agent's collector at the scrape.
 		Eventually(func(g Gomega) {
 			series := map[string]float64{}
@@ -156,11 +157,11 @@ var _ = Describe("Consumers sharing a records Secret", func() {
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		secret := &corev1.Secret{}
-		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName(p.object.Name, ids[0])}, secret)).To(Succeed())
+		Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: vocabulary.RecordsSecretName(p.object.Name, ids[0])}, secret)).To(Succeed())
 		for _, id := range ids {
-			records, err := reconciler.DecodeRecords(secret, id)
+			records, err := vocabulary.DecodeRecords(secret, id)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(records.PinnedKey).To(Equal(must(reconciler.KeyPin(keys[id].Public()))), id)
+			Expect(records.PinnedKey).To(Equal(must(crypto.KeyPin(keys[id].Public()))), id)
 			Expect(records.Certificates).To(HaveLen(1), id)
 		}
 		Expect(failed()).To(BeEmpty(), "every status the provider wrote")
@@ -173,7 +174,7 @@ func sameRecordsSecret(repository string, n int) []string {
 	var ids []string
 	for i := 0; len(ids) < n; i++ {
 		id := fmt.Sprintf("shard-c%d", i)
-		if len(ids) == 0 || reconciler.RecordsSecretName(repository, id) == reconciler.RecordsSecretName(repository, ids[0]) {
+		if len(ids) == 0 || vocabulary.RecordsSecretName(repository, id) == vocabulary.RecordsSecretName(repository, ids[0]) {
 			ids = append(ids, id)
 		}
 	}

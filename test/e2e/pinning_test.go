@@ -10,8 +10,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 )
 
 // An attacker with write access to main replaces a consumer's identity.yaml
@@ -44,7 +43,7 @@ var _ = Describe("Pinned provider CA", Ordered, func() {
 		identity.Spec.AuthParams.CA, identity.Spec.AuthParams.SignedCRT = ca.PEM, cert
 		commit("Replace "+pConsumerID+"'s identity", map[string][]byte{path: must(yaml.Marshal(&identity))})
 
-		expectEvent(ctx, consumer, reconciler.ReasonRejected, path+" rejected", "CA certificate 1 of the Identity has hash "+must(crypto.CACertHashes(ca.PEM))[0]+", not one of the caCertHashes of provider "+pProviderID)
+		expectEvent(ctx, consumer, gitpeerv1alpha1.RejectedReason, path+" rejected", "CA certificate 1 of the Identity has hash "+must(crypto.CACertHashes(ca.PEM))[0]+", not one of the caCertHashes of provider "+pProviderID)
 		Eventually(func(g Gomega) {
 			g.Expect(peeringPhases(ctx, consumer)).To(HaveKeyWithValue("Consumer/"+pProviderID, gitpeerv1alpha1.PhaseFailed))
 		}).WithTimeout(time.Minute).Should(Succeed())

@@ -19,7 +19,6 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 // A consumer reaches its provider through a proxy named in its Tenant
@@ -44,7 +43,7 @@ var _ = Describe("Proxy URL", Ordered, func() {
 		Eventually(func() string { return show(review, dir+"tenant.yaml") }).WithTimeout(time.Minute).ShouldNot(BeEmpty())
 		mergeWithProxy(review, dir, proxyURL)
 
-		expectEvent(ctx, provider, reconciler.ReasonRejected, dir+"tenant.yaml rejected", "does not accept proxies named by consumers")
+		expectEvent(ctx, provider, gitpeerv1alpha1.RejectedReason, dir+"tenant.yaml rejected", "does not accept proxies named by consumers")
 		Consistently(func() string { return show("main", dir+"identity.yaml") }).WithTimeout(3 * time.Second).Should(BeEmpty())
 	})
 

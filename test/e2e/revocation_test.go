@@ -22,7 +22,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -77,7 +77,7 @@ var _ = Describe("Revocation", Ordered, func() {
 		Expect(roleBindings(ctx, provider, tenantNS)).To(BeEmpty())
 		ns := &corev1.Namespace{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: tenantNS}, ns)).To(Succeed())
-		Expect(ns.Annotations).NotTo(HaveKey(reconciler.PinnedKeyAnnotation), "the pin lives in the records alone")
+		Expect(ns.Annotations).NotTo(HaveKey(vocabulary.PinnedKeyAnnotation), "the pin lives in the records alone")
 		Expect(issuedRecords(ctx, provider, rvConsumerID)).To(And(ContainSubstring(`"revokedAt"`), ContainSubstring(`"pinnedKey"`)))
 
 		// Direct mode: nothing brings the peering back without a person.
@@ -124,7 +124,7 @@ var _ = Describe("Revocation", Ordered, func() {
 		}).WithTimeout(time.Minute).Should(Succeed(), "the revival override is used once")
 		tenant := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: rvConsumerID}, tenant)).To(Succeed())
-		Expect(tenant.Annotations).To(HaveKeyWithValue(reconciler.OverridesAnnotation, override))
+		Expect(tenant.Annotations).To(HaveKeyWithValue(vocabulary.OverridesAnnotation, override))
 		Expect(gitCLI(repo.Dir, "log", "--format=%B", "main", "--", dir+"identity.yaml")).To(ContainSubstring("Gitpeer-Override: "+override),
 			"the commit of the revived identity names the override")
 
@@ -177,7 +177,7 @@ var _ = Describe("Ownership", Ordered, func() {
 		Expect(provider.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName("c3")}})).To(Succeed())
 		// A tenant namespace of an earlier gitpeer version, without the owner label.
 		Expect(provider.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName("c8"), Labels: map[string]string{
-			reconciler.ManagedByLabel: "gitpeer", authv1beta1.RemoteClusterIDLabel: "c8", authv1beta1.TenantNamespaceLabel: "true"}}})).To(Succeed())
+			vocabulary.ManagedByLabel: "gitpeer", authv1beta1.RemoteClusterIDLabel: "c8", authv1beta1.TenantNamespaceLabel: "true"}}})).To(Succeed())
 		provider.startAgent()
 	})
 
@@ -200,7 +200,7 @@ var _ = Describe("Ownership", Ordered, func() {
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 		t := &authv1beta1.Tenant{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName("c2"), Name: "c2"}, t)).To(Succeed())
-		Expect(t.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(second.UID)))
+		Expect(t.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(second.UID)))
 	})
 
 	It("refuses a consumer whose tenant namespace belongs to the other PeeringRepository", func(ctx SpecContext) {
@@ -216,12 +216,12 @@ var _ = Describe("Ownership", Ordered, func() {
 
 	It("does not hijack a tenant namespace it did not create", func(ctx SpecContext) {
 		commit("Request c3", map[string][]byte{firstDir("c3") + "request.yaml": requestFor(owProviderID, "c3", newClusterKey())})
-		expectEvent(ctx, provider, reconciler.ReasonRejected, "liqo-tenant-c3", "not created by this PeeringRepository")
+		expectEvent(ctx, provider, gitpeerv1alpha1.RejectedReason, "liqo-tenant-c3", "not created by this PeeringRepository")
 		Consistently(func(g Gomega) {
 			ns := &corev1.Namespace{}
 			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: "liqo-tenant-c3"}, ns)).To(Succeed())
-			g.Expect(ns.Labels).NotTo(HaveKey(reconciler.ManagedByLabel))
-			g.Expect(ns.Labels).NotTo(HaveKey(reconciler.OwnerLabel))
+			g.Expect(ns.Labels).NotTo(HaveKey(vocabulary.ManagedByLabel))
+			g.Expect(ns.Labels).NotTo(HaveKey(vocabulary.OwnerLabel))
 			g.Expect(apierrors.IsNotFound(provider.k8s.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-c3", Name: authv1beta1.NonceSecretName}, &corev1.Secret{}))).To(BeTrue())
 			g.Expect(show("main", firstDir("c3")+"nonce.yaml")).To(BeEmpty())
 		}).WithTimeout(5 * time.Second).Should(Succeed())
@@ -229,16 +229,16 @@ var _ = Describe("Ownership", Ordered, func() {
 
 	It("does not adopt an earlier version's namespace while another provider PeeringRepository exists", func(ctx SpecContext) {
 		commit("Request c8", map[string][]byte{firstDir("c8") + "request.yaml": requestFor(owProviderID, "c8", newClusterKey())})
-		expectEvent(ctx, provider, reconciler.ReasonRejected, "liqo-tenant-c8", "adopted only by the only PeeringRepository")
+		expectEvent(ctx, provider, gitpeerv1alpha1.RejectedReason, "liqo-tenant-c8", "adopted only by the only PeeringRepository")
 		ns := &corev1.Namespace{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: "liqo-tenant-c8"}, ns)).To(Succeed())
-		Expect(ns.Labels).NotTo(HaveKey(reconciler.OwnerLabel))
+		Expect(ns.Labels).NotTo(HaveKey(vocabulary.OwnerLabel))
 		Expect(show("main", firstDir("c8")+"nonce.yaml")).To(BeEmpty())
 	})
 
 	It("creates nothing for a consumer outside allowedConsumers", func(ctx SpecContext) {
 		commit("Request x-bad", map[string][]byte{firstDir("x-bad") + "request.yaml": requestFor(owProviderID, "x-bad", newClusterKey())})
-		expectEvent(ctx, provider, reconciler.ReasonDeferred, "x-bad", "not in allowedConsumers")
+		expectEvent(ctx, provider, vocabulary.ReasonRequestsDeferred, "x-bad", "not in allowedConsumers")
 		expectNoTenantNamespace(ctx, provider, "x-bad", firstDir("x-bad"))
 	})
 
@@ -249,7 +249,7 @@ var _ = Describe("Ownership", Ordered, func() {
 			files[firstDir(id)+"request.yaml"] = requestFor(owProviderID, id, newClusterKey())
 		}
 		commit("Flood", files)
-		expectEvent(ctx, provider, reconciler.ReasonDeferred, "2 request(s) deferred")
+		expectEvent(ctx, provider, vocabulary.ReasonRequestsDeferred, "2 request(s) deferred")
 		Eventually(func() int {
 			answered := 0
 			for _, id := range ids {
@@ -328,7 +328,7 @@ var _ = Describe("Ownership", Ordered, func() {
 		Expect(recorded).NotTo(ContainSubstring(pin))
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName("c1")}}
 		Expect(provider.k8s.Patch(ctx, ns, client.RawPatch(types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"`+reconciler.PinnedKeyAnnotation+`":"`+pin+`"}}}`)))).To(Succeed())
+			[]byte(`{"metadata":{"annotations":{"`+vocabulary.PinnedKeyAnnotation+`":"`+pin+`"}}}`)))).To(Succeed())
 		Consistently(func() string { return show("main", firstDir("c1")+"identity.yaml") }).WithTimeout(8*time.Second).Should(BeEmpty(),
 			"a pin annotated on the tenant namespace must not let the new key in")
 		Expect(issuedRecords(ctx, provider, "c1")).To(Equal(recorded))
@@ -359,14 +359,14 @@ var _ = Describe("Ownership", Ordered, func() {
 		Consistently(func(g Gomega) {
 			ns := &corev1.Namespace{}
 			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: "liqo-tenant-c8"}, ns)).To(Succeed())
-			g.Expect(ns.Labels).NotTo(HaveKey(reconciler.OwnerLabel))
+			g.Expect(ns.Labels).NotTo(HaveKey(vocabulary.OwnerLabel))
 		}).WithTimeout(3 * time.Second).Should(Succeed())
 		Expect(provider.k8s.Patch(ctx, provider.object, client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"annotations":{"`+gitpeerv1alpha1.AdoptUnownedAnnotation+`":"true"}}}`)))).To(Succeed())
 		Eventually(func(g Gomega) {
 			ns := &corev1.Namespace{}
 			g.Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: "liqo-tenant-c8"}, ns)).To(Succeed())
-			g.Expect(ns.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(provider.object.UID)))
+			g.Expect(ns.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(provider.object.UID)))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		waitNonceAt(firstDir("c8"), "")
 	})
@@ -416,7 +416,7 @@ func annotateRepository(ctx context.Context, c *cluster, key, value string) {
 func issuedRecords(ctx context.Context, c *cluster, consumer string) string {
 	GinkgoHelper()
 	secret := &corev1.Secret{}
-	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: reconciler.RecordsSecretName("peering", consumer)}, secret)).To(Succeed())
+	Expect(c.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: vocabulary.RecordsSecretName("peering", consumer)}, secret)).To(Succeed())
 	Expect(json.Valid(secret.Data[consumer])).To(BeTrue())
 	return string(secret.Data[consumer])
 }

@@ -10,6 +10,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const limProviderID = "provider-lim"
@@ -43,7 +44,7 @@ var _ = Describe("Round limit", Ordered, func() {
 		for _, id := range consumers {
 			waitNonceAt(dir(id), "")
 		}
-		Expect(recordedInRounds(limit, protocol.ActionIssueNonce)).To(Equal(consumers), "one nonce each, in order")
+		Expect(recordedInRounds(limit, vocabulary.ActionIssueNonce)).To(Equal(consumers), "one nonce each, in order")
 	})
 
 	It("issues the Tenants merged together in rounds of at most the limit, in order, each once", func(ctx SpecContext) {
@@ -56,7 +57,7 @@ var _ = Describe("Round limit", Ordered, func() {
 			Eventually(func() string { return show("main", dir(id)+"identity.yaml") }).WithTimeout(2*time.Minute).ShouldNot(BeEmpty(), id)
 		}
 		// Their certificates are signed when the cluster's signer gets to them: in any order.
-		Expect(recordedInRounds(limit, protocol.ActionIssueIdentity)).To(ConsistOf(consumers), "one identity each")
+		Expect(recordedInRounds(limit, vocabulary.ActionIssueIdentity)).To(ConsistOf(consumers), "one identity each")
 		for _, id := range consumers {
 			Expect(csrsOf(ctx, provider, id)).To(HaveLen(1), "one certificate for %s", id)
 		}

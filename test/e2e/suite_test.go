@@ -58,8 +58,11 @@ type cluster struct {
 
 // newCluster starts a control plane, installs the CRDs and the tenant
 // ClusterRole, and stores the Git credentials for its agent.
-func newCluster(id string) *cluster {
-	cp := controlplane.Start(GinkgoT())
+func newCluster(id string) *cluster { return newClusterWith(id, controlplane.Options{}) }
+
+// newClusterWith is newCluster on a control plane set up with o.
+func newClusterWith(id string, o controlplane.Options) *cluster {
+	cp := controlplane.StartWith(GinkgoT(), o)
 	sb, err := sandbox.Prepare(context.Background(), id, cp, gitSrv, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
 	return &cluster{id: id, cp: cp, k8s: sb.Client, sb: sb}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/reconciler"
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/rawgit"
 )
@@ -108,7 +108,7 @@ var _ = Describe("Hostile trees", Ordered, func() {
 			Eventually(func(g Gomega) {
 				obj := peeringRepository(ctx, g, c)
 				g.Expect(obj.Status.LastProcessedCommit).To(Equal(h.String()))
-				cond := conditionOf(obj, reconciler.ConditionFilesValid)
+				cond := conditionOf(obj, gitpeerv1alpha1.FilesValidCondition)
 				g.Expect(cond).NotTo(BeNil())
 				g.Expect(cond.Status).To(BeEquivalentTo("True"), cond.Message)
 			}).WithTimeout(time.Minute).Should(Succeed())
@@ -136,7 +136,7 @@ func rawHead(w string) (*rawgit.Must, plumbing.Hash, *object.Tree) {
 func expectFilesInvalid(ctx context.Context, c *cluster, want string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		cond := conditionOf(peeringRepository(ctx, g, c), reconciler.ConditionFilesValid)
+		cond := conditionOf(peeringRepository(ctx, g, c), gitpeerv1alpha1.FilesValidCondition)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Status).To(BeEquivalentTo("False"))
 		g.Expect(cond.Message).To(ContainSubstring(want))

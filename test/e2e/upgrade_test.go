@@ -34,10 +34,10 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/config/crd"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -66,7 +66,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 	identityName := authv1beta1.ControlPlaneIdentityName(upProviderID)
 	kubeconfigKey := client.ObjectKey{Namespace: consumerNS, Name: authv1beta1.KubeconfigSecretName(identityName)}
 	legacy := func(peer string) map[string]string {
-		return map[string]string{reconciler.ManagedByLabel: "gitpeer", authv1beta1.RemoteClusterIDLabel: peer}
+		return map[string]string{vocabulary.ManagedByLabel: "gitpeer", authv1beta1.RemoteClusterIDLabel: peer}
 	}
 
 	BeforeAll(func(ctx SpecContext) {
@@ -115,19 +115,19 @@ var _ = Describe("Upgrade", Ordered, func() {
 		// gitpeer 0.1.0's single records Secret, with a revoked certificate of upRevokedID still valid.
 		revokedSerial, revokedUntil = "5eed", now.Add(time.Hour).Truncate(time.Second).UTC()
 		revokedAt := now.Add(-time.Minute).UTC()
-		records := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: reconciler.IssuedSecretPrefix + provider.object.Name}}
-		Expect(reconciler.SetRecords(records, provider.object.UID, upRevokedID, reconciler.ConsumerRecords{
-			PinnedKey:    must(reconciler.KeyPin(revokedKey.Public())),
-			Certificates: []reconciler.IssuedRecord{{Serial: revokedSerial, NotAfter: revokedUntil, RevokedAt: &revokedAt}},
+		records := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: vocabulary.IssuedSecretPrefix + provider.object.Name}}
+		Expect(vocabulary.SetRecords(records, provider.object.UID, upRevokedID, vocabulary.ConsumerRecords{
+			PinnedKey:    must(crypto.KeyPin(revokedKey.Public())),
+			Certificates: []vocabulary.IssuedRecord{{Serial: revokedSerial, NotAfter: revokedUntil, RevokedAt: &revokedAt}},
 		})).To(Succeed())
 		Expect(provider.k8s.Create(ctx, records)).To(Succeed())
 
 		// Provider side, as the previous agent left it.
-		keyPin = must(reconciler.KeyPin(key.Public()))
+		keyPin = must(crypto.KeyPin(key.Public()))
 		nsLabels := legacy(upConsumerID)
 		nsLabels[authv1beta1.TenantNamespaceLabel] = "true"
 		Expect(provider.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: nsLabels,
-			Annotations: map[string]string{reconciler.PinnedKeyAnnotation: keyPin}}})).To(Succeed())
+			Annotations: map[string]string{vocabulary.PinnedKeyAnnotation: keyPin}}})).To(Succeed())
 		stored := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: upConsumerID, Labels: legacy(upConsumerID)}, Spec: tenant.Spec}
 		Expect(provider.k8s.Create(ctx, stored)).To(Succeed())
 		stored.Status = authv1beta1.TenantStatus{TenantNamespace: tenantNS, AuthParams: &params}
@@ -145,7 +145,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 			Data: map[string][]byte{authv1beta1.NonceSecretField: []byte(rotated)}})).To(Succeed())
 		// The CSR the previous agent requested (as the same user as this agent) and approved.
 		csr := plantedCSR(legacyCSRName(upConsumerID, tenant.Spec.CSR, tenant.Spec.Signature), map[string]string{
-			csrConsumerLabel: upConsumerID, reconciler.ManagedByLabel: "gitpeer"}, tenant.Spec.CSR)
+			csrConsumerLabel: upConsumerID, vocabulary.ManagedByLabel: "gitpeer"}, tenant.Spec.CSR)
 		Expect(provider.k8s.Create(ctx, csr)).To(Succeed())
 		legacyCSR = csr.Name
 		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "GitpeerApproved"}}
@@ -157,7 +157,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 		cnsLabels := legacy(upProviderID)
 		cnsLabels[authv1beta1.TenantNamespaceLabel] = "true"
 		Expect(consumer.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consumerNS, Labels: cnsLabels,
-			Annotations: map[string]string{reconciler.PinnedCAAnnotation: hex.EncodeToString(caSum[:])}}})).To(Succeed())
+			Annotations: map[string]string{vocabulary.PinnedCAAnnotation: hex.EncodeToString(caSum[:])}}})).To(Succeed())
 		remoteNS := tenantNS
 		identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: identityName, Labels: legacy(upProviderID)},
 			Spec: authv1beta1.IdentitySpec{ClusterID: upProviderID, Type: authv1beta1.ControlPlaneIdentityType, AuthParams: params, Namespace: &remoteNS}}
@@ -202,12 +202,12 @@ var _ = Describe("Upgrade", Ordered, func() {
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: authv1beta1.NonceSecretName}},
 		} {
 			Expect(provider.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-			Expect(obj.GetLabels()).To(HaveKeyWithValue(reconciler.OwnerLabel, uid), "%T %s", obj, obj.GetName())
+			Expect(obj.GetLabels()).To(HaveKeyWithValue(vocabulary.OwnerLabel, uid), "%T %s", obj, obj.GetName())
 		}
-		Eventually(func() []string { return normalEvents(ctx, provider, reconciler.ReasonAdopted) }).WithTimeout(30*time.Second).
+		Eventually(func() []string { return normalEvents(ctx, provider, vocabulary.ReasonAdopted) }).WithTimeout(30*time.Second).
 			Should(ContainElement(And(ContainSubstring(tenantNS), ContainSubstring("one-time migration"),
 				ContainSubstring("key pin "+keyPin[:16]+" copied from annotation"))), "the pin found only on the namespace is copied into the records, and reported")
-		Eventually(func() []string { return normalEvents(ctx, provider, reconciler.ReasonMigrated) }).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
+		Eventually(func() []string { return normalEvents(ctx, provider, vocabulary.ReasonOwnershipMigrated) }).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 		Expect(apierrors.IsNotFound(provider.k8s.Get(ctx, client.ObjectKey{Name: legacyCSR}, &certificatesv1.CertificateSigningRequest{}))).
 			To(BeTrue(), "the CSR the previous agent requested is deleted")
 		obj := peeringRepository(ctx, Default, provider)
@@ -253,10 +253,10 @@ var _ = Describe("Upgrade", Ordered, func() {
 	})
 
 	It("moves gitpeer 0.1.0's records Secret to the sharded Secrets, and still refuses to bind a revoked consumer", func(ctx SpecContext) {
-		legacy := client.ObjectKey{Namespace: agentNamespace, Name: reconciler.IssuedSecretPrefix + provider.object.Name}
+		legacy := client.ObjectKey{Namespace: agentNamespace, Name: vocabulary.IssuedSecretPrefix + provider.object.Name}
 		Eventually(func() bool { return apierrors.IsNotFound(provider.k8s.Get(ctx, legacy, &corev1.Secret{})) }).
 			WithTimeout(time.Minute).Should(BeTrue(), "the single Secret is deleted once moved")
-		Expect(normalEvents(ctx, provider, reconciler.ReasonRecordsMigrated)).To(ContainElement(ContainSubstring(legacy.Name)))
+		Expect(normalEvents(ctx, provider, vocabulary.ReasonRecordsMigrated)).To(ContainElement(ContainSubstring(legacy.Name)))
 		Expect(issuedRecords(ctx, provider, upRevokedID)).To(And(ContainSubstring(revokedSerial), ContainSubstring(`"revokedAt"`)))
 
 		rdir := upProviderID + "/" + upRevokedID + "/"
@@ -274,7 +274,7 @@ var _ = Describe("Upgrade", Ordered, func() {
 		Eventually(func(g Gomega) {
 			secret := &corev1.Secret{}
 			g.Expect(consumer.k8s.Get(ctx, kubeconfigKey, secret)).To(Succeed())
-			g.Expect(secret.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(consumer.object.UID)))
+			g.Expect(secret.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(consumer.object.UID)))
 			cfg, err := clientcmd.Load(secret.Data[authv1beta1.KubeconfigSecretField])
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cfg.AuthInfos).To(HaveKey(identityName))
@@ -284,9 +284,9 @@ var _ = Describe("Upgrade", Ordered, func() {
 			g.Expect(whoami.Kubeconfig(ctx, secret.Data[authv1beta1.KubeconfigSecretField])).To(Equal(upConsumerID))
 			ns := &corev1.Namespace{}
 			g.Expect(consumer.k8s.Get(ctx, client.ObjectKey{Name: consumerNS}, ns)).To(Succeed())
-			g.Expect(ns.Labels).To(HaveKeyWithValue(reconciler.OwnerLabel, string(consumer.object.UID)))
-			g.Expect(ns.Annotations).To(HaveKey(reconciler.PinnedProviderAnnotation))
-			g.Expect(ns.Annotations).NotTo(HaveKey(reconciler.PinnedCAAnnotation))
+			g.Expect(ns.Labels).To(HaveKeyWithValue(vocabulary.OwnerLabel, string(consumer.object.UID)))
+			g.Expect(ns.Annotations).To(HaveKey(vocabulary.PinnedProviderAnnotation))
+			g.Expect(ns.Annotations).NotTo(HaveKey(vocabulary.PinnedCAAnnotation))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Expect(peeringRepository(ctx, Default, consumer).Status.OwnershipVersion).To(BeEquivalentTo(gitpeerv1alpha1.CurrentOwnershipVersion))
 	})
@@ -297,10 +297,10 @@ var _ = Describe("Upgrade", Ordered, func() {
 		labels[authv1beta1.TenantNamespaceLabel] = "true"
 		Expect(provider.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(late)), Labels: labels}})).To(Succeed())
 		commit("Request "+late, map[string][]byte{upProviderID + "/" + late + "/request.yaml": requestFor(upProviderID, late, newClusterKey())})
-		expectEvent(ctx, provider, reconciler.ReasonRejected, "liqo-tenant-"+late, reconciler.OwnerLabel)
+		expectEvent(ctx, provider, gitpeerv1alpha1.RejectedReason, "liqo-tenant-"+late, vocabulary.OwnerLabel)
 		ns := &corev1.Namespace{}
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Name: "liqo-tenant-" + late}, ns)).To(Succeed())
-		Expect(ns.Labels).NotTo(HaveKey(reconciler.OwnerLabel))
+		Expect(ns.Labels).NotTo(HaveKey(vocabulary.OwnerLabel))
 		Expect(show("main", upProviderID+"/"+late+"/nonce.yaml")).To(BeEmpty())
 	})
 })

@@ -136,7 +136,7 @@ func (c *cluster) receiveWebhooks(ctx context.Context, host *gitHost) {
 		Data:       map[string][]byte{webhook.TokenKey: []byte(webhookToken)},
 	})).To(Succeed())
 	patch := client.MergeFrom(c.object.DeepCopy())
-	c.object.SetAnnotations(map[string]string{webhook.SecretAnnotation: "webhook", webhook.TypeAnnotation: string(webhook.GitHub)})
+	c.object.SetAnnotations(map[string]string{gitpeerv1alpha1.WebhookSecretAnnotation: "webhook", gitpeerv1alpha1.WebhookTypeAnnotation: string(webhook.GitHub)})
 	Expect(c.k8s.Patch(ctx, c.object, patch)).To(Succeed())
 	url := c.sb.WebhookURL(c.object.Name)
 	// A signed ping is authenticated and ignored (200) once the receiver knows the token; the

@@ -31,11 +31,11 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/whoami"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/installed"
 	"github.com/gitpeer/gitpeer/test/sandbox"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const (
@@ -255,7 +255,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				until(30*time.Second, func(g Gomega) {
 					events := &eventsv1.EventList{}
 					g.Expect(p.provider.admin.List(ctx, events, client.InNamespace(systemNamespace))).To(Succeed())
-					g.Expect(events.Items).To(ContainElement(HaveField("Reason", reconciler.ReasonIssued)))
+					g.Expect(events.Items).To(ContainElement(HaveField("Reason", gitpeerv1alpha1.IdentityIssuedReason)))
 				})
 			}
 			firstOfA = clientCert(Default, a.kubeconfigFrom(ctx, idB))
@@ -279,7 +279,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 				g.Expect(mayCreateResourceSlices(ctx, kubeconfig, tenantNS)).To(BeFalse(), "the tenant role is unbound")
 			})
 			records := &corev1.Secret{}
-			Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: reconciler.RecordsSecretName(a.object.Name, idB)}, records)).To(Succeed())
+			Expect(a.admin.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: vocabulary.RecordsSecretName(a.object.Name, idB)}, records)).To(Succeed())
 			Expect(records.Data).NotTo(BeEmpty())
 			Expect(string(records.Data[idB])).To(ContainSubstring(`"revokedAt"`))
 			// Only the agent writes them (policy gitpeer-records): a cluster admin cannot erase the revocation.
@@ -395,7 +395,7 @@ func describeInstalled(name string, render func() ([]*unstructured.Unstructured,
 			until(30*time.Second, func(g Gomega) {
 				events := &eventsv1.EventList{}
 				g.Expect(b.admin.List(ctx, events, client.InNamespace(systemNamespace))).To(Succeed())
-				g.Expect(events.Items).To(ContainElement(HaveField("Reason", reconciler.ReasonRenewed)))
+				g.Expect(events.Items).To(ContainElement(HaveField("Reason", gitpeerv1alpha1.IdentityRenewedReason)))
 			})
 		})
 	})

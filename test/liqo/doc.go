@@ -1,16 +1,16 @@
-// Package liqo is a test double of Liqo's authentication controllers: what an
-// installed Liqo does with the objects gitpeer creates, as read in Liqo's
-// source (liqotech/liqo v1.2.0; paths below are relative to that repository,
-// A/ = pkg/liqo-controller-manager/authentication/).
+// Package liqo plays, for gitpeer's tests, what a Liqo user's admin does by
+// hand on a cluster that runs Liqo (the liqoctl commands: create nonce,
+// generate tenant, generate identity; the CSR a consumer's Liqo makes for a
+// ResourceSlice), and names what Liqo's controllers create. Liqo's own
+// controllers run in the tests from Liqo's source (test/liqoreal, the
+// liqo-auth-harness of test/liqotools); the specs that use these functions
+// run them against those controllers, which check what they produce.
 //
-// Liqo's Go module is not on the module proxy here, so its controllers cannot
-// run in the tests. The double reproduces, one function per behaviour, each
-// citing Liqo's file, the behaviours gitpeer meets: where Liqo keeps its cluster ID
-// and key (Install), the nonce creator, the tenant controller (handshake check,
-// certificate cache, bindings, whole-status replace, renewal at 2/3), the nonce
-// signer, the identity controller, the renewal path, the Tenant admission rules,
-// the ResourceSlice key check and the liqoctl commands gitpeer imitates. It is
-// written from that reading, not copied from Liqo. Where Liqo's path is
-// collapsed (the CRD replicator carrying Renew objects between clusters) the
-// function says so.
+// Install lays out only the objects an installed Liqo keeps in its namespace
+// (cluster ID, version, key), without any controller: it serves tests that
+// read them and nothing more (`gitpeer check`).
+//
+// Written from Liqo's source (liqotech/liqo v1.2.0; A/ below is
+// pkg/liqo-controller-manager/authentication/), not copied from it: Liqo's
+// module is not on the Go module proxy, so gitpeer's module cannot import it.
 package liqo

@@ -16,8 +16,9 @@ import (
 	"github.com/gitpeer/gitpeer/crypto"
 )
 
-// The liqoctl commands gitpeer imitates (Liqo v1.2.0 A/noncecreator-controller,
-// "liqoctl generate identity", "Consumer side"), run against one cluster's client.
+// The liqoctl commands an admin runs by hand beside gitpeer (Liqo v1.2.0
+// pkg/liqoctl), run against one cluster's client; Liqo's controllers on that
+// cluster do the rest (its nonce creator fills the nonce, its nonce signer signs it).
 
 // CreateNonce is `liqoctl create nonce` on the provider: the tenant namespace
 // of consumer and the liqo-nonce Secret with labels only; the nonce creator
@@ -90,11 +91,28 @@ func GenerateIdentity(tenant *authv1beta1.Tenant, provider string) (*authv1beta1
 	}, nil
 }
 
-// ensureTenantNamespace returns the tenant namespace of peer, creating it with
-// Liqo's labels when absent (pkg/tenantNamespace CreateNamespace).
+// ensureTenantNamespace returns the tenant namespace of peer, the one
+// namespace labelled for it, creating liqo-tenant-<peer> as Liqo's tenant
+// namespace manager forges it when there is none (Liqo v1.2.0
+// pkg/tenantNamespace/namespaceManager.go, CreateNamespace and ForgeNamespace).
 func ensureTenantNamespace(ctx context.Context, c client.Client, peer string) (string, error) {
-	r := TenantController{Client: c}
-	return r.createNamespace(ctx, peer)
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabels{authv1beta1.RemoteClusterIDLabel: peer},
+		client.HasLabels{authv1beta1.TenantNamespaceLabel}); err != nil {
+		return "", err
+	}
+	switch len(list.Items) {
+	case 0:
+	case 1:
+		return list.Items[0].Name, nil
+	default:
+		return "", fmt.Errorf("%d tenant namespaces for cluster %s", len(list.Items), peer)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(peer)),
+		Labels: map[string]string{authv1beta1.RemoteClusterIDLabel: peer, authv1beta1.TenantNamespaceLabel: authv1beta1.TrueValue,
+			"pod-security.kubernetes.io/audit": "privileged", "pod-security.kubernetes.io/enforce": "privileged",
+			"pod-security.kubernetes.io/warn": "privileged"}}}
+	return ns.Name, c.Create(ctx, ns)
 }
 
 // waitForField waits up to 30 s for a controller to fill field of a Secret.

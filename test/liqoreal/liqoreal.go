@@ -1,6 +1,6 @@
 // Package liqoreal runs Liqo's real authentication module on a test control
 // plane: the liqo-auth-harness that `make tools` builds from Liqo's source
-// (test/liqotools), a drop-in alternative to the double of test/liqo.
+// (test/liqotools).
 package liqoreal
 
 import (
@@ -22,6 +22,10 @@ import (
 // Ready is the line the harness prints once it serves (liqo-auth-harness/main.go).
 const Ready = "liqo-auth-harness ready"
 
+// replicatorReady is the line Liqo's CRD replicator logs before it starts its
+// manager (liqotech/liqo v1.2.0 cmd/crd-replicator/main.go).
+const replicatorReady = "Starting crdReplicator manager"
+
 // Options are the settings a user sets in Liqo's Helm chart, passed as the
 // chart passes them to Liqo's controller manager.
 type Options struct {
@@ -35,11 +39,17 @@ type Options struct {
 	TrustedCA bool
 	// TLSCompatibilityMode is authentication.tlsCompatibilityMode: RSA keys.
 	TLSCompatibilityMode bool
+	// Replicator also runs Liqo's CRD replicator ($GITPEER_LIQO_REPLICATOR),
+	// as Liqo's chart always does: it carries Renews, ResourceSlices and
+	// NamespaceMaps to each peer through the control-plane kubeconfig Secret
+	// Liqo's identity controller writes.
+	Replicator bool
 }
 
-// Harness is a running liqo-auth-harness.
+// Harness is a running liqo-auth-harness, and Liqo's CRD replicator if asked.
 type Harness struct {
-	proc *process.Process
+	proc       *process.Process
+	replicator *process.Process
 }
 
 // Start installs Liqo's CRDs and chart objects on cp and runs Liqo's
@@ -76,13 +86,45 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, dir string, o Opt
 	if o.TrustedCA {
 		args = append(args, "--trusted-ca")
 	}
-	p, err := process.Start("liqo-auth-harness", exec.Command(bin, args...), filepath.Join(dir, "liqo-auth-harness.log"))
+	p, err := run(ctx, exec.Command(bin, args...), dir, Ready, 2*time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	h := &Harness{proc: p}
-	if err := process.WaitUntil(ctx, 2*time.Minute, 100*time.Millisecond, "liqo-auth-harness ready", func(context.Context) error {
-		if !strings.Contains(p.Log(), Ready) {
+	if o.Replicator {
+		if h.replicator, err = startReplicator(ctx, cp, dir, o.ClusterID); err != nil {
+			h.Stop()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// startReplicator runs Liqo's CRD replicator on cp with the arguments Liqo's
+// chart gives it (deployments/liqo/templates/liqo-crd-replicator-deployment.yaml:
+// --cluster-id only); it finds the cluster through KUBECONFIG, as
+// controller-runtime's GetConfig does outside a pod. Liqo's CRDs must be
+// installed first: its REST mapper needs them.
+func startReplicator(ctx context.Context, cp *controlplane.ControlPlane, dir, clusterID string) (*process.Process, error) {
+	bin, err := process.Find("GITPEER_LIQO_REPLICATOR", "liqo/*/liqo-crd-replicator")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--cluster-id="+clusterID, "--metrics-address=0")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath)
+	return run(ctx, cmd, dir, replicatorReady, time.Minute)
+}
+
+// run starts cmd, its log in dir named after the binary, and waits up to
+// timeout for the line ready in its log.
+func run(ctx context.Context, cmd *exec.Cmd, dir, ready string, timeout time.Duration) (*process.Process, error) {
+	name := filepath.Base(cmd.Path)
+	p, err := process.Start(name, cmd, filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	if err := process.WaitUntil(ctx, timeout, 100*time.Millisecond, name+" ready", func(context.Context) error {
+		if !strings.Contains(p.Log(), ready) {
 			return errors.New("not ready yet")
 		}
 		return nil
@@ -90,11 +132,16 @@ func Start(ctx context.Context, cp *controlplane.ControlPlane, dir string, o Opt
 		p.Stop(5 * time.Second)
 		return nil, fmt.Errorf("%w\n%s", err, p.Tail(40))
 	}
-	return h, nil
+	return p, nil
 }
 
-// Stop ends the harness, which unregisters its webhooks first.
-func (h *Harness) Stop() { h.proc.Stop(15 * time.Second) }
+// Stop ends the replicator, then the harness, which unregisters its webhooks first.
+func (h *Harness) Stop() {
+	if h.replicator != nil {
+		h.replicator.Stop(15 * time.Second)
+	}
+	h.proc.Stop(15 * time.Second)
+}
 
 // Log is the harness's output so far.
 func (h *Harness) Log() string { return h.proc.Log() }

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitpeer/gitpeer/agent"
+	"github.com/gitpeer/gitpeer/apis"
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	tenantrole "github.com/gitpeer/gitpeer/config/tenant-role"
-	"github.com/gitpeer/gitpeer/reconciler"
 	"github.com/gitpeer/gitpeer/reconciler/webhook"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
@@ -36,7 +36,7 @@ const AgentNamespace = "gitpeer-system"
 
 // Scheme knows the built-in types, gitpeer's and Liqo's types, and CRDs.
 var Scheme = func() *runtime.Scheme {
-	s := reconciler.NewScheme()
+	s := apis.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }()

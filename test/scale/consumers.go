@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // consumer is one simulated consumer cluster: its key, and what it saw of its peering directory.
@@ -57,7 +58,7 @@ func newConsumers(n int) ([]*consumer, error) {
 
 // files renders one document per consumer with doc, in parallel, keyed by its path in the
 // repository: <provider>/<consumer>/<kind>.
-func files(provider string, cs []*consumer, kind protocol.Kind, doc func(c *consumer) ([]byte, error)) (map[string][]byte, error) {
+func files(provider string, cs []*consumer, kind vocabulary.FileKind, doc func(c *consumer) ([]byte, error)) (map[string][]byte, error) {
 	data := make([][]byte, len(cs))
 	if err := parallel(len(cs), func(i int) (err error) {
 		data[i], err = doc(cs[i])
@@ -74,14 +75,14 @@ func files(provider string, cs []*consumer, kind protocol.Kind, doc func(c *cons
 
 // requestFiles are the consumers' request.yaml files.
 func requestFiles(provider string, cs []*consumer) (map[string][]byte, error) {
-	return files(provider, cs, protocol.Request, func(c *consumer) ([]byte, error) {
+	return files(provider, cs, vocabulary.RequestFile, func(c *consumer) ([]byte, error) {
 		return protocol.RequestDocument(provider, c.id, c.key.Public())
 	})
 }
 
 // tenantFiles are the consumers' tenant.yaml files, each signing the nonce the consumer saw.
 func tenantFiles(provider string, cs []*consumer) (map[string][]byte, error) {
-	return files(provider, cs, protocol.Tenant, func(c *consumer) ([]byte, error) {
+	return files(provider, cs, vocabulary.TenantFile, func(c *consumer) ([]byte, error) {
 		t, err := protocol.NewTenant(c.id, c.key, c.nonce)
 		if err != nil {
 			return nil, err
@@ -160,8 +161,8 @@ func (o *observer) observe(now time.Time) (progress, error) {
 // check reads the nonce and identity files of consumer c in its directory tree dir.
 func (o *observer) check(repo *gogit.Repository, dir *object.Tree, c *consumer, now time.Time) error {
 	for _, e := range dir.Entries {
-		kind := protocol.Kind(e.Name)
-		if kind == protocol.Nonce && c.nonce == "" || kind == protocol.Identity && e.Hash != c.checked {
+		kind := vocabulary.FileKind(e.Name)
+		if kind == vocabulary.NonceFile && c.nonce == "" || kind == vocabulary.IdentityFile && e.Hash != c.checked {
 			blob, err := repo.BlobObject(e.Hash)
 			if err != nil {
 				return err
@@ -173,9 +174,9 @@ func (o *observer) check(repo *gogit.Repository, dir *object.Tree, c *consumer, 
 			pe := &protocol.Documents{Provider: o.provider, Consumer: c.id}
 			err = pe.Decode(protocol.Path{Provider: o.provider, Consumer: c.id, Kind: kind}, data)
 			switch {
-			case kind == protocol.Nonce && err == nil:
+			case kind == vocabulary.NonceFile && err == nil:
 				c.nonce = pe.Nonce.Spec.Nonce
-			case kind == protocol.Identity:
+			case kind == vocabulary.IdentityFile:
 				c.checked, c.err = e.Hash, err
 				if err == nil {
 					c.err = o.verify(pe, c, now)

@@ -94,6 +94,12 @@ const (
 	// request a peering again with that provider after a revocation; the agent removes it once done.
 	// Without it a revoked consumer never requests again on its own.
 	RequestAgainAnnotation = "gitpeer.io/request-again"
+	// WebhookSecretAnnotation on a PeeringRepository opts it in to push webhooks: it names the Secret
+	// (same namespace) holding the webhook token.
+	WebhookSecretAnnotation = "gitpeer.io/webhook-secret"
+	// WebhookTypeAnnotation on a PeeringRepository is the webhook sender: github, gitlab, gitea or
+	// generic.
+	WebhookTypeAnnotation = "gitpeer.io/webhook-type"
 )
 
 // PeeringRepositorySpec defines the Git repository used as the channel of the Liqo authentication

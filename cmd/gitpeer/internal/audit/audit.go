@@ -22,6 +22,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Event names.
@@ -39,13 +40,13 @@ const (
 
 // agentEvents maps the agent's actions (protocol.Actions) to events.
 var agentEvents = map[string]string{
-	protocol.ActionRequest:       Requested,
-	protocol.ActionIssueNonce:    NonceIssued,
-	protocol.ActionProposeTenant: TenantProposed,
-	protocol.ActionIssueIdentity: IdentityIssued,
-	protocol.ActionRenewIdentity: IdentityRenewed,
-	protocol.ActionRevoke:        Revoked,
-	protocol.ActionPublishTerms:  TermsPublished,
+	vocabulary.ActionRequest:       Requested,
+	vocabulary.ActionIssueNonce:    NonceIssued,
+	vocabulary.ActionProposeTenant: TenantProposed,
+	vocabulary.ActionIssueIdentity: IdentityIssued,
+	vocabulary.ActionRenewIdentity: IdentityRenewed,
+	vocabulary.ActionRevoke:        Revoked,
+	vocabulary.ActionPublishTerms:  TermsPublished,
 }
 
 // The sources of an event: how much of it is proven.

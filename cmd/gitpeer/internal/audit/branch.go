@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // diff diffs c, a commit of the branch's first-parent chain, against its
@@ -65,13 +66,13 @@ func (r *reader) changeEvent(c *object.Commit, p protocol.Path, action merkletri
 		how = fmt.Sprintf("merged by %s: %s", c.Author.Name, subject(c))
 	}
 	switch {
-	case p.Kind == protocol.Tenant && action == merkletrie.Insert:
+	case p.Kind == vocabulary.TenantFile && action == merkletrie.Insert:
 		return r.event(c, Approved, p.Provider, p.Consumer, "tenant.yaml "+how), true
-	case p.Kind == protocol.Tenant && action == merkletrie.Modify:
+	case p.Kind == vocabulary.TenantFile && action == merkletrie.Modify:
 		return r.event(c, TenantChanged, p.Provider, p.Consumer, "tenant.yaml "+how), true
-	case p.Kind == protocol.Tenant && action == merkletrie.Delete:
+	case p.Kind == vocabulary.TenantFile && action == merkletrie.Delete:
 		return r.event(c, Revoked, p.Provider, p.Consumer, "tenant.yaml deleted, "+how), true
-	case p.Kind == protocol.Request && action == merkletrie.Insert && !byAgent:
+	case p.Kind == vocabulary.RequestFile && action == merkletrie.Insert && !byAgent:
 		return r.event(c, Requested, p.Provider, p.Consumer, "request.yaml "+how), true
 	}
 	return Event{}, false

@@ -10,7 +10,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 )
 
 // TestForgedTrailers: an unsigned commit, backdated to 1990 and authored as

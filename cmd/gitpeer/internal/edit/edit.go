@@ -20,6 +20,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // CheckoutDir names one <root>/<provider>/<consumer> directory of a checkout.
@@ -29,7 +30,7 @@ type CheckoutDir struct {
 }
 
 // file returns the checkout-relative path of kind, after validating the IDs.
-func (p CheckoutDir) file(kind protocol.Kind) (string, error) {
+func (p CheckoutDir) file(kind vocabulary.FileKind) (string, error) {
 	for _, id := range []string{p.Provider, p.Consumer} {
 		if err := authv1beta1.ValidateClusterID(id); err != nil {
 			return "", err
@@ -54,7 +55,7 @@ func Request(p CheckoutDir, keyPEM []byte) (string, error) {
 		}
 		key = priv.Public()
 	}
-	rel, err := p.file(protocol.Request)
+	rel, err := p.file(vocabulary.RequestFile)
 	if err != nil {
 		return "", err
 	}
@@ -62,7 +63,7 @@ func Request(p CheckoutDir, keyPEM []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := (&protocol.Documents{}).Decode(protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: protocol.Request}, doc); err != nil {
+	if err := (&protocol.Documents{}).Decode(protocol.Path{Provider: p.Provider, Consumer: p.Consumer, Kind: vocabulary.RequestFile}, doc); err != nil {
 		return "", err
 	}
 	file := filepath.Join(p.Checkout, filepath.FromSlash(rel))
@@ -80,7 +81,7 @@ func Request(p CheckoutDir, keyPEM []byte) (string, error) {
 // removes identity.yaml. A kustomization.yaml beside it no longer lists
 // tenant.yaml (see dropTenant), so the directory still builds.
 func Revoke(p CheckoutDir) (string, error) {
-	rel, err := p.file(protocol.Tenant)
+	rel, err := p.file(vocabulary.TenantFile)
 	if err != nil {
 		return "", err
 	}
@@ -92,7 +93,7 @@ func Revoke(p CheckoutDir) (string, error) {
 	} else if fi.IsDir() {
 		return "", fmt.Errorf("%s is a directory", rel)
 	}
-	kustRel := path.Join(path.Dir(rel), protocol.KustomizationFile)
+	kustRel := path.Join(path.Dir(rel), vocabulary.KustomizationFile)
 	kustomization, changed, err := dropTenant(filepath.Join(p.Checkout, filepath.FromSlash(kustRel)))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", kustRel, err)
@@ -135,7 +136,7 @@ func dropTenant(file string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	kept := slices.DeleteFunc(slices.Clone(resources.Content), func(n *yamlv3.Node) bool {
-		return path.Clean(n.Value) == string(protocol.Tenant)
+		return path.Clean(n.Value) == string(vocabulary.TenantFile)
 	})
 	if len(kept) == len(resources.Content) {
 		return nil, false, nil

@@ -10,9 +10,11 @@ import (
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/verify"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/reconciler/verdict"
 	"github.com/gitpeer/gitpeer/test/sandbox"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 func TestRequestWritesAValidDocument(t *testing.T) {
@@ -44,7 +46,7 @@ func TestRequestWritesAValidDocument(t *testing.T) {
 				t.Fatal(err)
 			}
 			pe := &protocol.Documents{}
-			if err := pe.Decode(protocol.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: protocol.Request}, data); err != nil {
+			if err := pe.Decode(protocol.Path{Provider: "provider-a", Consumer: "consumer-1", Kind: vocabulary.RequestFile}, data); err != nil {
 				t.Fatal(err)
 			}
 			if string(pe.Request.Spec.PublicKey) != string(pub) {
@@ -194,4 +196,4 @@ func TestRevokeKustomizedDirectory(t *testing.T) {
 }
 
 // resultsOf is the results of a verify.Check.
-func resultsOf(rep verify.Report, err error) ([]verify.Result, error) { return rep.Results, err }
+func resultsOf(rep verify.Report, err error) ([]verdict.Result, error) { return rep.Results, err }

@@ -16,13 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	gitpeercrypto "github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 const signerCheck = "csr signer"
-
-// SignTestLabel labels the throwaway CSR of --sign-test, so one left behind (the check
-// interrupted) can be found and deleted.
-const SignTestLabel = "gitpeer.io/check"
 
 // signTestTimeout bounds the wait for the signer.
 const signTestTimeout = time.Minute
@@ -67,7 +64,7 @@ func signTest(ctx context.Context, cl clients) Check {
 	}
 	csrs := cl.kube.CertificatesV1().CertificateSigningRequests()
 	csr, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "gitpeer-check-", Labels: map[string]string{SignTestLabel: "sign-test"}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "gitpeer-check-", Labels: map[string]string{vocabulary.SignTestLabel: "sign-test"}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           request,
 			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
@@ -83,7 +80,7 @@ func signTest(ctx context.Context, cl clients) Check {
 	began := time.Now()
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-		Reason: "GitpeerCheck", Message: "gitpeer check --sign-test",
+		Reason: vocabulary.CSRSignTestReason, Message: "gitpeer check --sign-test",
 	})
 	if _, err := csrs.UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
 		return failed(signerCheck, "--sign-test: approve CSR %s: %v", csr.Name, err)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitpeer/gitpeer/apis"
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
-	"github.com/gitpeer/gitpeer/reconciler"
 )
 
 // Status is the outcome of one check.
@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := reconciler.NewScheme()
+	scheme := apis.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -11,10 +11,10 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // peer is a consumer of provider-a with a real Tenant, whose identities a
@@ -22,6 +22,7 @@ import (
 type peer struct {
 	t        *testing.T
 	consumer string
+	request  []byte
 	tenant   []byte
 	pin      string
 	csr      []byte
@@ -30,12 +31,12 @@ type peer struct {
 
 func newPeer(t *testing.T, ca *repofixture.CA, consumer string) *peer {
 	t.Helper()
-	tenantYAML, pin := tenant(t, consumer)
+	requestYAML, tenantYAML, pin := tenant(t, consumer)
 	var tn authv1beta1.Tenant
 	if err := yaml.Unmarshal(tenantYAML, &tn); err != nil {
 		t.Fatal(err)
 	}
-	return &peer{t: t, consumer: consumer, tenant: tenantYAML, pin: pin, csr: tn.Spec.CSR, ca: ca}
+	return &peer{t: t, consumer: consumer, request: requestYAML, tenant: tenantYAML, pin: pin, csr: tn.Spec.CSR, ca: ca}
 }
 
 func newCA(t *testing.T) *repofixture.CA {
@@ -67,7 +68,17 @@ func (p *peer) identity(notAfter time.Time) ([]byte, string) {
 	return doc, serial
 }
 
-func (p *peer) path(kind protocol.Kind) string {
+// approval is the files a merge of the peers' proposals leaves on the
+// branch: each one's request.yaml and tenant.yaml.
+func approval(peers ...*peer) map[string][]byte {
+	files := map[string][]byte{}
+	for _, p := range peers {
+		files[p.path(vocabulary.RequestFile)], files[p.path(vocabulary.TenantFile)] = p.request, p.tenant
+	}
+	return files
+}
+
+func (p *peer) path(kind vocabulary.FileKind) string {
 	return filepath.Join("peers", "provider-a", p.consumer, string(kind))
 }
 
@@ -76,7 +87,7 @@ func (p *peer) path(kind protocol.Kind) string {
 func (p *peer) issue(h *history, action string, notAfter time.Time) string {
 	p.t.Helper()
 	doc, serial := p.identity(notAfter)
-	h.agent(action, "provider-a", p.consumer, map[string][]byte{p.path(protocol.Identity): doc},
+	h.agent(action, "provider-a", p.consumer, map[string][]byte{p.path(vocabulary.IdentityFile): doc},
 		"Gitpeer-Serial: "+serial, "Gitpeer-Expires: "+notAfter.Format(time.RFC3339))
 	return serial
 }
@@ -92,12 +103,12 @@ func forgedHistory(t *testing.T, forgedAt time.Time, dates map[string]time.Time,
 	c1, c2 := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-2")
 	day := 24 * time.Hour
 	h.commit("Initial commit", map[string][]byte{"README.md": []byte("peers\n")})
-	h.commit("Approve consumer-1 and consumer-2", map[string][]byte{c1.path(protocol.Tenant): c1.tenant, c2.path(protocol.Tenant): c2.tenant})
+	h.commit("Approve consumer-1 and consumer-2", approval(c1, c2))
 	serials := map[string]string{}
 	serials["c1"] = c1.issue(h, "issue-identity", start.Add(day))
 	serials["c2"] = c2.issue(h, "issue-identity", start.Add(2*day))
-	h.commit("Revoke consumer-1", map[string][]byte{c1.path(protocol.Tenant): nil})
-	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{c1.path(protocol.Identity): nil})
+	h.commit("Revoke consumer-1", map[string][]byte{c1.path(vocabulary.TenantFile): nil})
+	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{c1.path(vocabulary.IdentityFile): nil})
 	h.when = forgedAt
 	h.commit("Tidy\n\nGitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-1\n"+
 		"Gitpeer-Action: revoke\nGitpeer-Provider: provider-a\nGitpeer-Consumer: consumer-2\n"+
@@ -182,7 +193,7 @@ func TestDateReorderedHistory(t *testing.T) {
 
 // shape describes records without revocation times (they are the commits'
 // dates), serials named by their key in serials.
-func shape(r reconciler.ConsumerRecords, serials map[string]string) string {
+func shape(r vocabulary.ConsumerRecords, serials map[string]string) string {
 	names := map[string]string{}
 	for name, serial := range serials {
 		names[serial] = name
@@ -205,16 +216,19 @@ func certSerial(certPEM []byte) (string, error) {
 
 // TestUnverifiedPin: without the agent's key, the pin is the key of the
 // Tenant beside the consumer's last identity.yaml whose certificate is for
-// that key: a later commit that swapped tenant.yaml for another key beside
-// a certificate of the first is skipped, and said.
+// that key: a later commit that swapped tenant.yaml and request.yaml for
+// another key beside a certificate of the first fails the trust rules
+// (nothing vouches for the swapped Tenant's signature) and is skipped, and said.
 func TestUnverifiedPin(t *testing.T) {
 	h := newHistory(t)
 	ca := newCA(t)
 	owner, other := newPeer(t, ca, "consumer-1"), newPeer(t, ca, "consumer-1")
-	h.commit("Approve consumer-1", map[string][]byte{owner.path(protocol.Tenant): owner.tenant})
+	h.commit("Approve consumer-1", approval(owner))
 	owner.issue(h, "issue-identity", start.Add(time.Hour))
 	doc, _ := owner.identity(start.Add(2 * time.Hour))
-	h.commit("Swap the Tenant", map[string][]byte{other.path(protocol.Tenant): other.tenant, owner.path(protocol.Identity): doc})
+	swap := approval(other)
+	swap[owner.path(vocabulary.IdentityFile)] = doc
+	h.commit("Swap the Tenant and its request", swap)
 	res, err := Rebuild(h.dir, Options{Path: "peers", Provider: "provider-a"})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +236,7 @@ func TestUnverifiedPin(t *testing.T) {
 	if got := res.Records["consumer-1"]; got.PinnedKey != owner.pin || len(got.Certificates) != 2 {
 		t.Fatalf("records %s, want pin %s and both certificates", describe(got), owner.pin[:8])
 	}
-	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "key pin of consumer-1: skipped") || !strings.Contains(w, "not the key of the certificate") {
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "key pin of consumer-1: skipped") || !strings.Contains(w, "identity.yaml does not vouch for it") {
 		t.Fatalf("warnings: %q", res.Warnings)
 	}
 }

@@ -1,6 +1,6 @@
 // Package records rebuilds, offline from a full checkout of a peering
 // repository, the Secrets in which a provider records the certificates it
-// issued to each consumer (reconciler.RecordsSecretName), for an admin who
+// issued to each consumer (vocabulary.RecordsSecretName), for an admin who
 // lost the provider's cluster state: the agent's own clone is shallow. It
 // reads the branch's history with the audit package (in commit-graph order,
 // never by date), the certificates of every identity.yaml committed, and
@@ -35,8 +35,9 @@ import (
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/audit"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/reconciler/check"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Options of Rebuild.
@@ -56,7 +57,7 @@ type Options struct {
 // Result is what Rebuild read: the records by consumer ID, and what it
 // could not read or verify (each skipped or flagged, never guessed).
 type Result struct {
-	Records  map[string]reconciler.ConsumerRecords
+	Records  map[string]vocabulary.ConsumerRecords
 	Warnings []string
 }
 
@@ -81,7 +82,8 @@ const NoAgentKeyWarning = "no agent key: no commit is proven to be the agent's, 
 //     its revocation time is that commit's date;
 //   - the key pin: the key of the Tenant on the branch at the consumer's last
 //     signed issue-identity commit or, without opts.AgentKeys, beside its
-//     last identity.yaml that certifies that key.
+//     last identity.yaml that certifies that key; either way only a Tenant
+//     that passes the trust rules (check.Tenant) as of that commit.
 //
 // Nothing is dropped: a certificate leaves the records only by its own
 // NotAfter (Secrets), whatever a commit says or is dated.
@@ -132,10 +134,11 @@ type revocation struct {
 	time time.Time
 }
 
-// identityFile is an identity.yaml committed for a consumer: its commit,
-// and the pin of the key its certificate certifies.
+// identityFile is an identity.yaml committed for a consumer: its commit and
+// the commit's date, and the pin of the key its certificate certifies.
 type identityFile struct {
 	commit plumbing.Hash
+	when   time.Time
 	keyPin string
 }
 
@@ -146,7 +149,7 @@ type consumer struct {
 	// identities are its identity.yaml files, in graph order; signedIssue
 	// is its last issue-identity commit signed with the agent's key.
 	identities  []identityFile
-	signedIssue plumbing.Hash
+	signedIssue identityFile
 }
 
 type builder struct {
@@ -212,7 +215,7 @@ func (b *builder) apply(e audit.Event) {
 		c := b.consumer(e.Consumer)
 		c.add(serial, notAfter, at)
 		if e.Event == audit.IdentityIssued {
-			c.signedIssue = plumbing.NewHash(e.Commit)
+			c.signedIssue = identityFile{commit: plumbing.NewHash(e.Commit), when: e.Time}
 		}
 	}
 }
@@ -223,11 +226,11 @@ func (b *builder) apply(e audit.Event) {
 func certificateTrailers(serial, expires string) (string, time.Time, error) {
 	n, ok := new(big.Int).SetString(serial, 16)
 	if !ok {
-		return "", time.Time{}, fmt.Errorf("%s %q is not a hexadecimal serial", protocol.TrailerSerial, serial)
+		return "", time.Time{}, fmt.Errorf("%s %q is not a hexadecimal serial", vocabulary.TrailerSerial, serial)
 	}
 	notAfter, err := time.Parse(time.RFC3339, expires)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s %q: %w", protocol.TrailerExpires, expires, err)
+		return "", time.Time{}, fmt.Errorf("%s %q: %w", vocabulary.TrailerExpires, expires, err)
 	}
 	return n.Text(16), notAfter, nil
 }
@@ -270,11 +273,11 @@ func (b *builder) identities(commits []plumbing.Hash) error {
 			}
 			consumerID, name := path.Split(ch.To.Name)
 			consumerID = strings.TrimSuffix(consumerID, "/")
-			if action == merkletrie.Delete || name != string(protocol.Identity) || strings.Contains(consumerID, "/") || read[ch.To.Name+"@"+ch.To.TreeEntry.Hash.String()] {
+			if action == merkletrie.Delete || name != string(vocabulary.IdentityFile) || strings.Contains(consumerID, "/") || read[ch.To.Name+"@"+ch.To.TreeEntry.Hash.String()] {
 				continue
 			}
 			read[ch.To.Name+"@"+ch.To.TreeEntry.Hash.String()] = true
-			p := protocol.Path{Provider: b.opts.Provider, Consumer: consumerID, Kind: protocol.Identity}
+			p := protocol.Path{Provider: b.opts.Provider, Consumer: consumerID, Kind: vocabulary.IdentityFile}
 			if err := b.identity(c, p, ch.To.TreeEntry.Hash); err != nil {
 				b.warn("commit %s: %v; skipped", h, err)
 			}
@@ -297,13 +300,13 @@ func (b *builder) identity(c *object.Commit, p protocol.Path, blob plumbing.Hash
 	if err != nil {
 		return fmt.Errorf("%s: certificate: %w", p, err)
 	}
-	pin, err := reconciler.KeyPin(cert.PublicKey)
+	pin, err := crypto.KeyPin(cert.PublicKey)
 	if err != nil {
 		return fmt.Errorf("%s: certificate key: %w", p, err)
 	}
 	con := b.consumer(p.Consumer)
 	con.add(cert.SerialNumber.Text(16), cert.NotAfter, b.at[c.Hash])
-	con.identities = append(con.identities, identityFile{commit: c.Hash, keyPin: pin})
+	con.identities = append(con.identities, identityFile{commit: c.Hash, when: c.Committer.When, keyPin: pin})
 	return nil
 }
 
@@ -346,7 +349,7 @@ func subtree(c *object.Commit, dir string) (*object.Tree, error) {
 // result returns the records: each consumer's certificates in graph order,
 // revoked by the first revocation at or after them, and its key pin.
 func (b *builder) result(dir string) (*Result, error) {
-	res := &Result{Records: map[string]reconciler.ConsumerRecords{}}
+	res := &Result{Records: map[string]vocabulary.ConsumerRecords{}}
 	pins := map[string][]identityFile{}
 	for id, c := range b.consumers {
 		certs := slices.SortedFunc(maps.Values(c.certificates), func(x, y *certificate) int {
@@ -358,9 +361,9 @@ func (b *builder) result(dir string) (*Result, error) {
 		if len(certs) == 0 {
 			continue // revoked in history, never seen issued
 		}
-		var rec reconciler.ConsumerRecords
+		var rec vocabulary.ConsumerRecords
 		for _, cert := range certs {
-			r := reconciler.IssuedRecord{Serial: cert.serial, NotAfter: cert.notAfter}
+			r := vocabulary.IssuedRecord{Serial: cert.serial, NotAfter: cert.notAfter}
 			if i := slices.IndexFunc(c.revocations, func(r revocation) bool { return r.at >= cert.at }); i >= 0 {
 				at := c.revocations[i].time.UTC()
 				r.RevokedAt = &at
@@ -385,10 +388,10 @@ const maxPinCandidates = 8
 // Tenant's key must be.
 func (b *builder) pinCandidates(c *consumer) []identityFile {
 	if b.opts.AgentKeys != nil {
-		if c.signedIssue.IsZero() {
+		if c.signedIssue.commit.IsZero() {
 			return nil
 		}
-		return []identityFile{{commit: c.signedIssue}}
+		return []identityFile{c.signedIssue}
 	}
 	out := slices.Clone(c.identities[max(0, len(c.identities)-maxPinCandidates):])
 	slices.Reverse(out)
@@ -412,7 +415,7 @@ func (res *Result) pin(dir string, opts Options, candidates map[string][]identit
 		rec := res.Records[consumer]
 		var why []string
 		for _, cand := range candidates[consumer] {
-			pin, err := tenantKeyPin(repo, cand.commit, opts.Provider, consumer)
+			pin, err := tenantKeyPin(repo, cand, opts.Provider, consumer)
 			if err == nil && cand.keyPin != "" && pin != cand.keyPin {
 				err = errors.New("the Tenant's key is not the key of the certificate in identity.yaml")
 			}
@@ -437,8 +440,9 @@ func (res *Result) pin(dir string, opts Options, candidates map[string][]identit
 }
 
 // tenantKeyPin returns the pin of the key of the Tenant of provider/consumer
-// in commit.
-func tenantKeyPin(repo *gitsync.Repo, commit plumbing.Hash, provider, consumer string) (string, error) {
+// in the candidate's commit, checked with the trust rules as of its date.
+func tenantKeyPin(repo *gitsync.Repo, cand identityFile, provider, consumer string) (string, error) {
+	commit := cand.commit
 	listing, err := repo.List(commit)
 	if err != nil {
 		return "", err
@@ -450,16 +454,18 @@ func tenantKeyPin(repo *gitsync.Repo, commit plumbing.Hash, provider, consumer s
 	switch {
 	case pe == nil:
 		return "", errors.New("no peering directory")
-	case pe.Invalid[protocol.Tenant] != nil:
-		return "", pe.Invalid[protocol.Tenant]
+	case pe.Invalid[vocabulary.TenantFile] != nil:
+		return "", pe.Invalid[vocabulary.TenantFile]
 	case pe.Tenant == nil:
 		return "", errors.New("no tenant.yaml")
 	}
-	key, err := crypto.ParsePublicKey(pe.Tenant.Spec.PublicKey)
-	if err != nil {
-		return "", fmt.Errorf("tenant public key: %w", err)
+	// The Tenant must pass the rules the provider applied before it issued:
+	// a pin is never taken from one it would have refused.
+	checked := check.Tenant(pe, check.Facts{Now: cand.when})
+	if checked.Err != nil {
+		return "", checked.Err
 	}
-	return reconciler.KeyPin(key)
+	return crypto.KeyPin(checked.Key)
 }
 
 // topLevel returns the top of the worktree holding dir (or dir itself, for
@@ -481,13 +487,13 @@ func topLevel(dir string) (string, error) {
 
 // Secrets returns the records Secrets of the PeeringRepository name in
 // namespace as the agent writes them (one per shard that holds a consumer, see
-// reconciler.RecordsSecretName), without the certificates expired at now;
+// vocabulary.RecordsSecretName), without the certificates expired at now;
 // owner, the PeeringRepository's UID, may be empty: the agent reads the
 // Secrets by name and adds its owner label at its next write.
-func Secrets(namespace, name string, owner types.UID, records map[string]reconciler.ConsumerRecords, now time.Time) ([]*corev1.Secret, error) {
+func Secrets(namespace, name string, owner types.UID, records map[string]vocabulary.ConsumerRecords, now time.Time) ([]*corev1.Secret, error) {
 	byName := map[string]*corev1.Secret{}
 	for _, consumer := range slices.Sorted(maps.Keys(records)) {
-		shard := reconciler.RecordsSecretName(name, consumer)
+		shard := vocabulary.RecordsSecretName(name, consumer)
 		secret := byName[shard]
 		if secret == nil {
 			secret = &corev1.Secret{
@@ -499,8 +505,8 @@ func Secrets(namespace, name string, owner types.UID, records map[string]reconci
 			byName[shard] = secret
 		}
 		rec := records[consumer]
-		rec.Certificates, _ = reconciler.WithoutExpired(rec.Certificates, now)
-		if err := reconciler.SetRecords(secret, owner, consumer, rec); err != nil {
+		rec.Certificates, _ = vocabulary.WithoutExpired(rec.Certificates, now)
+		if err := vocabulary.SetRecords(secret, owner, consumer, rec); err != nil {
 			return nil, err
 		}
 	}

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
-	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // history builds a repository's history with go-git, one commit a minute.
@@ -103,17 +103,18 @@ func (h *history) agent(action, provider, consumer string, files map[string][]by
 	return h.commit(msg, files)
 }
 
-func tenant(t *testing.T, consumer string) ([]byte, string) {
+// tenant returns a consumer's request.yaml and tenant.yaml, and its key's pin.
+func tenant(t *testing.T, consumer string) ([]byte, []byte, string) {
 	t.Helper()
 	p, err := repofixture.Build("provider-a", consumer, repofixture.TenantProposed, repofixture.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin, err := reconciler.KeyPin(p.Key.Public())
+	pin, err := crypto.KeyPin(p.Key.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Files["tenant.yaml"], pin
+	return p.Files["request.yaml"], p.Files["tenant.yaml"], pin
 }
 
 // TestRebuild: the records rebuilt from a history of issuance, renewal,
@@ -129,15 +130,15 @@ func TestRebuild(t *testing.T) {
 	day := 24 * time.Hour
 
 	h.commit("Initial commit", map[string][]byte{"README.md": []byte("peers\n")})
-	h.commit("Approve consumer-1", map[string][]byte{first.path(protocol.Tenant): first.tenant})
+	h.commit("Approve consumer-1", approval(first))
 	e0 := first.issue(h, "issue-identity", start.Add(5*time.Minute)) // expired by the revocation: kept, it expires by itself
 	a1 := first.issue(h, "renew-identity", start.Add(day))
 	b2 := first.issue(h, "renew-identity", start.Add(2*day))
 	h.agent("issue-identity", "provider-b", "consumer-1", map[string][]byte{filepath.Join("peers", "provider-b", "consumer-1", "identity.yaml"): []byte("x")},
 		"Gitpeer-Serial: ff", "Gitpeer-Expires: "+start.Add(3*day).Format(time.RFC3339)) // another provider
-	revokedAt := h.commit("Revoke consumer-1", map[string][]byte{first.path(protocol.Tenant): nil})
-	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{first.path(protocol.Identity): nil})
-	h.commit("Approve consumer-1 again, new key", map[string][]byte{second.path(protocol.Tenant): second.tenant})
+	revokedAt := h.commit("Revoke consumer-1", map[string][]byte{first.path(vocabulary.TenantFile): nil})
+	h.agent("revoke", "provider-a", "consumer-1", map[string][]byte{first.path(vocabulary.IdentityFile): nil})
+	h.commit("Approve consumer-1 again, new key", approval(second))
 	c3 := second.issue(h, "issue-identity", start.Add(day+time.Hour))
 	d4 := other.issue(h, "issue-identity", start.Add(day)) // no tenant.yaml: no pin
 	h.agent("renew-identity", "provider-a", "consumer-2", nil, "Gitpeer-Serial: d5", "Gitpeer-Expires: tomorrow")
@@ -171,18 +172,18 @@ func TestRebuild(t *testing.T) {
 	shard := map[string]*corev1.Secret{}
 	for _, applied := range list {
 		if applied.Namespace != "gitpeer-system" || applied.Type != corev1.SecretTypeOpaque ||
-			applied.Labels[reconciler.OwnerLabel] != "uid-1" || applied.Labels[reconciler.ManagedByLabel] != "gitpeer" || len(applied.Data) != 1 {
+			applied.Labels[vocabulary.OwnerLabel] != "uid-1" || applied.Labels[vocabulary.ManagedByLabel] != "gitpeer" || len(applied.Data) != 1 {
 			t.Fatalf("secret: %+v", applied.ObjectMeta)
 		}
 		for consumer := range applied.Data {
-			if applied.Name != reconciler.RecordsSecretName("peering", consumer) {
+			if applied.Name != vocabulary.RecordsSecretName("peering", consumer) {
 				t.Errorf("records of %s in %s", consumer, applied.Name)
 			}
 			shard[consumer] = applied
 		}
 	}
 	applied := shard["consumer-1"]
-	read, err := reconciler.DecodeRecords(applied, "consumer-1")
+	read, err := vocabulary.DecodeRecords(applied, "consumer-1")
 	if err != nil || describe(read) != describe(c1) {
 		t.Fatalf("the agent reads %s (%v), want %s", describe(read), err, describe(c1))
 	}
@@ -204,11 +205,11 @@ func TestRebuild(t *testing.T) {
 		t.Fatalf("without an owner UID: %v, labels %v", err, unowned[0].Labels)
 	}
 	// The agent reads a Secret without the owner label alike, and its next write adds the label.
-	if read, err := reconciler.DecodeRecords(unowned[0], "consumer-1"); err != nil || describe(read) != describe(c1) {
+	if read, err := vocabulary.DecodeRecords(unowned[0], "consumer-1"); err != nil || describe(read) != describe(c1) {
 		t.Fatalf("without an owner UID the agent reads %s (%v)", describe(read), err)
 	}
-	if err := reconciler.SetRecords(unowned[0], "uid-2", "consumer-3", reconciler.ConsumerRecords{}); err != nil ||
-		unowned[0].Labels[reconciler.OwnerLabel] != "uid-2" || len(unowned[0].Data) != 2 {
+	if err := vocabulary.SetRecords(unowned[0], "uid-2", "consumer-3", vocabulary.ConsumerRecords{}); err != nil ||
+		unowned[0].Labels[vocabulary.OwnerLabel] != "uid-2" || len(unowned[0].Data) != 2 {
 		t.Fatalf("the agent's next write: %v, %+v", err, unowned[0].ObjectMeta)
 	}
 	// Certificates expired when the records are rebuilt are left out, as the agent drops them.
@@ -216,7 +217,7 @@ func TestRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read, err := reconciler.DecodeRecords(later[0], "consumer-1"); err != nil || strings.Contains(describe(read), a1+" until") || strings.Contains(describe(read), e0+" until") || !strings.Contains(describe(read), b2+" until") {
+	if read, err := vocabulary.DecodeRecords(later[0], "consumer-1"); err != nil || strings.Contains(describe(read), a1+" until") || strings.Contains(describe(read), e0+" until") || !strings.Contains(describe(read), b2+" until") {
 		t.Fatalf("rebuilt later: %s (%v), want %s and %s dropped", describe(read), err, e0, a1)
 	}
 }
@@ -228,7 +229,7 @@ func TestRebuildRevokeCommitOnly(t *testing.T) {
 	h := newHistory(t)
 	h.key = agentKey(t)
 	p := newPeer(t, newCA(t), "consumer-1")
-	h.commit("Approve consumer-1", map[string][]byte{p.path(protocol.Tenant): p.tenant})
+	h.commit("Approve consumer-1", approval(p))
 	a1 := p.issue(h, "issue-identity", start.Add(time.Hour))
 	revokedAt := h.agent("revoke", "provider-a", "consumer-1", nil)
 	res, err := Rebuild(h.dir, Options{Path: "other", Provider: "provider-a", AgentKeys: h.key.Trusted})
@@ -275,7 +276,7 @@ func roundTrip(t *testing.T, secrets []*corev1.Secret) []*corev1.Secret {
 	return applied.Items
 }
 
-func describe(r reconciler.ConsumerRecords) string {
+func describe(r vocabulary.ConsumerRecords) string {
 	pin := r.PinnedKey[:min(8, len(r.PinnedKey))]
 	var certs []string
 	for _, c := range r.Certificates {

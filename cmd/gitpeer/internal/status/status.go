@@ -17,7 +17,7 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Row is one row of `gitpeer status`.
@@ -135,7 +135,7 @@ func liqoObjects(ctx context.Context, c client.Reader) (map[string]Row, []string
 	}
 	for _, t := range tenants.Items {
 		p := Row{Role: gitpeerv1alpha1.ProviderRole, Peer: string(t.Spec.ClusterID), Object: t.Namespace + "/" + t.Name,
-			Condition: string(t.Spec.TenantCondition), owner: t.Labels[reconciler.OwnerLabel]}
+			Condition: string(t.Spec.TenantCondition), owner: t.Labels[vocabulary.OwnerLabel]}
 		if t.Status.AuthParams != nil {
 			p.Expires = expiry(t.Status.AuthParams.SignedCRT)
 		}
@@ -143,7 +143,7 @@ func liqoObjects(ctx context.Context, c client.Reader) (map[string]Row, []string
 	}
 	for _, id := range identities.Items {
 		add(Row{Role: gitpeerv1alpha1.ConsumerRole, Peer: string(id.Spec.ClusterID), Object: id.Namespace + "/" + id.Name,
-			Expires: expiry(id.Spec.AuthParams.SignedCRT), owner: id.Labels[reconciler.OwnerLabel]})
+			Expires: expiry(id.Spec.AuthParams.SignedCRT), owner: id.Labels[vocabulary.OwnerLabel]})
 	}
 	return objects, order, nil
 }

@@ -17,13 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/apis"
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/crdinstall"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // TestStatusOnAControlPlane installs the CRDs on a real API server, creates a
@@ -32,7 +33,7 @@ import (
 func TestStatusOnAControlPlane(t *testing.T) {
 	ctx := context.Background()
 	cp := controlplane.Start(t)
-	scheme := reconciler.NewScheme()
+	scheme := apis.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +95,11 @@ func TestStatusOnAControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlisted.Namespace, unlisted.Labels = "liqo-tenant-consumer-5", map[string]string{reconciler.OwnerLabel: string(repo.UID)}
+	unlisted.Namespace, unlisted.Labels = "liqo-tenant-consumer-5", map[string]string{vocabulary.OwnerLabel: string(repo.UID)}
 	create(ctx, t, c, unlisted)
 	repo.Status.Peerings = []gitpeerv1alpha1.PeeringStatus{
 		{PeerID: "consumer-1", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseIssued, Since: metav1.NewTime(now), Message: "certificate valid"},
-		{PeerID: "consumer-2", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseRequested, Since: metav1.NewTime(now), Reason: reconciler.ReasonDeferred, Message: "deferred: 100 pending requests"},
+		{PeerID: "consumer-2", Role: gitpeerv1alpha1.ProviderRole, Phase: gitpeerv1alpha1.PhaseRequested, Since: metav1.NewTime(now), Reason: vocabulary.ReasonRequestsDeferred, Message: "deferred: 100 pending requests"},
 		{PeerID: "provider-b", Role: gitpeerv1alpha1.ConsumerRole, Phase: gitpeerv1alpha1.PhaseReady, Since: metav1.NewTime(now)},
 	}
 	repo.Status.PeeringCounts = []gitpeerv1alpha1.PeeringCount{

@@ -11,8 +11,8 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
 )
 
 // TestHostileCheckouts breaks one file of a valid checkout per case and

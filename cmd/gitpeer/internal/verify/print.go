@@ -7,14 +7,15 @@ import (
 	"strings"
 
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
+	"github.com/gitpeer/gitpeer/reconciler/verdict"
 )
 
 // Print writes the results as a PATH VALID REASON table (with a verdict line
 // per peering directory, its path ending in "/") followed by a summary of
 // the files, or as JSON or YAML (a list of {path, valid, reason}). Ignored files are
 // included only when verbose.
-func Print(w io.Writer, results []Result, format string, verbose bool) error {
-	shown := make([]Result, 0, len(results))
+func Print(w io.Writer, results []verdict.Result, format string, verbose bool) error {
+	shown := make([]verdict.Result, 0, len(results))
 	for _, r := range results {
 		if verbose || !r.Ignored {
 			shown = append(shown, r)

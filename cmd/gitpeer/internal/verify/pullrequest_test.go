@@ -8,8 +8,9 @@ import (
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/reconciler/verdict"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
@@ -91,7 +92,7 @@ func TestPullRequest(t *testing.T) {
 			if rep.Commit != head || len(rep.MergeBases) != 1 {
 				t.Errorf("judged %s from merge bases %v, want %s from one", rep.Commit, rep.MergeBases, head)
 			}
-			var failed []Result
+			var failed []verdict.Result
 			for _, r := range rep.Results {
 				if !r.Valid {
 					failed = append(failed, r)

@@ -20,11 +20,8 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/verdict"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
-
-// Result is the verdict on one file; the checks of a peering directory are verdict's, which the
-// consumer agent also runs before proposing a Tenant.
-type Result = verdict.Result
 
 // Options of Check.
 type Options struct {
@@ -42,13 +39,6 @@ type Options struct {
 	Now time.Time
 }
 
-// Rules verify cannot check without a cluster's state: a Tenant's result
-// says they are left to the provider, an Identity's to the consumer.
-const (
-	ProviderChecks = verdict.ProviderChecks
-	ConsumerChecks = verdict.ConsumerChecks
-)
-
 // Report is what Check judged and its verdict.
 type Report struct {
 	// Commit is the commit judged (opts.Revision resolved, once): a CI job posts its status
@@ -56,8 +46,9 @@ type Report struct {
 	Commit string `json:"commit"`
 	// MergeBases are the merge bases of Commit and opts.Base, when set.
 	MergeBases []string `json:"mergeBases,omitempty"`
-	// Results are one per file (and per change, with opts.Base), sorted by path.
-	Results []Result `json:"results"`
+	// Results are one per file (and per change, with opts.Base), sorted by path. The checks of a
+	// peering directory are verdict's, which the consumer agent also runs before proposing a Tenant.
+	Results []verdict.Result `json:"results"`
 }
 
 // Check verifies every file under opts.Path in a commit of the Git
@@ -102,13 +93,13 @@ func Check(repo string, opts Options) (Report, error) {
 		}
 	}
 	rep.Results = append(rep.Results, results...)
-	slices.SortStableFunc(rep.Results, func(a, b Result) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(rep.Results, func(a, b verdict.Result) int { return strings.Compare(a.Path, b.Path) })
 	return rep, nil
 }
 
 // changes judges what head changes as a pull request into base (verdict.PullRequest): one
 // result per changed path of the whole repository, relative to its top.
-func changes(r *gitsync.Repo, base string, head plumbing.Hash) ([]string, []Result, error) {
+func changes(r *gitsync.Repo, base string, head plumbing.Hash) ([]string, []verdict.Result, error) {
 	b, err := r.Resolve(base)
 	if err != nil {
 		return nil, nil, fmt.Errorf("base %s: %w", base, err)
@@ -136,7 +127,7 @@ func changes(r *gitsync.Repo, base string, head plumbing.Hash) ([]string, []Resu
 }
 
 // Invalid counts the invalid results.
-func Invalid(results []Result) int {
+func Invalid(results []verdict.Result) int {
 	n := 0
 	for _, r := range results {
 		if !r.Valid {
@@ -149,7 +140,7 @@ func Invalid(results []Result) int {
 // Count returns how many files the results checked (documents and kustomizations, valid or not),
 // how many of those are invalid, and how many files were ignored; peering directories' verdicts
 // are not files and are not counted.
-func Count(results []Result) (checked, invalid, ignored int) {
+func Count(results []verdict.Result) (checked, invalid, ignored int) {
 	for _, r := range results {
 		switch {
 		case r.Directory:
@@ -174,12 +165,12 @@ func Uncommitted(repo string, opts Options) ([]string, error) {
 // judge turns what protocol.Load read into results: its rejections, the
 // cross-file checks of every peering directory, and a result for every other
 // entry of the listing.
-func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []Result {
-	var results []Result
+func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []verdict.Result {
+	var results []verdict.Result
 	rejected := map[string]bool{}
 	for _, rj := range loaded.Rejected {
 		rejected[rj.Path] = true
-		results = append(results, Result{Path: rj.Path, Reason: trimPath(rj.Err, rj.Path)})
+		results = append(results, verdict.Result{Path: rj.Path, Reason: trimPath(rj.Err, rj.Path)})
 	}
 	for _, f := range listing.Files {
 		if !rejected[f.Path] {
@@ -190,7 +181,7 @@ func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []R
 	}
 	for _, sk := range listing.Skipped {
 		if !rejected[sk.Path] {
-			results = append(results, Result{Path: sk.Path, Valid: true, Ignored: true, Reason: trimPath(sk, sk.Path) + ": not a gitpeer document, ignored"})
+			results = append(results, verdict.Result{Path: sk.Path, Valid: true, Ignored: true, Reason: trimPath(sk, sk.Path) + ": not a gitpeer document, ignored"})
 		}
 	}
 	terms := map[string]bool{} // every directory judges its provider's terms.yaml: report it once
@@ -213,24 +204,24 @@ func judge(listing *gitsync.Listing, loaded *protocol.Loaded, now time.Time) []R
 
 // fileResult is the result of a file protocol.Load did not reject, unless the
 // cross-file checks of its directory give it one.
-func fileResult(rel string, loaded *protocol.Loaded) (Result, bool) {
+func fileResult(rel string, loaded *protocol.Loaded) (verdict.Result, bool) {
 	_, ok, _ := protocol.ParsePath(rel)
 	kustomized, isKustomization := protocol.KustomizedDir(rel)
 	name := path.Base(rel)
 	_, isTerms := protocol.ParseTermsPath(rel)
 	switch {
 	case ok || isTerms:
-		return Result{}, false
+		return verdict.Result{}, false
 	case isKustomization && loaded.Peerings[kustomized] != nil:
-		return Result{Path: rel, Valid: true, Reason: "built with kustomize; the documents below are checked as built"}, true
+		return verdict.Result{Path: rel, Valid: true, Reason: "built with kustomize; the documents below are checked as built"}, true
 	case knownName(name):
-		return Result{Path: rel, Reason: name + " is at the wrong depth: documents live at <providerID>/<consumerID>/" + name}, true
+		return verdict.Result{Path: rel, Reason: name + " is at the wrong depth: documents live at <providerID>/<consumerID>/" + name}, true
 	}
-	return Result{Path: rel, Valid: true, Ignored: true, Reason: "not a gitpeer document: ignored"}, true
+	return verdict.Result{Path: rel, Valid: true, Ignored: true, Reason: "not a gitpeer document: ignored"}, true
 }
 
 func knownName(name string) bool {
-	return slices.Contains(protocol.Kinds, protocol.Kind(name))
+	return slices.Contains(vocabulary.FileKinds, vocabulary.FileKind(name))
 }
 
 // trimPath drops the "path: " and "invalid document: " prefixes protocol puts

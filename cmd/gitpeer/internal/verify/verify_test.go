@@ -16,8 +16,9 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	"github.com/gitpeer/gitpeer/examples/repofixture"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/test/repofixture"
+	"github.com/gitpeer/gitpeer/reconciler/verdict"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
@@ -124,9 +125,9 @@ func commitAll(t *testing.T, dir string) string {
 	return dir
 }
 
-func byPath(t *testing.T, results []Result) map[string]Result {
+func byPath(t *testing.T, results []verdict.Result) map[string]verdict.Result {
 	t.Helper()
-	m := map[string]Result{}
+	m := map[string]verdict.Result{}
 	for _, r := range results {
 		m[r.Path] = r
 	}
@@ -154,7 +155,7 @@ func TestValidCheckout(t *testing.T) {
 		t.Errorf("issued tenant reason %q", r.Reason)
 	}
 	// What needs a cluster's state is left to it, and says so.
-	for p, rules := range map[string]string{proposedDir + "tenant.yaml": ProviderChecks, issuedDir + "identity.yaml": ConsumerChecks} {
+	for p, rules := range map[string]string{proposedDir + "tenant.yaml": verdict.ProviderChecks, issuedDir + "identity.yaml": verdict.ConsumerChecks} {
 		if r := got[p]; !strings.HasSuffix(r.Reason, "; "+rules) {
 			t.Errorf("%s: reason %q does not end with %q", p, r.Reason, rules)
 		}
@@ -267,4 +268,4 @@ func TestTerms(t *testing.T) {
 }
 
 // resultsOf is the results of a Check.
-func resultsOf(rep Report, err error) ([]Result, error) { return rep.Results, err }
+func resultsOf(rep Report, err error) ([]verdict.Result, error) { return rep.Results, err }

@@ -12,6 +12,7 @@ import (
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // Stage is how far a peering directory got in the handshake.
@@ -56,11 +57,11 @@ func Build(provider, consumer string, stage Stage, o Options) (*StagedDirectory,
 		return nil, err
 	}
 	p := &StagedDirectory{Provider: provider, Consumer: consumer, Key: key, Files: map[string][]byte{}}
-	if p.Files[string(protocol.Request)], err = protocol.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
+	if p.Files[string(vocabulary.RequestFile)], err = protocol.RequestDocument(provider, consumer, key.Public()); err != nil || stage < NonceIssued {
 		return p, err
 	}
 	nonce := crypto.GenerateNonce()
-	if p.Files[string(protocol.Nonce)], err = protocol.NonceDocument(provider, consumer, nonce); err != nil || stage < TenantProposed {
+	if p.Files[string(vocabulary.NonceFile)], err = protocol.NonceDocument(provider, consumer, nonce); err != nil || stage < TenantProposed {
 		return p, err
 	}
 	p.SignedNonce = nonce
@@ -68,17 +69,17 @@ func Build(provider, consumer string, stage Stage, o Options) (*StagedDirectory,
 	if err != nil {
 		return nil, err
 	}
-	if p.Files[string(protocol.Tenant)], err = yaml.Marshal(t); err != nil || stage < Issued {
+	if p.Files[string(vocabulary.TenantFile)], err = yaml.Marshal(t); err != nil || stage < Issued {
 		return p, err
 	}
 	cert, err := o.CA.Issue(t.Spec.CSR, o.NotBefore, o.TTL)
 	if err != nil {
 		return nil, err
 	}
-	if p.Files[string(protocol.Identity)], err = protocol.IdentityDocument(provider, consumer, authv1beta1.AuthParams{APIServer: o.APIServer, CA: o.CA.PEM, SignedCRT: cert}); err != nil {
+	if p.Files[string(vocabulary.IdentityFile)], err = protocol.IdentityDocument(provider, consumer, authv1beta1.AuthParams{APIServer: o.APIServer, CA: o.CA.PEM, SignedCRT: cert}); err != nil {
 		return nil, err
 	}
-	p.Files[string(protocol.Nonce)], err = protocol.NonceDocument(provider, consumer, crypto.GenerateNonce())
+	p.Files[string(vocabulary.NonceFile)], err = protocol.NonceDocument(provider, consumer, crypto.GenerateNonce())
 	return p, err
 }
 

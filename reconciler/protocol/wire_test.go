@@ -5,31 +5,18 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// TestWireVocabulary pins the names gitpeer writes into peering repositories.
-// They are a wire format: repositories, pull requests and commit histories
-// written by one version are read by agents, CI (`gitpeer verify`) and
-// `gitpeer audit`/`records` of other versions, so a renamed file, action or
-// trailer silently loses peerings or history. Change them only with a
+// TestWireFormat pins how gitpeer lays out the names of package vocabulary
+// (TestWireVocabulary) in peering repositories: the commit message, the
+// document paths and the size limits. Repositories and histories written by
+// one version are read by other versions, so change them only with a
 // migration, and then change this test.
-func TestWireVocabulary(t *testing.T) {
-	var kinds []string
-	for _, k := range protocol.Kinds {
-		kinds = append(kinds, string(k))
-	}
-	if want := []string{"request.yaml", "nonce.yaml", "tenant.yaml", "identity.yaml"}; !slices.Equal(kinds, want) {
-		t.Errorf("document files %v, want %v", kinds, want)
-	}
-	if protocol.KustomizationFile != "kustomization.yaml" {
-		t.Errorf("kustomization file %q", protocol.KustomizationFile)
-	}
-	if want := []string{"request", "issue-nonce", "propose-tenant", "issue-identity", "renew-identity", "revoke", "publish-terms"}; !slices.Equal(protocol.Actions, want) {
-		t.Errorf("actions %v, want %v", protocol.Actions, want)
-	}
+func TestWireFormat(t *testing.T) {
 	msg, err := protocol.Message{
-		Subject: "Renew identity of c on p (serial 2a)", Action: protocol.ActionRenewIdentity, Provider: "p", Consumer: "c",
-		Extra: []protocol.Trailer{{Key: protocol.TrailerSerial, Value: "2a"}, {Key: protocol.TrailerExpires, Value: "2030-01-02T03:04:05Z"}},
+		Subject: "Renew identity of c on p (serial 2a)", Action: vocabulary.ActionRenewIdentity, Provider: "p", Consumer: "c",
+		Extra: []protocol.Trailer{{Key: vocabulary.TrailerSerial, Value: "2a"}, {Key: vocabulary.TrailerExpires, Value: "2030-01-02T03:04:05Z"}},
 	}.String()
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +26,7 @@ func TestWireVocabulary(t *testing.T) {
 	if msg != want {
 		t.Errorf("identity commit message:\n%s\nwant:\n%s", msg, want)
 	}
-	if got := (protocol.Path{Provider: "p", Consumer: "c", Kind: protocol.Tenant}).String(); got != "p/c/tenant.yaml" {
+	if got := (protocol.Path{Provider: "p", Consumer: "c", Kind: vocabulary.TenantFile}).String(); got != "p/c/tenant.yaml" {
 		t.Errorf("tenant path %q", got)
 	}
 	limits := []int{protocol.MaxFileSize, protocol.MaxBuildSize, protocol.MaxTreeEntries, protocol.MaxConsumersPerProvider,
