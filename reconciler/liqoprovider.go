@@ -53,6 +53,7 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 // (applyTenant, which fails closed on a refused one) for Liqo's tenant
 // controller to issue, and publishes the certificate once it has.
 func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	s.r.slices.start() // Liqo's ResourceSlice CRD exists: record what Liqo issues for slices
 	if current == nil {
 		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
 			return outcome{err: err}

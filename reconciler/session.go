@@ -85,9 +85,6 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 			return nil, &Generic{Reason: gitpeerv1alpha1.ClusterKeyErrorReason, Err: fmt.Errorf("cluster key: %w", err)}
 		}
 	}
-	if mode.Active && obj.IsProvider() {
-		r.slices.start() // Liqo's ResourceSlice CRD exists: record what Liqo issues for slices
-	}
 	return &session{r: r, obj: obj, repo: open.repo, loader: open.loader, key: key, liqo: mode, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
 }
 

@@ -24,8 +24,8 @@ import (
 // and delete that cache. It watches only the slices Liqo's CRD replicator
 // created (provider.LiqoReplicatedSelector) and keeps of each event only the
 // certificate, until a round records it: the rounds read nothing per slice.
-// It starts at the first Liqo-mode round (Liqo's CRDs exist then) and runs
-// until the manager stops.
+// It starts at the first Liqo-mode peering a round issues (issueLiqo: Liqo's
+// CRDs exist then) and runs until the manager stops.
 type sliceWatch struct {
 	config *rest.Config
 	// noteChanged marks a consumer's peering for the next round (providerRounds.noteChanged).
@@ -41,7 +41,7 @@ func newSliceWatch(config *rest.Config, noteChanged func(...string)) *sliceWatch
 	return &sliceWatch{config: config, noteChanged: noteChanged, started: make(chan struct{}), seen: map[string]map[string][]byte{}}
 }
 
-// start makes Start watch; only the first call counts. A nil watch (a
+// start makes Start watch; only the first call counts (issueLiqo calls it). A nil watch (a
 // reconciler not set up with a manager) does nothing.
 func (w *sliceWatch) start() {
 	if w != nil {
