@@ -333,7 +333,8 @@ func liqoCaches(drained []unstructured.Unstructured) []string {
 }
 
 // recordTenantCertificate records the certificate in the status of the
-// consumer's Tenant, if this PeeringRepository applied one.
+// consumer's Tenant, if this PeeringRepository applied one and Liqo issued it
+// to the consumer (recordLiqoIssued).
 func (s *session) recordTenantCertificate(ctx context.Context, consumer string) error {
 	tenant := &authv1beta1.Tenant{}
 	key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: consumer}
@@ -343,11 +344,7 @@ func (s *session) recordTenantCertificate(ctx context.Context, consumer string) 
 	if !s.owns(tenant) || tenant.Status.AuthParams == nil {
 		return nil
 	}
-	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
-	if err != nil {
-		return nil //nolint:nilerr // no certificate anyone could use
-	}
-	return s.recordIssued(ctx, consumer, cert)
+	return s.recordLiqoIssued(ctx, consumer, []liqoFound{{pem: tenant.Status.AuthParams.SignedCRT}})
 }
 
 // liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).
