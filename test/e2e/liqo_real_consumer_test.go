@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -255,6 +256,13 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
 		cpKubeconfig := kubeconfigOf(ctx, c, pID)
 		sliceKubeconfig := must(sliceKubeconfigOf(ctx, c, pID, sliceName))
+
+		By("a NamespaceMap of C reaches P: P's Liqo creates the offloaded namespace and binds C's group there, where C's slice certificate acts")
+		nsMap, offloaded := offloadNamespace(ctx, c, p, "offload")
+		Expect(bindingsNaming(ctx, p, cID)).To(ContainElement("RoleBinding " + offloaded + "/" + pNS))
+		must(clientFor(sliceKubeconfig).CoreV1().ConfigMaps(offloaded).Create(ctx,
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-" + cID}}, metav1.CreateOptions{}))
+
 		revokeByGit(dirPC, cID)
 
 		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
@@ -271,6 +279,9 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		Expect(p.k8s.List(ctx, list, client.InNamespace(pNS))).To(Succeed())
 		Expect(list.Items).To(BeEmpty())
 		Expect(canScrapeMetrics(ctx, sliceKubeconfig)).To(BeFalse(), "the slice certificate lost its binding")
+		Expect(can(ctx, clientFor(sliceKubeconfig), "create", "", "configmaps", offloaded)).To(BeFalse(), "C may not act in the offloaded namespace")
+		By("P's Liqo deleted the offloaded namespace, then let the NamespaceMap go")
+		expectGone(ctx, p, nsMap, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: offloaded}})
 		Expect(can(ctx, clientFor(cpKubeconfig), "create", "authentication.liqo.io", "resourceslices", pNS)).To(BeFalse())
 
 		By("C deletes the Identity and the signed nonce; Liqo's kubeconfig Secret and Renew go with the Identity")
@@ -349,6 +360,28 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 })
+
+// offloadNamespace creates, in p's tenant namespace for c and through c's
+// control-plane kubeconfig as Liqo's CRD replicator does, a NamespaceMap
+// mapping c's namespace source to <source>-<c>, and waits for p's Liqo (its
+// NamespaceMap controller: liqotech/liqo v1.2.0
+// pkg/liqo-controller-manager/offloading/namespacemap-controller/enforcement.go)
+// to create that namespace and bind c's group there in a RoleBinding named
+// after the tenant namespace. It returns the NamespaceMap and the namespace.
+func offloadNamespace(ctx context.Context, c, p *cluster, source string) (*unstructured.Unstructured, string) {
+	GinkgoHelper()
+	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id))
+	offloaded := source + "-" + c.id
+	dyn := must(dynamic.NewForConfig(must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id)))))
+	nsMap := must(dyn.Resource(namespaceMapGVR).Namespace(ns).Create(ctx, replicated(namespaceMapGVR, c.id, p.id, ns, c.id+"-map",
+		map[string]any{"desiredMapping": map[string]any{source: offloaded}}), metav1.CreateOptions{}))
+	Eventually(func(g Gomega) {
+		rb := &rbacv1.RoleBinding{}
+		g.Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: offloaded, Name: ns}, rb)).To(Succeed())
+		g.Expect(rb.Subjects).To(ConsistOf(And(HaveField("Kind", rbacv1.GroupKind), HaveField("Name", c.id))))
+	}).WithTimeout(time.Minute).Should(Succeed(), "P's Liqo binds %s in %s", c.id, offloaded)
+	return nsMap, offloaded
+}
 
 // revokeByGit removes dir/tenant.yaml from main, as a merged revocation
 // does, and waits for the provider to take dir/identity.yaml away.

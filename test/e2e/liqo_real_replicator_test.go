@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -44,6 +45,7 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 	secretKey := client.ObjectKey{Namespace: cNS, Name: authv1beta1.KubeconfigSecretName(identityKey.Name)}
 	var p, c *cluster
 	var first, renewed string // serials of the first and the renewed certificate
+	var firstNonce string     // the nonce of the first handshake
 
 	// renewSerial is the serial of the certificate in status.authParams of
 	// the Renew named after the Identity in ns of cl ("" while it has none).
@@ -90,6 +92,7 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 	It("peers, and the replicator carries the consumer's Renew to the provider and Liqo's answer back", func(ctx SpecContext) {
 		id := waitIdentity(dir, "")
 		first = must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
+		firstNonce = waitNonceAt(dir, "")
 		expectLiqoKubeconfig(ctx, c, pID, cID, first)
 		Eventually(func(g Gomega) {
 			g.Expect(renewSerial(g, p, pNS)).To(Equal(first), "the provider's Liqo answered the replicated Renew")
@@ -138,6 +141,27 @@ var _ = Describe("Liqo on both sides with Liqo's CRD replicator", Ordered, func(
 		}).WithTimeout(time.Minute).Should(Succeed())
 		By("the provider's replicated Renew goes too")
 		expectGone(ctx, p, identityObjects(pNS, identityKey.Name)[0])
+	})
+
+	It("re-peers with the replicator running: tenant.yaml on a new nonce, a new certificate in a working kubeconfig, none of the old serials", func(ctx SpecContext) {
+		old := append(revokedSerials(ctx, p, cID), first, renewed)
+		annotateRepository(ctx, p, gitpeerv1alpha1.RevivalAnnotationPrefix+cID, gitpeerv1alpha1.AcceptRevivalValue)
+		annotateRepository(ctx, c, gitpeerv1alpha1.RequestAgainAnnotation, pID)
+		nonce := waitNonceAt(dir, firstNonce)
+		Eventually(func(g Gomega) {
+			var tenant authv1beta1.Tenant
+			g.Expect(yaml.Unmarshal([]byte(show("main", dir+"tenant.yaml")), &tenant)).To(Succeed())
+			key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(crypto.VerifyNonceSignature(key, nonce, tenant.Spec.Signature)).To(Succeed())
+		}).WithTimeout(time.Minute).Should(Succeed(), "tenant.yaml signs the new nonce")
+
+		id := waitIdentity(dir, "")
+		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
+		Expect(old).NotTo(ContainElement(serial), "Liqo issued a new certificate")
+		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
+		By("the replicator carries the new Identity's Renew to the provider again")
+		Eventually(func(g Gomega) string { return renewSerial(g, p, pNS) }).WithTimeout(time.Minute).ShouldNot(BeElementOf(append(old, "")))
 	})
 })
 

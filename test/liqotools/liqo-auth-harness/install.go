@@ -35,18 +35,22 @@ const (
 	owner        = client.FieldOwner("liqo-auth-harness")
 )
 
-// chartClusterRoles are the ClusterRoles of Liqo's chart that its tenant
-// controller binds, by the app.kubernetes.io/name value it selects them by
-// (liqotech/liqo v1.2.0 pkg/liqo-controller-manager/authentication/tenant-controller/tenant_controller.go;
+// chartClusterRoles are the ClusterRoles of Liqo's chart that its
+// controllers bind, with their app.kubernetes.io/name values: the tenant
+// controller selects the first two by it (liqotech/liqo v1.2.0
+// pkg/liqo-controller-manager/authentication/tenant-controller/tenant_controller.go),
+// the NamespaceMap controller binds the third by name in every offloaded
+// namespace (pkg/consts/namespace_mapping.go RemoteNamespaceClusterRoleName;
 // deployments/liqo/templates/liqo-controlplane-rbac.yaml and liqo-virtual-kubelet-remote.yaml).
 var chartClusterRoles = map[string]string{
 	"liqo-remote-controlplane":                "remote-controlplane",
 	"liqo-virtual-kubelet-remote-clusterwide": "virtual-kubelet-remote-clusterwide",
+	"liqo-virtual-kubelet-remote":             "virtual-kubelet-remote",
 }
 
 // install applies what Liqo's chart installs and its authentication module
-// needs: every CRD of Liqo (waiting until each is established), Liqo's
-// namespace, the cluster-ID ConfigMap (deployments/liqo/templates/liqo-clusterid-configmap.yaml)
+// and NamespaceMap controller need: every CRD of Liqo (waiting until each is
+// established), Liqo's namespace, the cluster-ID ConfigMap (deployments/liqo/templates/liqo-clusterid-configmap.yaml)
 // and chartClusterRoles with the rules of the chart's files. Server-side
 // apply with force takes over copies another installer (gitpeer) made first,
 // as a Helm install of Liqo would replace them.

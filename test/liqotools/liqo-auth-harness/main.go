@@ -15,7 +15,13 @@
 // chart's settings pass as the chart passes them: apiServer.address is
 // --api-server-address-override, apiServer.ca is --ca-override (base64),
 // apiServer.trustedCA is --trusted-ca, authentication.tlsCompatibilityMode is
-// --tls-compatibility-mode. The networking and offloading modules are not run.
+// --tls-compatibility-mode. Of the offloading module only the NamespaceMap
+// controller runs (pkg/liqo-controller-manager/offloading/namespacemap-controller):
+// for each NamespaceMap a consumer's CRD replicator creates in its tenant
+// namespace, it creates the namespaces of spec.desiredMapping and binds the
+// consumer's group in each, and, behind its finalizer, deletes them when the
+// NamespaceMap goes. The networking module and the rest of the offloading
+// module (virtual nodes, shadow pods) are not run.
 // It prints "liqo-auth-harness ready" once its caches are synced, its webhook
 // server serves and the webhooks are registered.
 package main
@@ -49,6 +55,7 @@ import (
 	"github.com/liqotech/liqo/cmd/liqo-controller-manager/modules"
 	identitymanager "github.com/liqotech/liqo/pkg/identityManager"
 	liqocontrollermanager "github.com/liqotech/liqo/pkg/liqo-controller-manager"
+	mapsctrl "github.com/liqotech/liqo/pkg/liqo-controller-manager/offloading/namespacemap-controller"
 	tenantnamespace "github.com/liqotech/liqo/pkg/tenantNamespace"
 	"github.com/liqotech/liqo/pkg/utils/mapper"
 	"github.com/liqotech/liqo/pkg/utils/restcfg"
@@ -149,6 +156,11 @@ func run(opts *liqocontrollermanager.Options, kubeconfig, liqoSrc, webhookHost, 
 	if err := modules.SetupAuthenticationModule(ctx, mgr, uncached,
 		modules.NewAuthOption(idProvider, namespaceManager, clusterID, opts)); err != nil {
 		return fmt.Errorf("unable to setup the authentication module: %w", err)
+	}
+
+	// As liqotech/liqo cmd/liqo-controller-manager/modules/offloading.go SetupOffloadingModule, its NamespaceMap controller.
+	if err := (&mapsctrl.NamespaceMapReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("unable to setup the namespacemap reconciler: %w", err)
 	}
 
 	// As liqotech/liqo cmd/webhook/main.go: the Tenant webhooks and the name index the validator reads.
