@@ -279,10 +279,12 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"update", "coordination.k8s.io", "leases", "", systemNamespace, "x"},
 		// Liqo mode: Liqo's cluster ID and key, its cached certificate at revocation.
 		{"get", "", "configmaps", "", "liqo", "liqo-clusterid-configmap"},
+		{"get", "", "configmaps", "", "kube-system", "extension-apiserver-authentication"}, // checks the certificates it records
 		{"get", "", "secrets", "", "liqo", "authentication-keys"},
 		{"delete", "", "secrets", "", tenantNS, "liqo-remote-certificate"},
 		// Liqo mode, revocation: drains the consumer as Liqo's Drained does.
 		{"list", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
+		{"watch", "authentication.liqo.io", "resourceslices", "", "", ""}, // records each slice certificate as Liqo issues it
 		{"delete", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"list", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
 		{"delete", "offloading.liqo.io", "namespacemaps", "", tenantNS, "map-1"},
@@ -322,7 +324,6 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"create", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
 		{"update", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"create", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
-		{"watch", "authentication.liqo.io", "resourceslices", "", tenantNS, ""},
 		{"create", "authentication.liqo.io", "renews", "", tenantNS, ""},
 		{"update", "authentication.liqo.io", "renews", "", tenantNS, "controlplane-p"},
 	}

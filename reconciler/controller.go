@@ -72,6 +72,8 @@ type PeeringRepositoryReconciler struct {
 	roundLimit int
 	// tenants is the Tenant informer's store, indexed by owner (issuedConsumers).
 	tenants toolscache.Indexer
+	// slices sees the certificates Liqo issues for ResourceSlices (slicewatch.go).
+	slices *sliceWatch
 }
 
 type openRepo struct {
@@ -96,6 +98,10 @@ func (r *PeeringRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts Co
 		return err
 	}
 	if err := r.indexTenants(mgr); err != nil {
+		return err
+	}
+	r.slices = newSliceWatch(r.Config, r.rounds.noteChanged)
+	if err := mgr.Add(r.slices); err != nil {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

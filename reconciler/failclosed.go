@@ -40,11 +40,13 @@ func (s *session) failClosed(ctx context.Context, consumer string, tenant *authv
 }
 
 // recordSliceCertificates records the certificates Liqo issued for the
-// consumer's ResourceSlices before a drain: Liqo's Drained deletes the
-// slices, after which the agent, which may not list Secrets, can no longer
-// find them, and a later revocation or re-peering refusal must still know
-// their serials. Their caches stay: Liqo's ResourceSlice controller writes a
-// deleted one again while its slice is there.
+// consumer's ResourceSlices, by slice, before a drain: Liqo's Drained deletes
+// the slices, after which the agent, which may not list Secrets, can no
+// longer find them, and a later revocation or re-peering refusal must still
+// know their serials. Their caches stay: Liqo's ResourceSlice controller
+// writes a deleted one again while its slice is there; a rekey or a
+// revocation deletes them by the recorded name once the slice is gone
+// (deleteGoneSliceCaches).
 func (s *session) recordSliceCertificates(ctx context.Context, consumer, ns string) error {
 	drained, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
 	if err != nil {

@@ -53,6 +53,7 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 // (applyTenant, which fails closed on a refused one) for Liqo's tenant
 // controller to issue, and publishes the certificate once it has.
 func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+	s.r.slices.start() // Liqo's ResourceSlice CRD exists: record what Liqo issues for slices
 	if current == nil {
 		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
 			return outcome{err: err}
@@ -121,6 +122,9 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
 		return outcome{err: err}
 	}
+	if err := s.recordWatchedSlices(ctx, pe.Consumer); err != nil {
+		return outcome{err: err}
+	}
 	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
 		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
 		if err != nil {
@@ -165,26 +169,33 @@ func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, 
 // revokeConsumer takes back everything issued or bound for consumer, in
 // Liqo's order: every certificate is recorded (the one in the status of its
 // Tenant, as Liqo may have renewed it since the last round, and Liqo's
-// ResourceSlice certificates, from the slices' status and from Liqo's caches)
-// and marked revoked; the consumer is drained as Liqo's Drained drains it
-// (its ResourceSlices and NamespaceMaps go, and with them Liqo's bindings of
-// Group <consumer> in offloaded namespaces); then what this PeeringRepository
-// created for it goes (deleteOwned: the Tenant, whose deletion makes Liqo
-// unbind it), then Liqo's certificate caches, or a new peering would get a
-// revoked certificate back from them, and last, once Liqo unbound it, the
-// Renews Liqo's CRD replicator created for it (deleteReplicatedRenews).
-// Without Liqo there is nothing to drain and no cache to delete.
+// ResourceSlice certificates: those recorded by slice as Liqo issued them,
+// whether the slice still exists or not, and those in the status of the
+// slices and in Liqo's caches) and marked revoked; the consumer is drained as
+// Liqo's Drained drains it (its ResourceSlices and NamespaceMaps go, and with
+// them Liqo's bindings of Group <consumer> in offloaded namespaces); then
+// what this PeeringRepository created for it goes (deleteOwned: the Tenant,
+// whose deletion makes Liqo unbind it), then Liqo's certificate caches, or a
+// new peering would get a revoked certificate back from them: the control
+// plane's, and each recorded slice's once the slice is gone
+// (deleteGoneSliceCaches: Liqo writes it again while the slice exists; the
+// revocation is tried again until every one is gone), and last, once Liqo
+// unbound it, the Renews Liqo's CRD replicator created for it
+// (deleteReplicatedRenews). Without Liqo there is nothing to drain and no
+// cache to delete.
 func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
 	drained, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
 	if err != nil {
 		return err
 	}
-	caches := liqoCaches(drained)
 	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
 		return err
 	}
-	if err := s.recordLiqoCertificates(ctx, consumer, ns, drained, caches); err != nil {
+	if err := s.recordWatchedSlices(ctx, consumer); err != nil {
+		return err
+	}
+	if err := s.recordLiqoCertificates(ctx, consumer, ns, drained, liqoCaches(drained)); err != nil {
 		return err
 	}
 	if err := s.recordRevoked(ctx, consumer); err != nil {
@@ -196,8 +207,15 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
 		return err
 	}
-	if err := s.deleteLiqoCaches(ctx, ns, caches...); err != nil {
+	if err := s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache); err != nil {
 		return err
+	}
+	waiting, err := s.deleteGoneSliceCaches(ctx, consumer, ns, sliceNames(drained))
+	if err != nil {
+		return err
+	}
+	if len(waiting) > 0 {
+		return fmt.Errorf("ResourceSlices %s/%v of %s deleted: their certificate caches go once they are gone (Liqo's ResourceSlice controller writes a cache again while its slice exists)", ns, waiting, consumer)
 	}
 	return s.deleteReplicatedRenews(ctx, consumer, ns)
 }
@@ -259,36 +277,6 @@ func (s *session) liqoReplicated(ctx context.Context, consumer, ns string, kinds
 	return out, nil
 }
 
-// recordLiqoCertificates records the certificates Liqo issued for the
-// ResourceSlices among drained (from their status) and those in its caches
-// in ns. A certificate that does not parse is no certificate anyone could use.
-func (s *session) recordLiqoCertificates(ctx context.Context, consumer, ns string, drained []unstructured.Unstructured, caches []string) error {
-	var pems [][]byte
-	for i := range drained {
-		pem, err := provider.SliceCertificate(&drained[i])
-		if err == nil && pem != nil {
-			pems = append(pems, pem)
-		}
-	}
-	for _, name := range caches {
-		secret := &corev1.Secret{}
-		if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			continue
-		}
-		pems = append(pems, secret.Data[provider.LiqoCacheCertificateKey])
-	}
-	var certs []*x509.Certificate
-	for _, pem := range pems {
-		if cert, err := crypto.ParseCertificatePEM(pem); err == nil {
-			certs = append(certs, cert)
-		}
-	}
-	return s.recordIssued(ctx, consumer, certs...)
-}
-
 // deleteLiqoCaches deletes Liqo's certificate caches names in the tenant namespace ns.
 func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...string) error {
 	for _, name := range names {
@@ -303,8 +291,10 @@ func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...stri
 // dropStaleLiqoCache prepares an approved change of the CSR of an applied
 // Tenant (a rekey, or a new CSR for the same key): the certificate in its
 // status and those in Liqo's caches are recorded, and every cache of Liqo's,
-// the control plane's and the ResourceSlices', is deleted before the new spec
-// is applied. Liqo refuses a CSR that differs from the cached one and leaves
+// the control plane's and the ResourceSlices' (those existing, and those
+// recorded whose slice is gone, as Liqo's Drained deleted them while the
+// peering failed closed: deleteGoneSliceCaches), is deleted before the new
+// spec is applied. Liqo refuses a CSR that differs from the cached one and leaves
 // the Tenant, or a ResourceSlice the consumer's Liqo signs anew with the new
 // key, stuck (liqotech/liqo v1.2.0:
 // pkg/identityManager/certificateIdentityProvider.go, GetRemoteCertificate).
@@ -327,7 +317,11 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 	if err := s.recordLiqoCertificates(ctx, pe.Consumer, ns, nil, caches); err != nil {
 		return err
 	}
-	return s.deleteLiqoCaches(ctx, ns, caches...)
+	if err := s.deleteLiqoCaches(ctx, ns, caches...); err != nil {
+		return err
+	}
+	_, err = s.deleteGoneSliceCaches(ctx, pe.Consumer, ns, sliceNames(drained))
+	return err
 }
 
 // liqoCaches names Liqo's certificate caches of a consumer: the control
@@ -335,17 +329,12 @@ func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents
 // agent may not list Secrets (they would include their data); it finds the
 // caches by name.
 func liqoCaches(drained []unstructured.Unstructured) []string {
-	var slices []string
-	for _, obj := range drained {
-		if obj.GetKind() == provider.LiqoDrainedKinds[0].Kind {
-			slices = append(slices, obj.GetName())
-		}
-	}
-	return provider.LiqoCertificateCaches(slices)
+	return provider.LiqoCertificateCaches(sliceNames(drained))
 }
 
 // recordTenantCertificate records the certificate in the status of the
-// consumer's Tenant, if this PeeringRepository applied one.
+// consumer's Tenant, if this PeeringRepository applied one and Liqo issued it
+// to the consumer (recordLiqoIssued).
 func (s *session) recordTenantCertificate(ctx context.Context, consumer string) error {
 	tenant := &authv1beta1.Tenant{}
 	key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: consumer}
@@ -355,11 +344,7 @@ func (s *session) recordTenantCertificate(ctx context.Context, consumer string) 
 	if !s.owns(tenant) || tenant.Status.AuthParams == nil {
 		return nil
 	}
-	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
-	if err != nil {
-		return nil //nolint:nilerr // no certificate anyone could use
-	}
-	return s.recordIssued(ctx, consumer, cert)
+	return s.recordLiqoIssued(ctx, consumer, []liqoFound{{pem: tenant.Status.AuthParams.SignedCRT}})
 }
 
 // liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).

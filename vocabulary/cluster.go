@@ -133,6 +133,14 @@ const (
 	// unpeer` delete it) while tenant.yaml is on the branch: the branch wins,
 	// the Tenant is applied again.
 	ReasonTenantDeletedOutsideGit = "TenantDeletedOutsideGit"
+	// ReasonLiqoCertificateIgnored: a certificate found in a ResourceSlice's
+	// status or in Liqo's caches of a consumer is not one Liqo issued to it
+	// (issuer or subject): it is not recorded.
+	ReasonLiqoCertificateIgnored = "LiqoCertificateIgnored"
+	// ReasonSliceCertificatesOverCap: a certificate Liqo issued for a
+	// consumer's ResourceSlice is not recorded, the consumer's records holding
+	// as many slice certificates as they may (provider.MaxSliceCertificates).
+	ReasonSliceCertificatesOverCap = "SliceCertificatesOverCap"
 )
 
 // Reasons of the Approved condition gitpeer sets on CSRs.

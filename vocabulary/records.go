@@ -43,11 +43,16 @@ func RecordsSecretName(repository, consumer string) string {
 
 // IssuedRecord is one certificate issued to a consumer, as the provider
 // records it: its serial (hex, as in the Gitpeer-Serial trailer), expiry and
-// revocation time.
+// revocation time. ResourceSlice names the slice of a certificate Liqo
+// issued for a ResourceSlice (Liqo mode) while its cache
+// (liqo-remote-certificate-<slice>) may still exist: Liqo keeps that cache
+// after the slice goes, and the provider deletes it by this name once the
+// certificate is revoked or dropped and the slice is gone, then clears it.
 type IssuedRecord struct {
-	Serial    string     `json:"serial"`
-	NotAfter  time.Time  `json:"notAfter"`
-	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	Serial        string     `json:"serial"`
+	NotAfter      time.Time  `json:"notAfter"`
+	RevokedAt     *time.Time `json:"revokedAt,omitempty"`
+	ResourceSlice string     `json:"resourceSlice,omitempty"`
 }
 
 // ConsumerRecords is what the provider remembers of one consumer: the key
@@ -101,6 +106,20 @@ func WithIssued(records []IssuedRecord, serial string, notAfter time.Time) ([]Is
 	return append(records, IssuedRecord{Serial: serial, NotAfter: notAfter.UTC()}), true
 }
 
+// WithSliceIssued adds the certificate serial (hex) valid until notAfter,
+// which Liqo issued for the ResourceSlice slice, to records unless it is
+// there, and names the slice on it (a record of it made without the name
+// gains it); it reports a change.
+func WithSliceIssued(records []IssuedRecord, slice, serial string, notAfter time.Time) ([]IssuedRecord, bool) {
+	records, changed := WithIssued(records, serial, notAfter)
+	i := slices.IndexFunc(records, func(r IssuedRecord) bool { return r.Serial == serial })
+	if records[i].ResourceSlice == slice {
+		return records, changed
+	}
+	records[i].ResourceSlice = slice
+	return records, true
+}
+
 // WithRevoked marks every unrevoked record revoked at now and drops the
 // expired ones; it reports a change.
 func WithRevoked(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool) {
@@ -129,8 +148,8 @@ func WithoutExpired(records []IssuedRecord, now time.Time) ([]IssuedRecord, bool
 }
 
 // MergeRecords returns the union of what a and b remember of one consumer:
-// every certificate, revoked if either says so (at the earlier time); the pin
-// of a, or else of b.
+// every certificate, revoked if either says so (at the earlier time), of the
+// ResourceSlice either names; the pin of a, or else of b.
 func MergeRecords(a, b ConsumerRecords) ConsumerRecords {
 	out := ConsumerRecords{PinnedKey: cmp.Or(a.PinnedKey, b.PinnedKey), Certificates: slices.Clone(a.Certificates)}
 	for _, r := range b.Certificates {
@@ -139,9 +158,11 @@ func MergeRecords(a, b ConsumerRecords) ConsumerRecords {
 			out.Certificates = append(out.Certificates, r)
 			continue
 		}
-		if o := &out.Certificates[i]; r.RevokedAt != nil && (o.RevokedAt == nil || r.RevokedAt.Before(*o.RevokedAt)) {
+		o := &out.Certificates[i]
+		if r.RevokedAt != nil && (o.RevokedAt == nil || r.RevokedAt.Before(*o.RevokedAt)) {
 			o.RevokedAt = r.RevokedAt
 		}
+		o.ResourceSlice = cmp.Or(o.ResourceSlice, r.ResourceSlice)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package vocabulary_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -74,5 +75,46 @@ func TestIssuedRecords(t *testing.T) {
 	}
 	if again, changed := vocabulary.WithRevoked(revoked, now.Add(time.Minute)); changed || !again[0].RevokedAt.Equal(now) {
 		t.Errorf("revoking twice: %+v, %v; want the first revocation time kept", again, changed)
+	}
+}
+
+// TestSliceRecords: a certificate Liqo issued for a ResourceSlice is
+// recorded with its slice's name, in the records format of every other
+// certificate (a record without a slice is written as before), and survives
+// a merge.
+func TestSliceRecords(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	records, changed := vocabulary.WithIssued(nil, "a1", now.Add(time.Hour))
+	if !changed {
+		t.Fatal("WithIssued: no change")
+	}
+	for _, tc := range []struct {
+		slice, serial string
+		notAfter      time.Time
+		changed       bool
+	}{
+		{"slice-1", "b2", now.Add(2 * time.Hour), true},
+		{"slice-1", "b2", now.Add(2 * time.Hour), false}, // seen again
+		{"slice-2", "a1", now.Add(time.Hour), true},      // recorded before without its name
+	} {
+		records, changed = vocabulary.WithSliceIssued(records, tc.slice, tc.serial, tc.notAfter)
+		if changed != tc.changed {
+			t.Errorf("WithSliceIssued(%s, %s) changed = %v, want %v", tc.slice, tc.serial, changed, tc.changed)
+		}
+	}
+	want := []vocabulary.IssuedRecord{{Serial: "a1", NotAfter: now.Add(time.Hour), ResourceSlice: "slice-2"}, {Serial: "b2", NotAfter: now.Add(2 * time.Hour), ResourceSlice: "slice-1"}}
+	if !reflect.DeepEqual(records, want) {
+		t.Fatalf("records = %+v, want %+v", records, want)
+	}
+	data, err := json.Marshal([]vocabulary.IssuedRecord{{Serial: "c3", NotAfter: now}, records[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(data), `[{"serial":"c3","notAfter":"2026-01-01T12:00:00Z"},{"serial":"b2","notAfter":"2026-01-01T14:00:00Z","resourceSlice":"slice-1"}]`; got != want {
+		t.Errorf("records JSON = %s, want %s", got, want)
+	}
+	merged := vocabulary.MergeRecords(vocabulary.ConsumerRecords{Certificates: []vocabulary.IssuedRecord{{Serial: "b2", NotAfter: now.Add(2 * time.Hour)}}}, vocabulary.ConsumerRecords{Certificates: records})
+	if merged.Certificates[0].ResourceSlice != "slice-1" {
+		t.Errorf("MergeRecords lost the slice: %+v", merged.Certificates)
 	}
 }

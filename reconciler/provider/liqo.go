@@ -130,6 +130,31 @@ func LiqoCertificateCaches(slices []string) []string {
 	return out
 }
 
+// ResourceSlicesResource is the resource of Liqo's ResourceSlices, which the
+// provider watches in Liqo mode to record each certificate Liqo issues for one.
+const ResourceSlicesResource = "resourceslices"
+
+// LiqoReplicatedSelector selects what Liqo's CRD replicator created for any
+// consumer (LiqoDrainSelector without the consumer).
+const LiqoReplicatedSelector = "liqo.io/replicated=true"
+
+// SliceIssued returns the consumer of a ResourceSlice Liqo's CRD replicator
+// created in its tenant namespace (LiqoDrainSelector) and the certificate in
+// its status (SliceCertificate), unchecked (CheckLiqoIssued checks it);
+// consumer "" when the slice is no consumer's or holds no certificate.
+func SliceIssued(slice *unstructured.Unstructured) (consumer string, pem []byte) {
+	consumer = slice.GetLabels()["liqo.io/originID"]
+	if consumer == "" || !LiqoDrainSelector(consumer).Matches(labels.Set(slice.GetLabels())) ||
+		slice.GetNamespace() != authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)) {
+		return "", nil
+	}
+	pem, err := SliceCertificate(slice)
+	if err != nil || pem == nil {
+		return "", nil
+	}
+	return consumer, pem
+}
+
 // SliceCertificate returns the PEM certificate Liqo put in the status of a
 // ResourceSlice (status.authParams.signedCRT, base64 as []byte fields are in
 // JSON), or nil if it holds none.

@@ -210,3 +210,39 @@ func TestStrayTenants(t *testing.T) {
 		})
 	}
 }
+
+// TestSliceIssued: a certificate is taken from a ResourceSlice only when
+// Liqo's CRD replicator created the slice for the consumer in its tenant
+// namespace (CheckLiqoIssued then checks the certificate).
+func TestSliceIssued(t *testing.T) {
+	key, err := crypto.GenerateKey(crypto.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt := liqoCert(t, key, nil)
+	slice := func(ns string, labels map[string]any, crt []byte) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": "slice-1", "labels": labels}}}
+		if crt != nil {
+			u.Object["status"] = map[string]any{"authParams": map[string]any{"signedCRT": base64.StdEncoding.EncodeToString(crt)}}
+		}
+		return u
+	}
+	replicated := map[string]any{"liqo.io/replicated": "true", "liqo.io/originID": "c1"}
+	tenantNS := authv1beta1.TenantNamespaceName("c1")
+	for _, tc := range []struct {
+		name  string
+		slice *unstructured.Unstructured
+		want  string
+	}{
+		{"issued", slice(tenantNS, replicated, crt), "c1"},
+		{"not issued yet", slice(tenantNS, replicated, nil), ""},
+		{"not replicated", slice(tenantNS, map[string]any{"liqo.io/originID": "c1"}, crt), ""},
+		{"no origin", slice(tenantNS, map[string]any{"liqo.io/replicated": "true"}, crt), ""},
+		{"another consumer's namespace", slice(authv1beta1.TenantNamespaceName("c2"), replicated, crt), ""},
+	} {
+		consumer, pem := SliceIssued(tc.slice)
+		if consumer != tc.want || (pem != nil) != (tc.want != "") {
+			t.Errorf("%s: SliceIssued = %q, %v; want %q", tc.name, consumer, pem != nil, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,12 +51,13 @@ import (
 // liqo_real_replicator_test.go.
 var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers", Ordered, func() {
 	const pID, cID, xID, sID = "realb-p", "realb-c", "realb-x", "realb-s"
-	const sliceName = "slice-1"
+	const sliceName, goneSlice = "slice-1", "slice-gone" // goneSlice is deleted before the revocation
 	var p, c, x, s *cluster
 	liqos := map[string]*liqoreal.Harness{} // the Liqo running on each cluster
 	var cKey, xKey gocrypto.Signer          // the Liqo keys of C and X
 	var cKeys *corev1.Secret                // C's Liqo key Secret before C's agent started
 	var serials []string                    // every certificate P's Liqo issued to C
+	var goneSerial string                   // the certificate of goneSlice
 	dirPC, dirXC, dirPX := pID+"/"+cID+"/", xID+"/"+cID+"/", pID+"/"+xID+"/"
 	cNS := authv1beta1.TenantNamespaceName(pID) // C's tenant namespace for P
 	pNS := authv1beta1.TenantNamespaceName(cID) // P's tenant namespace for C
@@ -231,6 +233,26 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		}
 	})
 
+	It("records the certificate of a ResourceSlice as P's Liqo issues it, so that it outlives the slice", func(ctx SpecContext) {
+		createSlice(ctx, c, pID, goneSlice)
+		cert := must(kubeconfigClientCert(replicateSlice(ctx, c, p, goneSlice, "")))
+		goneSerial = cert.SerialNumber.Text(16)
+		Eventually(func(g Gomega) {
+			secret := &corev1.Secret{}
+			g.Expect(p.k8s.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: vocabulary.RecordsSecretName("peering", cID)}, secret)).To(Succeed())
+			g.Expect(must(vocabulary.DecodeRecords(secret, cID)).Certificates).To(ContainElement(And(
+				HaveField("Serial", goneSerial), HaveField("ResourceSlice", goneSlice), HaveField("RevokedAt", BeNil()))))
+		}).WithTimeout(time.Minute).Should(Succeed(), "P's records hold the slice certificate as soon as Liqo issued it")
+
+		By("the slice goes before any revocation, as the CRD replicator deletes it when C deletes its own; P's Liqo keeps its cache")
+		Expect(remoteSlices(ctx, c, p).Delete(ctx, goneSlice, metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() bool {
+			_, err := remoteSlices(ctx, c, p).Get(ctx, goneSlice, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(time.Minute).Should(BeTrue())
+		Expect(liqoCaches(ctx, p, pNS, goneSlice)).To(ContainElement(planner.LiqoCertificateCache + "-" + goneSlice))
+	})
+
 	It("revokes C on P: no binding, cache, slice or NamespaceMap is left, every serial is revoked, the slice certificate is denied", func(ctx SpecContext) {
 		cpKubeconfig := kubeconfigOf(ctx, c, pID)
 		sliceKubeconfig := must(sliceKubeconfigOf(ctx, c, pID, sliceName))
@@ -244,12 +266,13 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		revokeByGit(dirPC, cID)
 
 		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
-		Eventually(func() []string { return liqoCaches(ctx, p, pNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Eventually(func() []string { return liqoCaches(ctx, p, pNS, sliceName, goneSlice) }).WithTimeout(time.Minute).Should(BeEmpty(),
+			"the cache of the slice deleted before the revocation goes too: its name is in the records")
 		Eventually(func() bool {
 			return apierrors.IsNotFound(p.k8s.Get(ctx, client.ObjectKey{Namespace: pNS, Name: authv1beta1.NonceSecretName}, &corev1.Secret{}))
 		}).WithTimeout(time.Minute).Should(BeTrue(), "the nonce goes: a re-peering signs a new one")
 		Eventually(func(g Gomega) {
-			g.Expect(revokedSerials(ctx, p, cID)).To(ContainElements(serials))
+			g.Expect(revokedSerials(ctx, p, cID)).To(ContainElements(append(slices.Clone(serials), goneSerial)))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(resourceSliceGVR.GroupVersion().WithKind("ResourceSliceList"))
@@ -280,7 +303,7 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		serial := must(crypto.ParseCertificatePEM(id.Spec.AuthParams.SignedCRT)).SerialNumber.Text(16)
 		Expect(serials).NotTo(ContainElement(serial), "Liqo issued a new certificate: no cache survived the revocation")
 		expectLiqoKubeconfig(ctx, c, pID, cID, serial)
-		Expect(liqoCaches(ctx, p, pNS, sliceName)).To(ConsistOf(planner.LiqoCertificateCache), "only the new control-plane certificate is cached")
+		Expect(liqoCaches(ctx, p, pNS, sliceName, goneSlice)).To(ConsistOf(planner.LiqoCertificateCache), "only the new control-plane certificate is cached")
 
 		By("the CRD replicator brings C's ResourceSlice, its CSR unchanged, back to P: P's Liqo issues a new slice certificate, which works")
 		old := serials[len(serials)-1]

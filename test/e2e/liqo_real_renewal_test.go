@@ -228,11 +228,12 @@ var _ = Describe("Rekey and liqoctl unauthenticate on the real Liqo", Ordered, f
 		annotateRepository(ctx, prov, gitpeerv1alpha1.RekeyAnnotationPrefix+consumerID, must(crypto.KeyPin(newKey.Public())))
 		kubeconfig, rekeyed := identityKubeconfig(first.SerialNumber.Text(16), newKey)
 		Expect(must(crypto.KeyPin(rekeyed.PublicKey))).To(Equal(must(crypto.KeyPin(newKey.Public()))), "Liqo issued for the new key")
-		// Known gap (docs/liqo.md): the slice's cache, for the old key, stays.
 		// Liqo's Drained deleted the slice while the rekey waited for its
-		// approval, and the agent, which may not list Secrets, can no longer
-		// name its cache; Liqo refuses the slice signed anew with the new key
-		// until an admin deletes liqo-remote-certificate-<slice>.
+		// approval; the agent, which may not list Secrets, deletes its cache,
+		// for the old key, by the slice's name recorded before the drain, or
+		// Liqo would refuse the slice signed anew with the new key.
+		Expect(liqoCaches(ctx, prov, tenantNS, sliceName)).NotTo(ContainElement(provider.LiqoCertificateCache+"-"+sliceName),
+			"the drained slice's cache is gone after the rekey")
 		Expect(issuedRecords(ctx, prov, consumerID)).To(And(ContainSubstring(first.SerialNumber.Text(16)), ContainSubstring(oldSlice.SerialNumber.Text(16))),
 			"the old key's certificates, the slice's recorded before the drain, stay recorded for a later revocation")
 		current = newKey

@@ -104,6 +104,8 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 
 		Eventually(func() []string { return bindingsNaming(ctx, provider, consumerID) }).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func() []string { return liqoCaches(ctx, provider, tenantNS, sliceName) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Consistently(func() []string { return liqoCaches(ctx, provider, tenantNS, sliceName) }).WithTimeout(10*time.Second).Should(BeEmpty(),
+			"no cache comes back: the slice's was deleted once the slice was gone, and Liqo's ResourceSlice controller writes one only while its slice exists")
 		for _, gvr := range []schema.GroupVersionResource{resourceSliceGVR, namespaceMapGVR} {
 			Eventually(func(g Gomega) []unstructured.Unstructured {
 				list := &unstructured.UnstructuredList{}
