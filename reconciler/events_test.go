@@ -79,7 +79,7 @@ func recordingSession(t testing.TB, sink *eventSink) *session {
 		TypeMeta:   metav1.TypeMeta{APIVersion: gitpeerv1alpha1.GroupVersion.String(), Kind: gitpeerv1alpha1.PeeringRepositoryKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "u1"},
 	}
-	return &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	return &session{r: r, obj: obj, recordStore: newRecordStore(r, obj), status: map[string]gitpeerv1alpha1.PeeringStatus{}}
 }
 
 // TestRoutineEventsOnePerReason: a round's routine provider steps make one

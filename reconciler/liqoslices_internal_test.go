@@ -123,7 +123,7 @@ func TestDeleteGoneSliceCaches(t *testing.T) {
 	if err := s.r.Get(ctx, client.ObjectKeyFromObject(cache("present")), &corev1.Secret{}); err != nil {
 		t.Errorf("the cache of the present slice: %v, want it kept", err)
 	}
-	records := must((&session{r: s.r, obj: s.obj}).records(ctx, consumer))
+	records := must(newRecordStore(s.r, s.obj).records(ctx, consumer))
 	if len(records.Certificates) != 2 || records.Certificates[0].ResourceSlice != "" || records.Certificates[1].ResourceSlice != "present" {
 		t.Errorf("records %+v, want the gone slice's name cleared, its certificate kept", records.Certificates)
 	}
