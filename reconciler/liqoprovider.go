@@ -180,8 +180,8 @@ func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, 
 // plane's, and each recorded slice's once the slice is gone
 // (deleteGoneSliceCaches: Liqo writes it again while the slice exists; the
 // revocation is tried again until every one is gone), and last, once Liqo
-// unbound it, the Renews Liqo's CRD replicator created for it
-// (deleteReplicatedRenews). Without Liqo there is nothing to drain and no
+// unbound it, the Renews Liqo's CRD replicator created for it and what the
+// consumer created while it was being revoked (finishLiqoRevocation). Without Liqo there is nothing to drain and no
 // cache to delete.
 func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
@@ -217,17 +217,21 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	if len(waiting) > 0 {
 		return fmt.Errorf("ResourceSlices %s/%v of %s deleted: their certificate caches go once they are gone (Liqo's ResourceSlice controller writes a cache again while its slice exists)", ns, waiting, consumer)
 	}
-	return s.deleteReplicatedRenews(ctx, consumer, ns)
+	return s.finishLiqoRevocation(ctx, consumer, ns, s.liqoMode() || len(drained) > 0)
 }
 
-// deleteReplicatedRenews deletes the Renews Liqo's CRD replicator created in
-// ns for consumer (provider.LiqoRenewKind) once no RoleBinding there names
-// it: bound, the consumer's replicator would create them again at once. Until
-// Liqo unbound it (the Tenant is gone, its bindings follow) it returns an
-// error, so the revocation is tried again.
-func (s *session) deleteReplicatedRenews(ctx context.Context, consumer, ns string) error {
+// finishLiqoRevocation ends a revocation once Liqo unbound consumer (its
+// Tenant is gone, its bindings follow). Until then the consumer, through its
+// CRD replicator or any certificate Liqo gave it, may still create
+// ResourceSlices, NamespaceMaps and Renews in ns, even after the drain, so
+// the revocation is tried again: in Liqo mode always (awaitUnbind), otherwise
+// only when Liqo's objects were found. Once it is unbound nothing new can
+// come: Renews left are deleted (bound, the replicator would create them
+// again at once), and a ResourceSlice or NamespaceMap created meanwhile fails
+// the step, so that the next pass records its certificates and drains it.
+func (s *session) finishLiqoRevocation(ctx context.Context, consumer, ns string, awaitUnbind bool) error {
 	renews, err := s.liqoReplicated(ctx, consumer, ns, []schema.GroupVersionKind{provider.LiqoRenewKind})
-	if err != nil || len(renews) == 0 {
+	if err != nil || (!awaitUnbind && len(renews) == 0) {
 		return err
 	}
 	var bindings rbacv1.RoleBindingList
@@ -237,9 +241,16 @@ func (s *session) deleteReplicatedRenews(ctx context.Context, consumer, ns strin
 	for _, rb := range bindings.Items {
 		for _, sub := range rb.Subjects {
 			if (sub.Kind == rbacv1.UserKind || sub.Kind == rbacv1.GroupKind) && sub.Name == consumer {
-				return fmt.Errorf("waiting for Liqo to unbind %s (RoleBinding %s/%s) before deleting the Renews its CRD replicator created, which it would create again", consumer, ns, rb.Name)
+				return fmt.Errorf("waiting for Liqo to unbind %s (RoleBinding %s/%s): until then it may create again what its revocation deleted", consumer, ns, rb.Name)
 			}
 		}
+	}
+	late, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
+	if err != nil {
+		return err
+	}
+	if len(late) > 0 {
+		return fmt.Errorf("%s created %d ResourceSlice(s) or NamespaceMap(s) in %s while it was being revoked: revoking them too", consumer, len(late), ns)
 	}
 	return s.deleteReplicated(ctx, renews)
 }

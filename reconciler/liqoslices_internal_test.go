@@ -8,10 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -134,4 +136,30 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestLiqoRevocationWaitsForUnbind: in Liqo mode a revocation does not end
+// while a RoleBinding in the tenant namespace still names the consumer, even
+// with nothing of Liqo's left to delete: until Liqo unbound it, the consumer
+// may create again what the drain deleted. Once unbound, it ends.
+func TestLiqoRevocationWaitsForUnbind(t *testing.T) {
+	ctx := context.Background()
+	ca := must(repofixture.NewCA("cluster", time.Now().Add(-time.Hour), 24*time.Hour))
+	const consumer, ns = "c1", "liqo-tenant-c1"
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "liqo-binding-liqo-remote-controlplane"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "liqo-remote-controlplane"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: consumer}}}
+	s := liqoSliceSession(t, &eventSink{}, ca, binding)
+	if err := s.finishLiqoRevocation(ctx, consumer, ns, true); err == nil || !strings.Contains(err.Error(), "waiting for Liqo to unbind") {
+		t.Fatalf("the revocation ended while Liqo still bound the consumer: %v", err)
+	}
+	if err := s.finishLiqoRevocation(ctx, consumer, ns, false); err != nil {
+		t.Fatalf("without Liqo's objects and outside Liqo mode nothing is awaited: %v", err)
+	}
+	if err := s.r.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.finishLiqoRevocation(ctx, consumer, ns, true); err != nil {
+		t.Fatalf("once unbound the revocation ends: %v", err)
+	}
 }
