@@ -263,9 +263,14 @@ var _ = Describe("Liqo mode on the real Liqo: consumer, both sides, mixed peers"
 		must(clientFor(sliceKubeconfig).CoreV1().ConfigMaps(offloaded).Create(ctx,
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-" + cID}}, metav1.CreateOptions{}))
 
+		By("C keeps creating NamespaceMaps on P while it is revoked, as its CRD replicator would, until Liqo unbinds it: none survives")
+		late := keepCreatingNamespaceMaps(ctx, c, p)
 		revokeByGit(dirPC, cID)
 
 		Eventually(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Expect(late()).To(BeNumerically(">", 0), "C created NamespaceMaps during the revocation")
+		Eventually(func() []unstructured.Unstructured { return namespaceMaps(ctx, p, pNS) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Consistently(func() []string { return bindingsNaming(ctx, p, cID) }).WithTimeout(5 * time.Second).Should(BeEmpty())
 		Eventually(func() []string { return liqoCaches(ctx, p, pNS, sliceName, goneSlice) }).WithTimeout(time.Minute).Should(BeEmpty(),
 			"the cache of the slice deleted before the revocation goes too: its name is in the records")
 		Eventually(func() bool {
@@ -381,6 +386,43 @@ func offloadNamespace(ctx context.Context, c, p *cluster, source string) (*unstr
 		g.Expect(rb.Subjects).To(ConsistOf(And(HaveField("Kind", rbacv1.GroupKind), HaveField("Name", c.id))))
 	}).WithTimeout(time.Minute).Should(Succeed(), "P's Liqo binds %s in %s", c.id, offloaded)
 	return nsMap, offloaded
+}
+
+// keepCreatingNamespaceMaps creates, with c's kubeconfig for p, a new
+// NamespaceMap asking for one more offloaded namespace in c's tenant
+// namespace on p every 200 ms until p refuses it; the function returned waits
+// for that and says how many were created.
+func keepCreatingNamespaceMaps(ctx context.Context, c, p *cluster) func() int {
+	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(c.id))
+	dyn := must(dynamic.NewForConfig(must(clientcmd.RESTConfigFromKubeConfig(kubeconfigOf(ctx, c, p.id)))))
+	done := make(chan int, 1)
+	go func() {
+		defer GinkgoRecover()
+		created := 0
+		for i := 0; ctx.Err() == nil; i++ {
+			name := fmt.Sprintf("%s-late-%d", c.id, i)
+			_, err := dyn.Resource(namespaceMapGVR).Namespace(ns).Create(ctx, replicated(namespaceMapGVR, c.id, p.id, ns, name,
+				map[string]any{"desiredMapping": map[string]any{name: name}}), metav1.CreateOptions{})
+			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				break
+			}
+			if err == nil {
+				created++
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		done <- created
+	}()
+	return func() int { return <-done }
+}
+
+// namespaceMaps lists the NamespaceMaps in ns on c.
+func namespaceMaps(ctx context.Context, c *cluster, ns string) []unstructured.Unstructured {
+	GinkgoHelper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(namespaceMapGVR.GroupVersion().WithKind("NamespaceMapList"))
+	Expect(c.k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	return list.Items
 }
 
 // revokeByGit removes dir/tenant.yaml from main, as a merged revocation
