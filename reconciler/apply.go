@@ -51,7 +51,7 @@ func resultKey(role gitpeerv1alpha1.PeeringRole, peer string) string {
 
 // stage queues a write of the peering (role, peer) for the round's commit,
 // with its routine events.
-func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, routine []provider.Routine, changes ...gitsync.FileChange) {
+func (s branchIO) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg protocol.Message, routine []provider.Routine, changes ...gitsync.FileChange) {
 	s.queue(gitStep{key: resultKey(role, peer), msg: msg, routine: routine}, changes)
 }
 
@@ -59,7 +59,7 @@ func (s *session) stage(role gitpeerv1alpha1.PeeringRole, peer string, msg proto
 // When none is left, nothing is queued and the routine events that do not
 // wait for a push are noted at once: a round that visits thousands of
 // settled peerings holds only what it writes.
-func (s *session) queue(st gitStep, changes []gitsync.FileChange) {
+func (s branchIO) queue(st gitStep, changes []gitsync.FileChange) {
 	for _, c := range changes {
 		if !s.onBranch(c) {
 			st.changes = append(st.changes, c)
@@ -77,7 +77,7 @@ func (s *session) queue(st gitStep, changes []gitsync.FileChange) {
 // commitRound writes every staged change of the round to the branch in one
 // commit, with each step's trailers, notes the events of the steps it
 // pushed and fails the peerings whose changes did not land.
-func (s *session) commitRound(ctx context.Context, results []result) error {
+func (s branchIO) commitRound(ctx context.Context, results []result) error {
 	steps := s.staged
 	s.staged = nil
 	if len(steps) == 0 {
@@ -99,7 +99,7 @@ func (s *session) commitRound(ctx context.Context, results []result) error {
 		case err != nil:
 			failed[st.key] = err // only the peerings whose changes did not land fail
 		case pushed:
-			s.consumerEvents(st.announce)
+			s.consumerStep().consumerEvents(st.announce)
 			s.noteRoutine(st.routine, true)
 		default:
 			s.noteRoutine(st.routine, false)
@@ -111,7 +111,7 @@ func (s *session) commitRound(ctx context.Context, results []result) error {
 
 // noteRoutine notes routine, the routine events of a step whose changes are
 // on the branch; pushed: this round's commit put them there.
-func (s *session) noteRoutine(routine []provider.Routine, pushed bool) {
+func (s branchIO) noteRoutine(routine []provider.Routine, pushed bool) {
 	for _, r := range routine {
 		if pushed || !r.IfPushed {
 			s.routine.add(r.Reason, r.What, r.Item)
@@ -130,7 +130,7 @@ func failPeerings(results []result, failed map[string]error) {
 }
 
 // onBranch reports whether the round's head already holds change.
-func (s *session) onBranch(c gitsync.FileChange) bool {
+func (s branchIO) onBranch(c gitsync.FileChange) bool {
 	if s.head.IsZero() {
 		return false
 	}
@@ -183,7 +183,7 @@ func roundMessage(cluster string, steps []gitStep) (protocol.Message, []gitsync.
 
 // write commits changes to the branch (a no-op when they are already there)
 // and reports whether a commit was pushed.
-func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gitsync.FileChange) (bool, error) {
+func (s branchIO) write(ctx context.Context, msg protocol.Message, changes ...gitsync.FileChange) (bool, error) {
 	if len(changes) == 0 {
 		return false, nil
 	}
@@ -199,7 +199,7 @@ func (s *session) write(ctx context.Context, msg protocol.Message, changes ...gi
 }
 
 // markRenewals sets the CertificatesRenewed condition of a provider.
-func (s *session) markRenewals() {
+func (s branchIO) markRenewals() {
 	switch {
 	case !s.obj.IsProvider():
 		deleteCondition(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition)

@@ -27,14 +27,14 @@ import (
 // records before what they protect, the review push before the mark that
 // records it, and stages a direct-mode change for the round's one commit,
 // whose events follow the push; the next round observes what it needs.
-func (s *session) applyConsumer(ctx context.Context, provider string, plan consumer.Plan) outcome {
+func (s consumerStep) applyConsumer(ctx context.Context, provider string, plan consumer.Plan) outcome {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider))
 	user := "" // the user this round's proof authenticated the kubeconfig as
 	for _, a := range plan.Actions {
 		var err error
 		switch a := a.(type) {
 		case consumer.EnsureNamespace:
-			err = s.ensureTenantNamespace(ctx, provider, ns)
+			err = s.providerStep().ensureTenantNamespace(ctx, provider, ns)
 		case consumer.RecordMode:
 			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { metav1.SetMetaDataAnnotation(m, vocabulary.ModeAnnotation, a.Mode) })
 		case consumer.ConsumeAnnotation:
@@ -53,7 +53,7 @@ func (s *session) applyConsumer(ctx context.Context, provider string, plan consu
 				s.consumerEvents(a.Pushed)
 			}
 		case consumer.Stage:
-			s.queue(gitStep{key: resultKey(gitpeerv1alpha1.ConsumerRole, provider), msg: a.Message, announce: a.Pushed}, []gitsync.FileChange{a.Change})
+			s.branchIO().queue(gitStep{key: resultKey(gitpeerv1alpha1.ConsumerRole, provider), msg: a.Message, announce: a.Pushed}, []gitsync.FileChange{a.Change})
 		case consumer.MarkProposed:
 			err = s.putSignedNonce(ctx, provider, ns, map[string][]byte{authv1beta1.NonceSecretField: []byte(a.Nonce), authv1beta1.SignedNonceSecretField: a.Signature})
 		case consumer.PutNonce:
@@ -81,9 +81,9 @@ func (s *session) applyConsumer(ctx context.Context, provider string, plan consu
 		case consumer.PutIdentity:
 			_, err = s.putIdentity(ctx, ns, provider, a.Identity, a.ParamsDigest)
 		case consumer.NoteCertificate:
-			s.noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{expiry: a.Expiry})
+			s.roundReport().noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{expiry: a.Expiry})
 		case consumer.RecheckAt:
-			s.noteRenewal(a.At)
+			s.roundReport().noteRenewal(a.At)
 		case consumer.Event:
 			s.consumerEvents([]consumer.Event{a})
 		case consumer.Log:
@@ -118,7 +118,7 @@ var consumerReasons = map[consumer.EventReason]struct{ eventType, reason string 
 }
 
 // consumerEvents records events on the PeeringRepository.
-func (s *session) consumerEvents(events []consumer.Event) {
+func (s consumerStep) consumerEvents(events []consumer.Event) {
 	for _, e := range events {
 		r := consumerReasons[e.Reason]
 		s.r.eventAbout(s.obj, r.eventType, r.reason, e.About, "%s", e.Message)
@@ -128,7 +128,7 @@ func (s *session) consumerEvents(events []consumer.Event) {
 // pushReview pushes a.Change to the review branch, the agent's own, written
 // by this peering alone. It reports whether it made a commit (false: the
 // change was there).
-func (s *session) pushReview(ctx context.Context, a consumer.PushReview) (bool, error) {
+func (s consumerStep) pushReview(ctx context.Context, a consumer.PushReview) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.obj.GetTimeout())
 	defer cancel()
 	var pushed bool
@@ -141,7 +141,7 @@ func (s *session) pushReview(ctx context.Context, a consumer.PushReview) (bool, 
 }
 
 // patchTenantNamespace changes the metadata of the tenant namespace ns, if it exists.
-func (s *session) patchTenantNamespace(ctx context.Context, ns string, change func(*metav1.ObjectMeta)) error {
+func (s consumerStep) patchTenantNamespace(ctx context.Context, ns string, change func(*metav1.ObjectMeta)) error {
 	nsObj := &corev1.Namespace{}
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 		return client.IgnoreNotFound(err)
@@ -153,7 +153,7 @@ func (s *session) patchTenantNamespace(ctx context.Context, ns string, change fu
 
 // putSignedNonce writes the liqo-signed-nonce Secret of provider with data,
 // dropping the proposed mark of an earlier nonce.
-func (s *session) putSignedNonce(ctx context.Context, provider, ns string, data map[string][]byte) error {
+func (s consumerStep) putSignedNonce(ctx context.Context, provider, ns string, data map[string][]byte) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.SignedNonceSecretLabel, authv1beta1.TrueValue)
@@ -168,7 +168,7 @@ func (s *session) putSignedNonce(ctx context.Context, provider, ns string, data 
 
 // markLiqoProposed sets vocabulary.ProposedAnnotation on the liqo-signed-nonce
 // Secret, which must still hold the nonce tenant.yaml was signed for.
-func (s *session) markLiqoProposed(ctx context.Context, ns string, a consumer.MarkLiqoProposed) error {
+func (s consumerStep) markLiqoProposed(ctx context.Context, ns string, a consumer.MarkLiqoProposed) error {
 	secret := &corev1.Secret{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: authv1beta1.SignedNonceSecretName}, secret); err != nil {
 		return err
@@ -184,7 +184,7 @@ func (s *session) markLiqoProposed(ctx context.Context, ns string, a consumer.Ma
 // putIdentity creates or updates the Identity id in ns, labelled as the
 // consumer's for provider; a paramsDigest is recorded in
 // vocabulary.IdentityParamsAnnotation (Liqo mode).
-func (s *session) putIdentity(ctx context.Context, ns, provider string, id *authv1beta1.Identity, paramsDigest string) (*authv1beta1.Identity, error) {
+func (s consumerStep) putIdentity(ctx context.Context, ns, provider string, id *authv1beta1.Identity, paramsDigest string) (*authv1beta1.Identity, error) {
 	identity := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, identity, func() error {
 		s.labelConsumerObject(&identity.ObjectMeta, provider)
@@ -199,7 +199,7 @@ func (s *session) putIdentity(ctx context.Context, ns, provider string, id *auth
 
 // writeIdentity applies the Identity of a and its kubeconfig Secret, and
 // returns what happened to the Secret.
-func (s *session) writeIdentity(ctx context.Context, ns string, a consumer.WriteIdentity) (controllerutil.OperationResult, error) {
+func (s consumerStep) writeIdentity(ctx context.Context, ns string, a consumer.WriteIdentity) (controllerutil.OperationResult, error) {
 	identity, err := s.putIdentity(ctx, ns, a.Provider, a.Identity, "")
 	if err != nil {
 		return controllerutil.OperationResultNone, err
@@ -227,7 +227,7 @@ func (s *session) writeIdentity(ctx context.Context, ns string, a consumer.Write
 }
 
 // labelConsumerObject sets the labels of an object the consumer creates for provider.
-func (s *session) labelConsumerObject(meta *metav1.ObjectMeta, provider string) {
+func (s consumerStep) labelConsumerObject(meta *metav1.ObjectMeta, provider string) {
 	metav1.SetMetaDataLabel(meta, authv1beta1.RemoteClusterIDLabel, provider)
 	metav1.SetMetaDataLabel(meta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
 	metav1.SetMetaDataLabel(meta, vocabulary.OwnerLabel, string(s.obj.UID))

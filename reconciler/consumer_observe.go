@@ -15,13 +15,21 @@ import (
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
+// consumerStep is the consumer's side of the round: its step for one
+// provider (consume: observe, plan in reconciler/consumer, apply in
+// consumer_apply.go), the pull request that proposes it (pullrequest.go) and
+// the providers' trust anchors (trust.go).
+type consumerStep struct{ *session }
+
+func (s *session) consumerStep() consumerStep { return consumerStep{s} }
+
 // The consumer's round for one provider is three stages with plain data
 // between them: observeConsumer reads (a consumer.Snapshot),
 // consumer.PlanPeering decides (a consumer.Plan), applyConsumer writes
 // (consumer_apply.go).
 
 // consume runs the consumer's round for the peering directory pe: observe, plan, apply.
-func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
+func (s consumerStep) consume(ctx context.Context, pe *protocol.Documents) outcome {
 	snap, err := s.observeConsumer(ctx, pe)
 	if err != nil {
 		return outcome{err: err}
@@ -34,7 +42,7 @@ func (s *session) consume(ctx context.Context, pe *protocol.Documents) outcome {
 // Secrets the documents on the branch call for, and what this process
 // proved before. A quiet round reads no Secret of the peering in standalone
 // mode.
-func (s *session) observeConsumer(ctx context.Context, pe *protocol.Documents) (consumer.Snapshot, error) {
+func (s consumerStep) observeConsumer(ctx context.Context, pe *protocol.Documents) (consumer.Snapshot, error) {
 	provider := pe.Provider
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(provider))
 	annotations := s.obj.GetAnnotations()
@@ -89,13 +97,13 @@ func (s *session) observeConsumer(ctx context.Context, pe *protocol.Documents) (
 }
 
 // getIfExists reads ns/name into obj and reports whether it exists.
-func (s *session) getIfExists(ctx context.Context, ns, name string, obj client.Object) (bool, error) {
+func (s consumerStep) getIfExists(ctx context.Context, ns, name string, obj client.Object) (bool, error) {
 	err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 	return err == nil, client.IgnoreNotFound(err)
 }
 
 // secretIfExists returns the Secret ns/name, nil when absent.
-func (s *session) secretIfExists(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+func (s consumerStep) secretIfExists(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	if found, err := s.getIfExists(ctx, ns, name, secret); !found {
 		return nil, err

@@ -227,7 +227,7 @@ func (r *PeeringRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 
 	s, err := r.newSession(ctx, obj)
 	if err == nil {
-		err = s.sync(ctx)
+		err = s.branchIO().sync(ctx)
 	}
 	if err != nil {
 		roundErr = typedError(obj, err)

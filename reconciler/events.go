@@ -131,11 +131,3 @@ func (e *routineEvents) events() []tallied {
 	e.reasons, e.tallies = nil, nil
 	return out
 }
-
-// recordRoutine records one event per reason of the round's routine steps
-// and overdue renewals.
-func (s *session) recordRoutine() {
-	for _, ev := range s.routine.events() {
-		s.r.event(s.obj, ev.kind, ev.reason, "%s", ev.note)
-	}
-}

@@ -97,8 +97,8 @@ func TestRoutineEventsOnePerReason(t *testing.T) {
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, "c3", "consumer c3: bad")
 	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
 	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
-	s.recordRoutine()
-	s.recordRoutine() // nothing more
+	s.roundReport().recordRoutine()
+	s.roundReport().recordRoutine() // nothing more
 	got := map[string]*eventsv1.Event{}
 	for _, e := range sink.wait(t, 4) {
 		got[e.Reason] = e
@@ -151,7 +151,7 @@ func BenchmarkRoundEventsMemory(b *testing.B) {
 				_, detail := item(i)
 				s.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", detail)
 			}
-			s.recordRoutine()
+			s.roundReport().recordRoutine()
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -182,12 +182,12 @@ func TestOverdueRenewalsOneWarning(t *testing.T) {
 	cert := &x509.Certificate{SerialNumber: big.NewInt(0x4d), NotAfter: due.AddDate(0, 2, 0)}
 	const n = 1000
 	for i := range n {
-		o := s.renewalStalled(fmt.Sprintf("c%04d", i), cert, provider.Renewal{At: due, Due: true, Overdue: true}, outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing"})
+		o := s.providerStep().renewalStalled(fmt.Sprintf("c%04d", i), cert, provider.Renewal{At: due, Due: true, Overdue: true}, outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing"})
 		if o.reason != gitpeerv1alpha1.RenewalOverdueReason {
 			t.Fatalf("outcome %+v; want reason %s", o, gitpeerv1alpha1.RenewalOverdueReason)
 		}
 	}
-	s.recordRoutine()
+	s.roundReport().recordRoutine()
 	got := sink.wait(t, 1)
 	time.Sleep(100 * time.Millisecond)
 	if len(sink.wait(t, 1)) != 1 {

@@ -17,7 +17,7 @@ import (
 // trust rules refused (provider.Verify). The consumer's Tenant in the cluster
 // (tenant, nil if none) is drained and its RoleBindings removed; nothing is
 // issued, renewed or revoked.
-func (s *session) failClosed(ctx context.Context, consumer string, tenant *authv1beta1.Tenant, closure provider.Closure) outcome {
+func (s liqoProvider) failClosed(ctx context.Context, consumer string, tenant *authv1beta1.Tenant, closure provider.Closure) outcome {
 	if closure.Drain {
 		if s.liqo.Active {
 			if err := s.recordSliceCertificates(ctx, consumer, tenant.Namespace); err != nil {
@@ -32,7 +32,7 @@ func (s *session) failClosed(ctx context.Context, consumer string, tenant *authv
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, consumer, "tenant %s drained: %s", consumer, closure.Message)
 	}
 	if closure.Unbind {
-		if err := s.syncBinding(ctx, consumer, tenant.Namespace, authv1beta1.TenantConditionDrained); err != nil {
+		if err := s.providerStep().syncBinding(ctx, consumer, tenant.Namespace, authv1beta1.TenantConditionDrained); err != nil {
 			return outcome{err: err}
 		}
 	}
@@ -47,7 +47,7 @@ func (s *session) failClosed(ctx context.Context, consumer string, tenant *authv
 // writes a deleted one again while its slice is there; a rekey or a
 // revocation deletes them by the recorded name once the slice is gone
 // (deleteGoneSliceCaches).
-func (s *session) recordSliceCertificates(ctx context.Context, consumer, ns string) error {
+func (s liqoProvider) recordSliceCertificates(ctx context.Context, consumer, ns string) error {
 	drained, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
 	if err != nil {
 		return err

@@ -41,13 +41,13 @@ func TestGuardHistoryRefusesRevertingMerge(t *testing.T) {
 	s.repo = repo
 
 	s.head = plain
-	if err := s.guardHistory(); err != nil {
+	if err := s.branchIO().guardHistory(); err != nil {
 		t.Fatalf("a plain commit: %v", err)
 	}
 	s.head = revert
 	for _, ack := range []string{"", drained.String()} { // none, or another commit's
 		s.obj.Annotations = map[string]string{gitpeerv1alpha1.AcknowledgeRewriteAnnotation: ack}
-		err := s.guardHistory()
+		err := s.branchIO().guardHistory()
 		var stall *Stalling
 		if !errors.As(err, &stall) || stall.Reason != gitpeerv1alpha1.MergeRevertsReason {
 			t.Fatalf("acknowledged %q: %v, want a %s stall", ack, err, gitpeerv1alpha1.MergeRevertsReason)
@@ -59,7 +59,7 @@ func TestGuardHistoryRefusesRevertingMerge(t *testing.T) {
 		}
 	}
 	s.obj.Annotations[gitpeerv1alpha1.AcknowledgeRewriteAnnotation] = revert.String()
-	if err := s.guardHistory(); err != nil {
+	if err := s.branchIO().guardHistory(); err != nil {
 		t.Fatalf("acknowledged: %v", err)
 	}
 	e := sink.wait(t, 1)[0]

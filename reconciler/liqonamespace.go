@@ -32,7 +32,7 @@ func (e errLiqoNamespace) Error() string {
 // fills), and the namespace gains the owner label and the mode record. It
 // does not gain the managed-by label: a revocation never deletes a namespace
 // Liqo made, which may hold Liqo's networking.
-func (s *session) adoptLiqoNamespace(ctx context.Context, peer string, ns *corev1.Namespace) error {
+func (s owning) adoptLiqoNamespace(ctx context.Context, peer string, ns *corev1.Namespace) error {
 	me := string(s.obj.Spec.ClusterID)
 	claim := ownership.LiqoClaim{LiqoMode: s.liqo.Active, Listed: s.loaded.Has(me, peer) || s.loaded.Has(peer, me)}
 	var nonce *corev1.Secret
@@ -71,7 +71,7 @@ func (s *session) adoptLiqoNamespace(ctx context.Context, peer string, ns *corev
 // by Liqo, holds that a peering would have to trust (ownership.LiqoClaim,
 // Found), and returns Liqo's own nonce Secret, to be replaced, if it holds
 // one. Secrets are read by name: the agent may not list them.
-func (s *session) liqoNamespaceContent(ctx context.Context, peer, ns string) (found []string, nonce *corev1.Secret, err error) {
+func (s owning) liqoNamespaceContent(ctx context.Context, peer, ns string) (found []string, nonce *corev1.Secret, err error) {
 	in := client.InNamespace(ns)
 	// From the API server: the agent's cache indexes no Tenant or Identity by namespace (agent/cache.go).
 	var tenants authv1beta1.TenantList

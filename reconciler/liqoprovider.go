@@ -36,10 +36,19 @@ import (
 // makes of the Tenant's status, committed once per change of that status
 // after its certificate is checked and its serial recorded.
 
+// liqoProvider is the provider's Liqo operations: the Liqo nonce and
+// Tenant, the published identity, revocation (Liqo's unbinding, its
+// replicated objects and caches), the slice certificates Liqo issues, recorded
+// and checked (liqoslices.go), and failing closed when Liqo's state cannot be
+// trusted (failclosed.go).
+type liqoProvider struct{ *session }
+
+func (s *session) liqoProvider() liqoProvider { return liqoProvider{s} }
+
 // createLiqoNonce creates the consumer's nonce Secret as `liqoctl create
 // nonce` does: labels only, for Liqo's nonce creator to fill data.nonce. It
 // carries this PeeringRepository's labels too, so that revocation deletes it.
-func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) error {
+func (s liqoProvider) createLiqoNonce(ctx context.Context, consumer, ns string) error {
 	return client.IgnoreAlreadyExists(s.r.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Namespace: ns, Name: authv1beta1.NonceSecretName,
 		Labels: map[string]string{
@@ -52,14 +61,14 @@ func (s *session) createLiqoNonce(ctx context.Context, consumer, ns string) erro
 // issueLiqo verifies and applies the merged Tenant in place of current
 // (applyTenant, which fails closed on a refused one) for Liqo's tenant
 // controller to issue, and publishes the certificate once it has.
-func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
+func (s liqoProvider) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
 	s.r.slices.start() // Liqo's ResourceSlice CRD exists: record what Liqo issues for slices
 	if current == nil {
 		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
 			return outcome{err: err}
 		}
 	}
-	tenant, _, note, stop := s.applyTenant(ctx, pe, ns, current)
+	tenant, _, note, stop := s.providerStep().applyTenant(ctx, pe, ns, current)
 	if stop != nil {
 		return *stop
 	}
@@ -79,7 +88,7 @@ func (s *session) issueLiqo(ctx context.Context, pe *protocol.Documents, ns stri
 // deletion is undone, as any change the branch does not carry: ending a
 // peering is deleting tenant.yaml, which also records its certificates
 // revoked. Liqo then gives the cached certificate back.
-func (s *session) reportTenantDeletedOutsideGit(ctx context.Context, pe *protocol.Documents, ns string) error {
+func (s liqoProvider) reportTenantDeletedOutsideGit(ctx context.Context, pe *protocol.Documents, ns string) error {
 	cache := &corev1.Secret{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: provider.LiqoCertificateCache}, cache); err != nil {
 		return client.IgnoreNotFound(err)
@@ -94,13 +103,13 @@ func (s *session) reportTenantDeletedOutsideGit(ctx context.Context, pe *protoco
 // branch: the Tenant's condition is the branch's, and the certificate Liqo put
 // in its status (issued or renewed) is checked, recorded, then committed as
 // identity.yaml unless the branch carries it already.
-func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
+func (s liqoProvider) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
 	if err := protocol.CheckNoAWSConfig(tenant.Status.AuthParams); err != nil {
 		msg := fmt.Sprintf("Liqo answered Tenant %s with an IAM identity, not committed: %v", pe.Consumer, err)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoAWSUnsupported, message: msg}
 	}
-	if err := s.syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
+	if err := s.providerStep().syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
 		return outcome{err: err}
 	}
 	key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
@@ -131,10 +140,10 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 			return outcome{err: err}
 		}
 		reason := map[string]string{vocabulary.ActionIssueIdentity: gitpeerv1alpha1.IdentityIssuedReason, vocabulary.ActionRenewIdentity: gitpeerv1alpha1.IdentityRenewedReason}[action]
-		s.stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String(), doc))
+		s.providerStep().stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String(), doc))
 	}
 	o := issuedOutcome(tenant, cert)
-	if advertised, published := tenant.Status.AuthParams.APIServer, s.apiServer(); provider.APIServerDiffers(advertised, published) {
+	if advertised, published := tenant.Status.AuthParams.APIServer, s.providerStep().apiServer(); provider.APIServerDiffers(advertised, published) {
 		msg := fmt.Sprintf("Liqo advertises API server %q (its chart's apiServer.address, or its control-plane node) but this provider publishes %q (spec.provider.apiServer, or the agent's own API server) in terms.yaml: "+
 			"consumers that check the terms refuse identity.yaml; set Liqo's apiServer.address and spec.provider.apiServer to the same address", advertised, published)
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
@@ -151,18 +160,18 @@ func (s *session) publishLiqoIdentity(ctx context.Context, pe *protocol.Document
 // condition, event, metric); until then the peering is visited again when it
 // would become overdue, since nothing changes in the cluster while Liqo
 // stalls. Liqo renews nothing for a Drained Tenant, on purpose.
-func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, cert *x509.Certificate, o outcome) outcome {
+func (s liqoProvider) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, cert *x509.Certificate, o outcome) outcome {
 	if tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
-		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix()})
+		s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix()})
 		return o
 	}
 	renewal := provider.RenewalOf(cert, s.r.Now())
 	if renewal.Overdue {
 		o.message = joinNote(o.message, "Liqo's tenant controller has not renewed it: is liqo-controller-manager running?")
-		return s.renewalStalled(consumer, cert, renewal, o)
+		return s.providerStep().renewalStalled(consumer, cert, renewal, o)
 	}
-	s.noteRenewalOf(consumer, renewal.At.Add(provider.OverdueAfter(cert)))
-	s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
+	s.roundReport().noteRenewalOf(consumer, renewal.At.Add(provider.OverdueAfter(cert)))
+	s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
 	return o
 }
 
@@ -183,7 +192,7 @@ func (s *session) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, 
 // unbound it, the Renews Liqo's CRD replicator created for it and what the
 // consumer created while it was being revoked (finishLiqoRevocation). Without Liqo there is nothing to drain and no
 // cache to delete.
-func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
+func (s liqoProvider) revokeConsumer(ctx context.Context, consumer string) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
 	drained, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
 	if err != nil {
@@ -204,7 +213,7 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 	if err := s.deleteReplicated(ctx, drained); err != nil {
 		return err
 	}
-	if err := s.deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
+	if err := s.owning().deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
 		return err
 	}
 	if err := s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache); err != nil {
@@ -229,7 +238,7 @@ func (s *session) revokeConsumer(ctx context.Context, consumer string) error {
 // come: Renews left are deleted (bound, the replicator would create them
 // again at once), and a ResourceSlice or NamespaceMap created meanwhile fails
 // the step, so that the next pass records its certificates and drains it.
-func (s *session) finishLiqoRevocation(ctx context.Context, consumer, ns string, awaitUnbind bool) error {
+func (s liqoProvider) finishLiqoRevocation(ctx context.Context, consumer, ns string, awaitUnbind bool) error {
 	renews, err := s.liqoReplicated(ctx, consumer, ns, []schema.GroupVersionKind{provider.LiqoRenewKind})
 	if err != nil || (!awaitUnbind && len(renews) == 0) {
 		return err
@@ -256,7 +265,7 @@ func (s *session) finishLiqoRevocation(ctx context.Context, consumer, ns string,
 }
 
 // deleteReplicated deletes objs, each only if it is still the object listed.
-func (s *session) deleteReplicated(ctx context.Context, objs []unstructured.Unstructured) error {
+func (s liqoProvider) deleteReplicated(ctx context.Context, objs []unstructured.Unstructured) error {
 	for i := range objs {
 		uid := objs[i].GetUID()
 		if err := s.r.Delete(ctx, &objs[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -271,7 +280,7 @@ func (s *session) deleteReplicated(ctx context.Context, objs []unstructured.Unst
 // provider.LiqoDrainedKinds are what Liqo's Drained deletes). It reads from
 // the API server: no informer watches these kinds. A kind whose CRD is not
 // installed (no Liqo) has nothing to list.
-func (s *session) liqoReplicated(ctx context.Context, consumer, ns string, kinds []schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+func (s liqoProvider) liqoReplicated(ctx context.Context, consumer, ns string, kinds []schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
 	for _, gvk := range kinds {
 		list := &unstructured.UnstructuredList{}
@@ -289,7 +298,7 @@ func (s *session) liqoReplicated(ctx context.Context, consumer, ns string, kinds
 }
 
 // deleteLiqoCaches deletes Liqo's certificate caches names in the tenant namespace ns.
-func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...string) error {
+func (s liqoProvider) deleteLiqoCaches(ctx context.Context, ns string, names ...string) error {
 	for _, name := range names {
 		cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if err := s.r.Delete(ctx, cache); client.IgnoreNotFound(err) != nil {
@@ -309,12 +318,12 @@ func (s *session) deleteLiqoCaches(ctx context.Context, ns string, names ...stri
 // the Tenant, or a ResourceSlice the consumer's Liqo signs anew with the new
 // key, stuck (liqotech/liqo v1.2.0:
 // pkg/identityManager/certificateIdentityProvider.go, GetRemoteCertificate).
-func (s *session) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
+func (s liqoProvider) dropStaleLiqoCache(ctx context.Context, pe *protocol.Documents, ns string) error {
 	applied := &authv1beta1.Tenant{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: pe.Consumer}, applied); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !s.owns(applied) || bytes.Equal(applied.Spec.CSR, pe.Tenant.Spec.CSR) {
+	if !s.owning().owns(applied) || bytes.Equal(applied.Spec.CSR, pe.Tenant.Spec.CSR) {
 		return nil
 	}
 	if err := s.recordTenantCertificate(ctx, pe.Consumer); err != nil {
@@ -346,13 +355,13 @@ func liqoCaches(drained []unstructured.Unstructured) []string {
 // recordTenantCertificate records the certificate in the status of the
 // consumer's Tenant, if this PeeringRepository applied one and Liqo issued it
 // to the consumer (recordLiqoIssued).
-func (s *session) recordTenantCertificate(ctx context.Context, consumer string) error {
+func (s liqoProvider) recordTenantCertificate(ctx context.Context, consumer string) error {
 	tenant := &authv1beta1.Tenant{}
 	key := client.ObjectKey{Namespace: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer)), Name: consumer}
 	if err := s.r.Get(ctx, key, tenant); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !s.owns(tenant) || tenant.Status.AuthParams == nil {
+	if !s.owning().owns(tenant) || tenant.Status.AuthParams == nil {
 		return nil
 	}
 	return s.recordLiqoIssued(ctx, consumer, []liqoFound{{pem: tenant.Status.AuthParams.SignedCRT}})
@@ -365,7 +374,7 @@ func (s *session) liqoMode() bool { return s.liqo.Active }
 // ns, a Tenant of someone else's that Liqo's Tenant webhook would refuse it
 // for (provider.StrayTenants): a condition and an event naming it, instead
 // of a creation refused every round.
-func (s *session) strayLiqoTenant(ctx context.Context, consumer, ns string) *outcome {
+func (s liqoProvider) strayLiqoTenant(ctx context.Context, consumer, ns string) *outcome {
 	var tenants authv1beta1.TenantList
 	if err := s.r.List(ctx, &tenants); err != nil {
 		return &outcome{err: err}

@@ -24,7 +24,7 @@ func TestPublishLiqoIdentityRefusesAWS(t *testing.T) {
 		Status: authv1beta1.TenantStatus{AuthParams: &authv1beta1.AuthParams{APIServer: "https://eks.example",
 			AwsConfig: &authv1beta1.AwsConfig{AwsUserArn: "arn:aws:iam::1:user/liqo-c1", AwsAccessKeyID: "AKIA", AwsSecretAccessKey: "s3cr3t-value", AwsRegion: "eu-west-1", AwsClusterName: "p"}}}}
 	pe := &protocol.Documents{Provider: "p", Consumer: "c1"}
-	o := s.publishLiqoIdentity(context.Background(), pe, tenant)
+	o := s.liqoProvider().publishLiqoIdentity(context.Background(), pe, tenant)
 	if o.err != nil || o.phase != gitpeerv1alpha1.PhaseFailed || o.reason != vocabulary.ReasonLiqoAWSUnsupported || !strings.Contains(o.message, "Liqo on EKS with IAM") {
 		t.Fatalf("outcome = %+v, want Failed, %s", o, vocabulary.ReasonLiqoAWSUnsupported)
 	}

@@ -42,7 +42,7 @@ func TestWatchLiqoRenewal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := &session{r: &PeeringRepositoryReconciler{Now: func() time.Time { return now }}, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
-			o := s.watchLiqoRenewal("c1", tc.tenant, cert(tc.age), issued)
+			o := s.liqoProvider().watchLiqoRenewal("c1", tc.tenant, cert(tc.age), issued)
 			if got := o.reason == gitpeerv1alpha1.RenewalOverdueReason; got != tc.wantOverdue {
 				t.Fatalf("reason %q, want overdue %v", o.reason, tc.wantOverdue)
 			}

@@ -34,7 +34,7 @@ const (
 )
 
 // clientCA returns the CAs the API server accepts client certificates from.
-func (s *session) clientCA(ctx context.Context) (*x509.CertPool, error) {
+func (s liqoProvider) clientCA(ctx context.Context) (*x509.CertPool, error) {
 	cm := &corev1.ConfigMap{}
 	if err := s.r.apiReader().Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: clientCAConfigMap}, cm); err != nil {
 		return nil, fmt.Errorf("reading the cluster's client CA (ConfigMap %s/%s): %w", metav1.NamespaceSystem, clientCAConfigMap, err)
@@ -59,7 +59,7 @@ type liqoFound struct {
 // provider.MaxSliceCertificates) in one write. One that does not parse is no
 // certificate anyone could use; one that is not Liqo's, or over the cap, is
 // reported with a Warning event.
-func (s *session) recordLiqoIssued(ctx context.Context, consumer string, found []liqoFound) error {
+func (s liqoProvider) recordLiqoIssued(ctx context.Context, consumer string, found []liqoFound) error {
 	if len(found) == 0 {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (s *session) recordLiqoIssued(ctx context.Context, consumer string, found [
 // in ns, caches and those of the slices the records name (the control
 // plane's, liqo-remote-certificate, and a slice's,
 // liqo-remote-certificate-<slice>), by slice (recordLiqoIssued).
-func (s *session) recordLiqoCertificates(ctx context.Context, consumer, ns string, drained []unstructured.Unstructured, caches []string) error {
+func (s liqoProvider) recordLiqoCertificates(ctx context.Context, consumer, ns string, drained []unstructured.Unstructured, caches []string) error {
 	recorded, err := s.recordedSliceCaches(ctx, consumer)
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func (s *session) recordLiqoCertificates(ctx context.Context, consumer, ns strin
 // recordWatchedSlices records the certificates Liqo issued for the
 // ResourceSlices of consumer that the slice watch saw (sliceWatch), by slice
 // name, in one write; what it could not write is seen again at the next call.
-func (s *session) recordWatchedSlices(ctx context.Context, consumer string) error {
+func (s liqoProvider) recordWatchedSlices(ctx context.Context, consumer string) error {
 	seen := s.r.slices.take(consumer)
 	if len(seen) == 0 {
 		return nil
@@ -160,7 +160,7 @@ func (s *session) recordWatchedSlices(ctx context.Context, consumer string) erro
 
 // recordedSliceCaches names the caches of the ResourceSlices the records of
 // consumer name (vocabulary.IssuedRecord.ResourceSlice).
-func (s *session) recordedSliceCaches(ctx context.Context, consumer string) ([]string, error) {
+func (s liqoProvider) recordedSliceCaches(ctx context.Context, consumer string) ([]string, error) {
 	records, err := s.records(ctx, consumer)
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (s *session) recordedSliceCaches(ctx context.Context, consumer string) ([]s
 // writes a slice's cache again while the slice exists), then clears those
 // names: the certificates stay recorded. It returns the recorded slices still
 // present, whose caches wait for a later round.
-func (s *session) deleteGoneSliceCaches(ctx context.Context, consumer, ns string, present []string) ([]string, error) {
+func (s liqoProvider) deleteGoneSliceCaches(ctx context.Context, consumer, ns string, present []string) ([]string, error) {
 	records, err := s.records(ctx, consumer)
 	if err != nil {
 		return nil, err

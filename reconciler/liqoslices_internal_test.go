@@ -82,7 +82,7 @@ func TestForeignSliceCertificate(t *testing.T) {
 	}
 	sink := &eventSink{}
 	s := liqoSliceSession(t, sink, ca)
-	if err := s.recordLiqoCertificates(context.Background(), consumer, ns, drained, nil); err != nil {
+	if err := s.liqoProvider().recordLiqoCertificates(context.Background(), consumer, ns, drained, nil); err != nil {
 		t.Fatal(err)
 	}
 	records := must(s.records(context.Background(), consumer))
@@ -115,7 +115,7 @@ func TestDeleteGoneSliceCaches(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waiting := must(s.deleteGoneSliceCaches(ctx, consumer, ns, []string{"present"}))
+	waiting := must(s.liqoProvider().deleteGoneSliceCaches(ctx, consumer, ns, []string{"present"}))
 	if !slices.Equal(waiting, []string{"present"}) {
 		t.Errorf("waiting %v, want [present]", waiting)
 	}
@@ -150,16 +150,16 @@ func TestLiqoRevocationWaitsForUnbind(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "liqo-remote-controlplane"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: consumer}}}
 	s := liqoSliceSession(t, &eventSink{}, ca, binding)
-	if err := s.finishLiqoRevocation(ctx, consumer, ns, true); err == nil || !strings.Contains(err.Error(), "waiting for Liqo to unbind") {
+	if err := s.liqoProvider().finishLiqoRevocation(ctx, consumer, ns, true); err == nil || !strings.Contains(err.Error(), "waiting for Liqo to unbind") {
 		t.Fatalf("the revocation ended while Liqo still bound the consumer: %v", err)
 	}
-	if err := s.finishLiqoRevocation(ctx, consumer, ns, false); err != nil {
+	if err := s.liqoProvider().finishLiqoRevocation(ctx, consumer, ns, false); err != nil {
 		t.Fatalf("without Liqo's objects and outside Liqo mode nothing is awaited: %v", err)
 	}
 	if err := s.r.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.finishLiqoRevocation(ctx, consumer, ns, true); err != nil {
+	if err := s.liqoProvider().finishLiqoRevocation(ctx, consumer, ns, true); err != nil {
 		t.Fatalf("once unbound the revocation ends: %v", err)
 	}
 }

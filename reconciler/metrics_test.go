@@ -80,18 +80,18 @@ func TestPeeringSeries(t *testing.T) {
 	// Round 1: c1 issued and renewed in time, c2's renewal stalled past its
 	// point (provider.RenewalOf), p1 received from a provider.
 	s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
-	s.noteCertificate(gitpeerv1alpha1.ProviderRole, "c1", certRecord{expiry: 1800000000, renews: true})
-	s.record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+	s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, "c1", certRecord{expiry: 1800000000, renews: true})
+	s.roundReport().record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 	stalled := &x509.Certificate{SerialNumber: big.NewInt(7), NotBefore: now.Add(-100 * time.Minute), NotAfter: now.Add(20 * time.Minute)}
 	renewal := provider.RenewalOf(stalled, now)
 	if !renewal.Overdue {
 		t.Fatal("the test certificate is not overdue")
 	}
-	s.record(ctx, "c2", gitpeerv1alpha1.ProviderRole, s.renewalStalled("c2", stalled, renewal, outcome{phase: gitpeerv1alpha1.PhaseIssued}))
-	s.noteCertificate(gitpeerv1alpha1.ConsumerRole, "p1", certRecord{expiry: 1700000000})
-	s.record(ctx, "p1", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+	s.roundReport().record(ctx, "c2", gitpeerv1alpha1.ProviderRole, s.providerStep().renewalStalled("c2", stalled, renewal, outcome{phase: gitpeerv1alpha1.PhaseIssued}))
+	s.roundReport().noteCertificate(gitpeerv1alpha1.ConsumerRole, "p1", certRecord{expiry: 1700000000})
+	s.roundReport().record(ctx, "p1", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 	expect("")
-	s.publishStatus()
+	s.roundReport().publishStatus()
 	expect(help + fmt.Sprintf(`gitpeer_certificate_expiry_timestamp_seconds{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 1.8e+09
 gitpeer_certificate_expiry_timestamp_seconds{name="peering",namespace="gitpeer-system",peer="c2",role="Provider"} %d
 gitpeer_certificate_expiry_timestamp_seconds{name="peering",namespace="gitpeer-system",peer="p1",role="Consumer"} 1.7e+09
@@ -105,10 +105,10 @@ gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",phase=
 	// Round 2: c1 carried (nothing noted), c2 gone, p1's identity dropped:
 	// p1's series is that of its new phase, the one of Ready is gone.
 	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
-	s.record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
-	s.noteCertificate(gitpeerv1alpha1.ConsumerRole, "p1", certRecord{})
-	s.record(ctx, "p1", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseRevoked})
-	s.publishStatus()
+	s.roundReport().record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+	s.roundReport().noteCertificate(gitpeerv1alpha1.ConsumerRole, "p1", certRecord{})
+	s.roundReport().record(ctx, "p1", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseRevoked})
+	s.roundReport().publishStatus()
 	expect(help + `gitpeer_certificate_expiry_timestamp_seconds{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 1.8e+09
 ` + overdueHelp + `gitpeer_certificate_renewal_overdue{name="peering",namespace="gitpeer-system",peer="c1",role="Provider"} 0
 ` + phaseHelp + `gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="c1",phase="Ready",role="Provider"} 1
@@ -121,8 +121,8 @@ gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",phase=
 
 	// A reconciler stopped is no longer reported.
 	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
-	s.record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
-	s.publishStatus()
+	s.roundReport().record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+	s.roundReport().publishStatus()
 	untrack()
 	expect("")
 }
@@ -136,9 +136,9 @@ func TestPeeringSeriesOfSeveralAgents(t *testing.T) {
 	for i := range agents {
 		agents[i] = &PeeringRepositoryReconciler{Now: time.Now}
 		s := &session{r: agents[i], obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
-		s.record(context.Background(), "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
-		s.record(context.Background(), fmt.Sprintf("p%d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
-		s.publishStatus()
+		s.roundReport().record(context.Background(), "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+		s.roundReport().record(context.Background(), fmt.Sprintf("p%d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+		s.roundReport().publishStatus()
 	}
 	if got := gatherSeries(t, &agents[0].phases, &agents[1].phases); len(got) != 3 {
 		t.Errorf("gathered %v, want c1 once, p0 and p1", got)
@@ -158,14 +158,14 @@ func TestPeeringSeriesScrapedDuringRounds(t *testing.T) {
 			for i := range 50 {
 				peers.Go(func() {
 					peer := fmt.Sprintf("c%03d", i)
-					s.noteCertificate(gitpeerv1alpha1.ProviderRole, peer, certRecord{expiry: int64(round), renews: true})
+					s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, peer, certRecord{expiry: int64(round), renews: true})
 				})
 			}
 			peers.Wait()
 			for i := range 50 + round {
-				s.record(context.Background(), fmt.Sprintf("c%03d", i), gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+				s.roundReport().record(context.Background(), fmt.Sprintf("c%03d", i), gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 			}
-			s.publishStatus()
+			s.roundReport().publishStatus()
 		}
 	})
 	for range 20 {
@@ -192,10 +192,10 @@ func BenchmarkPeeringSeriesMemory(b *testing.B) {
 		s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
 		for i := range n {
 			peer := fmt.Sprintf("cluster-%05d", i)
-			s.noteCertificate(gitpeerv1alpha1.ProviderRole, peer, certRecord{expiry: 1800000000, renews: true})
-			s.record(context.Background(), peer, gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+			s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, peer, certRecord{expiry: 1800000000, renews: true})
+			s.roundReport().record(context.Background(), peer, gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 		}
-		s.publishStatus()
+		s.roundReport().publishStatus()
 		s = nil
 		c := &peeringCollector{memories: map[*phaseMemory]struct{}{}}
 		c.track(&r.phases)

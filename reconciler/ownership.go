@@ -23,13 +23,22 @@ import (
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
+// owning is ownership and admission: which objects are this
+// PeeringRepository's (its owner labels), the one-time adoption of objects
+// made before those labels (ownership.go, liqonamespace.go), deleting what it
+// owns, and admitting a consumer's request against the claims of other
+// PeeringRepositories and the round's pending limit.
+type owning struct{ *session }
+
+func (s *session) owning() owning { return owning{s} }
+
 // owns reports whether obj was created by this PeeringRepository.
-func (s *session) owns(obj client.Object) bool {
+func (s owning) owns(obj client.Object) bool {
 	return ownership.Of(obj.GetLabels(), s.obj.UID) == ownership.Ours
 }
 
 // ownerLabels select the objects of this PeeringRepository.
-func (s *session) ownerLabels() client.MatchingLabels {
+func (s owning) ownerLabels() client.MatchingLabels {
 	return client.MatchingLabels{vocabulary.OwnerLabel: string(s.obj.UID)}
 }
 
@@ -46,7 +55,7 @@ func (e errNotOurs) Error() string {
 // sole claimant, peer listed), or the namespace Liqo created for peer when
 // ownership.LiqoClaim allows it (adoptLiqoNamespace); it refuses any other
 // foreign namespace.
-func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Namespace) error {
+func (s owning) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Namespace) error {
 	switch ownership.Of(ns.Labels, s.obj.UID) {
 	case ownership.Ours:
 		return nil
@@ -85,14 +94,14 @@ func (s *session) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Nam
 
 // migratingOwnership reports whether this round is the one-time migration
 // to owner labels (ownership.Migrating).
-func (s *session) migratingOwnership() bool {
+func (s owning) migratingOwnership() bool {
 	return ownership.Migrating(s.obj.Status)
 }
 
 // recordOwnershipVersion ends the one-time migration after a round in which
 // no adoption failed on an error (refusals are final): from then on only the
 // adopt-unowned annotation adopts.
-func (s *session) recordOwnershipVersion() {
+func (s owning) recordOwnershipVersion() {
 	if s.adoptionFailed || s.obj.Status.OwnershipVersion >= gitpeerv1alpha1.CurrentOwnershipVersion {
 		return
 	}
@@ -105,7 +114,7 @@ func (s *session) recordOwnershipVersion() {
 
 // adopt labels the legacy namespace ns of peer and the gitpeer objects in it
 // as this PeeringRepository's (ownership.Adopt allowed it, how).
-func (s *session) adopt(ctx context.Context, peer string, ns *corev1.Namespace, how string) error {
+func (s owning) adopt(ctx context.Context, peer string, ns *corev1.Namespace, how string) error {
 	legacyObjects := labels.NewSelector().Add(mustRequirement(vocabulary.ManagedByLabel, selection.Equals, vocabulary.ManagedBy), mustRequirement(vocabulary.OwnerLabel, selection.DoesNotExist))
 	var tenants authv1beta1.TenantList
 	var bindings rbacv1.RoleBindingList
@@ -173,7 +182,7 @@ func mustRequirement(key string, op selection.Operator, values ...string) labels
 
 // observeClaimants sets claim.Sole: whether no other PeeringRepository of
 // the cluster could own peer's tenant namespace (ownership.SoleClaimant).
-func (s *session) observeClaimants(ctx context.Context, peer string, claim *ownership.Claim) error {
+func (s owning) observeClaimants(ctx context.Context, peer string, claim *ownership.Claim) error {
 	var all gitpeerv1alpha1.PeeringRepositoryList
 	if err := s.r.List(ctx, &all); err != nil {
 		return err
@@ -186,7 +195,7 @@ func (s *session) observeClaimants(ctx context.Context, peer string, claim *owne
 // (an owned tenant namespace) that have no issued Tenant yet. A peering the
 // round carries over counts as the previous round found it (nothing of it
 // changed since); the others are read, and p remembers each.
-func (s *session) countPending(ctx context.Context, p *providerPlan) error {
+func (s owning) countPending(ctx context.Context, p *providerPlan) error {
 	me := string(s.obj.Spec.ClusterID)
 	for _, d := range s.loaded.Dirs() {
 		if d.Provider != me || !d.Request {
@@ -209,7 +218,7 @@ func (s *session) countPending(ctx context.Context, p *providerPlan) error {
 
 // answeredNotIssued reports whether consumer has an owned tenant namespace
 // and no issued Tenant.
-func (s *session) answeredNotIssued(ctx context.Context, consumer string) (bool, error) {
+func (s owning) answeredNotIssued(ctx context.Context, consumer string) (bool, error) {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
 	nsObj := &corev1.Namespace{}
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
@@ -230,7 +239,7 @@ func (s *session) answeredNotIssued(ctx context.Context, consumer string) (bool,
 // created: its Tenant, every RoleBinding (whatever role it binds), its nonce
 // and its CSRs, and its namespace if deleteNamespace and the agent created it
 // (not one adopted from Liqo).
-func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamespace bool) error {
+func (s owning) deleteOwned(ctx context.Context, consumer string, deleteNamespace bool) error {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
 	var bindings rbacv1.RoleBindingList
 	if err := s.r.List(ctx, &bindings, client.InNamespace(ns), s.ownerLabels()); err != nil {
@@ -265,7 +274,7 @@ func (s *session) deleteOwned(ctx context.Context, consumer string, deleteNamesp
 // deleteOwnCSRs deletes the CSRs matching selector that the agent requested
 // itself; CSRs others created, whatever their labels, are left alone (the
 // admission policy would refuse deleting them, failing the revocation).
-func (s *session) deleteOwnCSRs(ctx context.Context, selector labels.Selector) error {
+func (s owning) deleteOwnCSRs(ctx context.Context, selector labels.Selector) error {
 	me, err := s.r.agentUser(ctx)
 	if err != nil {
 		return fmt.Errorf("learning the agent's own user name: %w", err)
@@ -287,7 +296,7 @@ func (s *session) deleteOwnCSRs(ctx context.Context, selector labels.Selector) e
 }
 
 // deleteIfOwned deletes obj (named by key) if it exists and is ours.
-func (s *session) deleteIfOwned(ctx context.Context, obj client.Object) error {
+func (s owning) deleteIfOwned(ctx context.Context, obj client.Object) error {
 	if err := s.r.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -300,7 +309,7 @@ func (s *session) deleteIfOwned(ctx context.Context, obj client.Object) error {
 
 // ownedConsumers lists the consumers that hold a tenant namespace created by
 // this PeeringRepository.
-func (s *session) ownedConsumers(ctx context.Context) ([]string, error) {
+func (s owning) ownedConsumers(ctx context.Context) ([]string, error) {
 	var namespaces corev1.NamespaceList
 	if err := s.r.List(ctx, &namespaces, s.ownerLabels()); err != nil {
 		return nil, err
@@ -319,12 +328,12 @@ func (s *session) ownedConsumers(ctx context.Context) ([]string, error) {
 func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) error {
 	s := &session{r: r, obj: obj, recordStore: newRecordStore(r, obj)}
 	if obj.Spec.Provider.GetDeletionPolicy() == gitpeerv1alpha1.DeletionRevoke {
-		consumers, err := s.ownedConsumers(ctx)
+		consumers, err := s.owning().ownedConsumers(ctx)
 		if err != nil {
 			return err
 		}
 		for _, c := range consumers {
-			if err := s.revokeConsumer(ctx, c); err != nil {
+			if err := s.liqoProvider().revokeConsumer(ctx, c); err != nil {
 				return err
 			}
 		}
@@ -350,7 +359,7 @@ func (r *PeeringRepositoryReconciler) ensureFinalizer(ctx context.Context, obj *
 
 // tenantNamespace returns the tenant namespace of peer if it exists (nil
 // if not), after adopting a legacy one; errNotOurs if it belongs to another.
-func (s *session) tenantNamespace(ctx context.Context, peer, ns string) (*corev1.Namespace, error) {
+func (s owning) tenantNamespace(ctx context.Context, peer, ns string) (*corev1.Namespace, error) {
 	obj := &corev1.Namespace{}
 	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
@@ -363,7 +372,7 @@ func (s *session) tenantNamespace(ctx context.Context, peer, ns string) (*corev1
 
 // skipForeign reports a peering skipped because its objects belong to
 // someone else; other errors are returned as they are.
-func (s *session) skipForeign(pe *protocol.Documents, err error) outcome {
+func (s owning) skipForeign(pe *protocol.Documents, err error) outcome {
 	if liqoNS := (errLiqoNamespace{}); errors.As(err, &liqoNS) {
 		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoNamespaceRefused, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
 		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoNamespaceRefused, message: err.Error()}
@@ -380,7 +389,7 @@ func (s *session) skipForeign(pe *protocol.Documents, err error) outcome {
 // not allowed, or a new request beyond spec.provider.maxPendingRequests
 // (provider.Admit decides). admitted says the request is new and answered
 // in this round: the caller counts it pending once it acts on it.
-func (s *session) admitRequest(ctx context.Context, pe *protocol.Documents, ns string) (o outcome, refused, admitted bool) {
+func (s owning) admitRequest(ctx context.Context, pe *protocol.Documents, ns string) (o outcome, refused, admitted bool) {
 	spec := s.obj.Spec.Provider
 	err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 	if client.IgnoreNotFound(err) != nil {

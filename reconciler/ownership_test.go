@@ -25,10 +25,10 @@ func TestOwnershipMigration(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			obj := &gitpeerv1alpha1.PeeringRepository{Status: gitpeerv1alpha1.PeeringRepositoryStatus{LastProcessedCommit: tc.lastCommit, OwnershipVersion: tc.version}}
 			s := &session{r: &PeeringRepositoryReconciler{}, obj: obj, adoptionFailed: tc.adoptionFailed}
-			if got := s.migratingOwnership(); got != tc.migrating {
+			if got := s.owning().migratingOwnership(); got != tc.migrating {
 				t.Errorf("migratingOwnership = %t, want %t", got, tc.migrating)
 			}
-			s.recordOwnershipVersion()
+			s.owning().recordOwnershipVersion()
 			if obj.Status.OwnershipVersion != tc.recorded {
 				t.Errorf("ownershipVersion = %d, want %d", obj.Status.OwnershipVersion, tc.recorded)
 			}

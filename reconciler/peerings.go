@@ -62,7 +62,7 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 				results[i] = stillHeldBack(consumers[i], plan.prev.Peerings[consumers[i]].Status)
 				continue
 			}
-			pl := planned{i, s.planProvide(ctx, s.peering(me, consumers[i]), limit)}
+			pl := planned{i, s.providerStep().planProvide(ctx, s.peering(me, consumers[i]), limit)}
 			if pl.p.signs {
 				pl.p.pe = nil // decoded again to sign, below: not held through every chunk
 				signing = append(signing, pl)
@@ -140,7 +140,7 @@ func (s *session) provideRecovering(ctx context.Context, p providing) (o outcome
 			o = outcome{err: fmt.Errorf("panic: %v [recovered]", r)}
 		}
 	}()
-	return s.provide(ctx, p)
+	return s.providerStep().provide(ctx, p)
 }
 
 // forEachAtOnce calls do(i) for every i in [0, n), at most workers (at

@@ -37,10 +37,10 @@ func round(r *PeeringRepositoryReconciler, obj *gitpeerv1alpha1.PeeringRepositor
 		if i%100 == 99 {
 			role = gitpeerv1alpha1.ConsumerRole
 		}
-		s.record(context.Background(), fmt.Sprintf("cluster-%05d-%s", i, strings.Repeat("x", 40)), role, o)
+		s.roundReport().record(context.Background(), fmt.Sprintf("cluster-%05d-%s", i, strings.Repeat("x", 40)), role, o)
 	}
 	s.obj.Status.LastProcessedCommit = strings.Repeat("a", 40)
-	s.publishStatus()
+	s.roundReport().publishStatus()
 	markFalse(obj, gitpeerv1alpha1.FilesValidCondition, gitpeerv1alpha1.InvalidDocumentReason, "%s", strings.Repeat("long file error ", 4000))
 	r.summarize(obj, nil)
 }
@@ -107,22 +107,22 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering"}}
 	ready := func(s *session, from, to int) {
 		for i := from; i < to; i++ {
-			s.record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
+			s.roundReport().record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 		}
 	}
 	s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
 	ready(s, 0, 200)
-	s.publishStatus()
+	s.roundReport().publishStatus()
 	// p-150 fails, p-151 to p-159 go back to AwaitingApproval, the others stay Ready.
 	changed := func() {
 		s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
 		ready(s, 0, 150)
 		ready(s, 160, 200)
-		s.record(context.Background(), "p-150", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseFailed, message: "bad"})
+		s.roundReport().record(context.Background(), "p-150", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseFailed, message: "bad"})
 		for i := 151; i < 160; i++ {
-			s.record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval})
+			s.roundReport().record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval})
 		}
-		s.publishStatus()
+		s.roundReport().publishStatus()
 	}
 
 	now = now.Add(time.Minute)
@@ -165,7 +165,7 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	// A peering gone (no longer recorded) is no longer counted, and its metric is deleted.
 	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
 	ready(s, 1, 200)
-	s.publishStatus()
+	s.roundReport().publishStatus()
 	if total := totalPeerings(obj); total != 199 {
 		t.Errorf("%d peerings counted, want 199", total)
 	}

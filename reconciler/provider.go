@@ -24,6 +24,15 @@ import (
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
+// providerStep is one peering's provider step: planProvide reads and
+// decides it, observeProvider and applyProvider (provider_apply.go) run it
+// as observe → plan (reconciler/provider) → apply, with the standalone
+// cluster writes it needs (tenant namespace, nonce, Tenant, bindings) and the
+// provider's terms.
+type providerStep struct{ *session }
+
+func (s *session) providerStep() providerStep { return providerStep{s} }
+
 // providing is one peering directory <me>/<consumer> of a provider's round,
 // planned: its tenant namespace and Tenant (nil when there is none), and the
 // step to take, or the outcome when planning settled it already (done).
@@ -51,12 +60,12 @@ type providing struct {
 // its peerings one after the other, in its order, so that the same requests
 // are admitted and the same peerings act whatever order they then run in
 // (provideAll).
-func (s *session) planProvide(ctx context.Context, pe *protocol.Documents, limit *provider.RoundLimit) providing {
+func (s providerStep) planProvide(ctx context.Context, pe *protocol.Documents, limit *provider.RoundLimit) providing {
 	p := providing{pe: pe, ns: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))}
 	settled := func(o outcome) providing { p.done = &o; return p }
-	nsObj, err := s.tenantNamespace(ctx, pe.Consumer, p.ns)
+	nsObj, err := s.owning().tenantNamespace(ctx, pe.Consumer, p.ns)
 	if err != nil {
-		return settled(s.skipForeign(pe, err))
+		return settled(s.owning().skipForeign(pe, err))
 	}
 	p.namespace = nsObj != nil
 	tenant := &authv1beta1.Tenant{}
@@ -64,8 +73,8 @@ func (s *session) planProvide(ctx context.Context, pe *protocol.Documents, limit
 	if err != nil && !apierrors.IsNotFound(err) {
 		return settled(outcome{err: err})
 	}
-	if err == nil && !s.owns(tenant) {
-		return settled(s.skipForeign(pe, errNotOurs{"Tenant " + p.ns + "/" + pe.Consumer}))
+	if err == nil && !s.owning().owns(tenant) {
+		return settled(s.owning().skipForeign(pe, errNotOurs{"Tenant " + p.ns + "/" + pe.Consumer}))
 	}
 	if err == nil {
 		p.tenant = tenant
@@ -87,7 +96,7 @@ func (s *session) planProvide(ctx context.Context, pe *protocol.Documents, limit
 		if pe.Request == nil {
 			return settled(outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"})
 		}
-		o, refused, isNew := s.admitRequest(ctx, pe, p.ns)
+		o, refused, isNew := s.owning().admitRequest(ctx, pe, p.ns)
 		if refused {
 			return settled(o)
 		}
@@ -109,7 +118,7 @@ func (s *session) planProvide(ctx context.Context, pe *protocol.Documents, limit
 // certificate in its Tenant's status is due for renewal (provider.RenewalOf),
 // which the agent does itself unless in Liqo mode; cert is that certificate.
 // A certificate that does not parse is not due here: provider.PlanMaintain reports it.
-func (s *session) renewalDue(p providing) (cert *x509.Certificate, due bool) {
+func (s providerStep) renewalDue(p providing) (cert *x509.Certificate, due bool) {
 	if p.step != provider.Maintain || s.liqoMode() {
 		return nil, false
 	}
@@ -134,7 +143,7 @@ func heldBack(p providing, cert *x509.Certificate, limit int) outcome {
 
 // provide takes the step planned for a peering (planProvide). The peerings
 // of a round run it at once (provideAll).
-func (s *session) provide(ctx context.Context, p providing) outcome {
+func (s providerStep) provide(ctx context.Context, p providing) outcome {
 	if len(p.opening) > 0 {
 		if o, _, stopped := s.applyProvider(ctx, p.pe, p.ns, p.tenant, provider.Plan{Actions: p.opening}); stopped {
 			return o
@@ -146,14 +155,14 @@ func (s *session) provide(ctx context.Context, p providing) outcome {
 	pe, ns := p.pe, p.ns
 	switch p.step {
 	case provider.FailClosed:
-		return s.failClosed(ctx, pe.Consumer, p.tenant, provider.FailClose(pe.BuildFailed, p.tenant))
+		return s.liqoProvider().failClosed(ctx, pe.Consumer, p.tenant, provider.FailClose(pe.BuildFailed, p.tenant))
 	case provider.Maintain:
 		if s.liqoMode() {
-			return s.publishLiqoIdentity(ctx, pe, p.tenant)
+			return s.liqoProvider().publishLiqoIdentity(ctx, pe, p.tenant)
 		}
 	case provider.Issue:
 		if s.liqoMode() {
-			return s.issueLiqo(ctx, pe, ns, p.tenant)
+			return s.liqoProvider().issueLiqo(ctx, pe, ns, p.tenant)
 		}
 	}
 	return s.provideStep(ctx, p)
@@ -164,7 +173,7 @@ func (s *session) provide(ctx context.Context, p providing) outcome {
 // returns the applied Tenant, its key and a note for the peering's message
 // (the overrides it used up, those it left unused); stop is set when it was
 // refused (the peering failed closed) or failed.
-func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (*authv1beta1.Tenant, gocrypto.PublicKey, string, *outcome) {
+func (s providerStep) applyTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (*authv1beta1.Tenant, gocrypto.PublicKey, string, *outcome) {
 	snap, err := s.observeTenant(ctx, pe, ns, current)
 	if err != nil {
 		return nil, nil, "", &outcome{err: err}
@@ -178,7 +187,7 @@ func (s *session) applyTenant(ctx context.Context, pe *protocol.Documents, ns st
 }
 
 // syncTenantCondition sets the applied Tenant's condition to want, the one on the branch.
-func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.Tenant, want authv1beta1.TenantCondition) error {
+func (s providerStep) syncTenantCondition(ctx context.Context, tenant *authv1beta1.Tenant, want authv1beta1.TenantCondition) error {
 	if tenant.Spec.TenantCondition == want {
 		return nil
 	}
@@ -189,9 +198,9 @@ func (s *session) syncTenantCondition(ctx context.Context, tenant *authv1beta1.T
 
 // stageIdentity stages the commit of identity.yaml for cert, issued to
 // tenant, with changes (provider.StageIdentity; Liqo mode).
-func (s *session) stageIdentity(_ context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
+func (s providerStep) stageIdentity(_ context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
 	st := provider.StageIdentity(pe, action, reason, tenant.Annotations[vocabulary.OverridesAnnotation], cert, changes...)
-	s.stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, st.Message, st.Routine, st.Changes...)
+	s.branchIO().stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, st.Message, st.Routine, st.Changes...)
 }
 
 // issuedOutcome is the outcome of an issued peering holding cert, by the
@@ -203,7 +212,7 @@ func issuedOutcome(tenant *authv1beta1.Tenant, cert *x509.Certificate) outcome {
 
 // renewalStalled reports a renewal that did not complete this round (o
 // says why; provider.RenewalStalled; Liqo mode).
-func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
+func (s providerStep) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
 	po, actions := provider.RenewalStalled(consumer, cert, renewal, o.planned())
 	for _, a := range actions {
 		s.note(consumer, a)
@@ -215,7 +224,7 @@ func (s *session) renewalStalled(consumer string, cert *x509.Certificate, renewa
 // PeeringRepository. It reads their names from the informer's store, by the
 // owner index: every round asks, and copying thousands of cached Tenants to
 // read their names would cost more than the round.
-func (s *session) issuedConsumers() ([]string, error) {
+func (s providerStep) issuedConsumers() ([]string, error) {
 	objs, err := s.r.tenants.ByIndex(ownerIndex, string(s.obj.UID))
 	if err != nil {
 		return nil, err
@@ -234,8 +243,8 @@ func (s *session) issuedConsumers() ([]string, error) {
 // ensureTenantNamespace makes sure liqo-tenant-<peer> exists with Liqo's
 // labels (Pod Security privileged included) and belongs to this PeeringRepository: it creates it, adopts a legacy
 // one (see adoptIfLegacy) and refuses any other (errNotOurs).
-func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) error {
-	obj, err := s.tenantNamespace(ctx, peer, ns)
+func (s providerStep) ensureTenantNamespace(ctx context.Context, peer, ns string) error {
+	obj, err := s.owning().tenantNamespace(ctx, peer, ns)
 	if err != nil || obj != nil {
 		return err
 	}
@@ -246,7 +255,7 @@ func (s *session) ensureTenantNamespace(ctx context.Context, peer, ns string) er
 }
 
 // putNonce stores nonce in the consumer's liqo-nonce Secret, created if absent.
-func (s *session) putNonce(ctx context.Context, consumer, ns, nonce string) error {
+func (s providerStep) putNonce(ctx context.Context, consumer, ns, nonce string) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.NonceSecretLabel, authv1beta1.TrueValue)
@@ -261,7 +270,7 @@ func (s *session) putNonce(ctx context.Context, consumer, ns, nonce string) erro
 
 // syncBinding applies provider.PlanBindings in the consumer's tenant
 // namespace for a Tenant of condition (failClosed).
-func (s *session) syncBinding(ctx context.Context, consumer, ns string, condition authv1beta1.TenantCondition) error {
+func (s providerStep) syncBinding(ctx context.Context, consumer, ns string, condition authv1beta1.TenantCondition) error {
 	owned, err := s.ownedBindings(ctx, ns)
 	if err != nil {
 		return err
@@ -270,9 +279,9 @@ func (s *session) syncBinding(ctx context.Context, consumer, ns string, conditio
 }
 
 // ownedBindings names the RoleBindings this PeeringRepository owns in ns.
-func (s *session) ownedBindings(ctx context.Context, ns string) ([]string, error) {
+func (s providerStep) ownedBindings(ctx context.Context, ns string) ([]string, error) {
 	var owned rbacv1.RoleBindingList
-	if err := s.r.List(ctx, &owned, client.InNamespace(ns), s.ownerLabels()); err != nil {
+	if err := s.r.List(ctx, &owned, client.InNamespace(ns), s.owning().ownerLabels()); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(owned.Items))
@@ -286,7 +295,7 @@ func (s *session) ownedBindings(ctx context.Context, ns string) ([]string, error
 // consumer bound to the configured ClusterRole, and this PeeringRepository's
 // other bindings there removed (to a previous clusterRoleName, or all of
 // them when the Tenant is Drained).
-func (s *session) applyBindings(ctx context.Context, consumer, ns string, b provider.Bindings) error {
+func (s providerStep) applyBindings(ctx context.Context, consumer, ns string, b provider.Bindings) error {
 	for _, name := range b.Delete {
 		if err := s.r.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); client.IgnoreNotFound(err) != nil {
 			return err
@@ -308,7 +317,7 @@ func (s *session) applyBindings(ctx context.Context, consumer, ns string, b prov
 
 // providerCA is the CA consumers must trust: spec.provider.caSecretRef's
 // ca.crt, or the CA of the agent's own connection to its API server.
-func (s *session) providerCA(ctx context.Context) ([]byte, error) {
+func (s providerStep) providerCA(ctx context.Context) ([]byte, error) {
 	if ref := s.obj.Spec.Provider.CASecretRef; ref != nil {
 		secret, err := s.r.secret(ctx, s.obj.Namespace, ref.Name)
 		if err != nil {
@@ -322,7 +331,7 @@ func (s *session) providerCA(ctx context.Context) ([]byte, error) {
 	return os.ReadFile(s.r.Config.CAFile)
 }
 
-func (s *session) apiServer() string {
+func (s providerStep) apiServer() string {
 	if s.obj.Spec.Provider.APIServer != "" {
 		return s.obj.Spec.Provider.APIServer
 	}
@@ -335,7 +344,7 @@ func (s *session) apiServer() string {
 // other terms, invalid ones or none. Consumers quote it in their pull
 // requests; the offline checks compare proposals with it. A failure is
 // reported (event, log) and blocks nothing.
-func (s *session) publishTerms(ctx context.Context) {
+func (s providerStep) publishTerms(ctx context.Context) {
 	if err := s.writeTerms(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "publishing the provider's terms")
 		s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonTermsFailed, "publishing %s: %v", protocol.TermsPath(string(s.obj.Spec.ClusterID)), err)
@@ -345,7 +354,7 @@ func (s *session) publishTerms(ctx context.Context) {
 // writeTerms builds the terms from the provider's spec and the tenant
 // ClusterRole it binds (termsSpec), and stages them for the round's commit
 // unless the branch holds them already.
-func (s *session) writeTerms(ctx context.Context) error {
+func (s providerStep) writeTerms(ctx context.Context) error {
 	me := string(s.obj.Spec.ClusterID)
 	spec, err := s.termsSpec(ctx)
 	if err != nil {
@@ -358,7 +367,7 @@ func (s *session) writeTerms(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.stage(gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: vocabulary.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
+	s.branchIO().stage(gitpeerv1alpha1.ProviderRole, "", protocol.Message{Action: vocabulary.ActionPublishTerms, Subject: fmt.Sprintf("Publish the terms of %s", me), Provider: me},
 		nil, gitsync.Put(protocol.TermsPath(me), doc))
 	return nil
 }

@@ -29,7 +29,7 @@ import (
 
 // provideStep takes p's step, standalone or one Liqo mode shares
 // (SkipInvalid, Revoke, OfferNonce): observe, plan, apply.
-func (s *session) provideStep(ctx context.Context, p providing) outcome {
+func (s providerStep) provideStep(ctx context.Context, p providing) outcome {
 	now := s.r.Now()
 	snap, err := s.observeProvider(ctx, p, now)
 	if err != nil {
@@ -60,7 +60,7 @@ func (s *session) provideStep(ctx context.Context, p providing) outcome {
 // is no tenant namespace to hold it; for an issuance, what verifying the
 // Tenant reads (observeTenant) and what issuing does (observeIssued); for an
 // issued peering, what keeping it does.
-func (s *session) observeProvider(ctx context.Context, p providing, now time.Time) (provider.Snapshot, error) {
+func (s providerStep) observeProvider(ctx context.Context, p providing, now time.Time) (provider.Snapshot, error) {
 	snap := provider.Snapshot{Docs: p.pe, Liqo: s.liqoMode(), Quiet: s.quiet(), Namespace: p.namespace, Tenant: p.tenant}
 	var err error
 	// read: the step reads the nonce Secret, or knows it absent.
@@ -102,7 +102,7 @@ func certificateDue(tenant *authv1beta1.Tenant, now time.Time) (*x509.Certificat
 // signs: labelledCSRs) and the agent's user; when one of them holds a
 // certificate, the CA to store with it; and the nonce, when the round is
 // not quiet or a certificate may be committed.
-func (s *session) observeIssued(ctx context.Context, p providing, snap *provider.Snapshot, signs bool) error {
+func (s providerStep) observeIssued(ctx context.Context, p providing, snap *provider.Snapshot, signs bool) error {
 	var err error
 	snap.ClusterRole, snap.Owner, snap.TTL, snap.APIServer = s.obj.Spec.Provider.GetClusterRoleName(), string(s.obj.UID), s.obj.Spec.Provider.GetCertificateTTL(), s.apiServer()
 	if snap.Bindings, err = s.ownedBindings(ctx, p.ns); err != nil {
@@ -132,8 +132,8 @@ func (s *session) observeIssued(ctx context.Context, p providing, snap *provider
 }
 
 // observeNonce reads the consumer's nonce in its liqo-nonce Secret in ns; nil when there is none.
-func (s *session) observeNonce(ctx context.Context, ns string) (*string, error) {
-	secret, err := s.secretIfExists(ctx, ns, authv1beta1.NonceSecretName)
+func (s providerStep) observeNonce(ctx context.Context, ns string) (*string, error) {
+	secret, err := s.consumerStep().secretIfExists(ctx, ns, authv1beta1.NonceSecretName)
 	if secret == nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (s *session) observeNonce(ctx context.Context, ns string) (*string, error) 
 // observeTenant makes the reads of verifying the Tenant merged in pe: the
 // provider's nonce for the consumer (its Secret, never created here), its
 // records and its override annotations.
-func (s *session) observeTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (provider.Snapshot, error) {
+func (s providerStep) observeTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (provider.Snapshot, error) {
 	annotations := s.obj.GetAnnotations()
 	snap := provider.Snapshot{Docs: pe, Liqo: s.liqoMode(), Quiet: s.quiet(), Tenant: current,
 		Rekey:         annotations[gitpeerv1alpha1.RekeyAnnotationPrefix+pe.Consumer],
@@ -165,7 +165,7 @@ func (s *session) observeTenant(ctx context.Context, pe *protocol.Documents, ns 
 // outcome; otherwise the outcome is the plan's, and tenant the Tenant an
 // ApplyTenant wrote. Git changes are staged for the round's one commit,
 // with the events to record once they are on the branch.
-func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant, plan provider.Plan) (o outcome, tenant *authv1beta1.Tenant, stopped bool) {
+func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant, plan provider.Plan) (o outcome, tenant *authv1beta1.Tenant, stopped bool) {
 	consumer := pe.Consumer
 	tenant = current
 	for _, a := range plan.Actions {
@@ -173,34 +173,34 @@ func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns 
 		switch a := a.(type) {
 		case provider.EnsureNamespace:
 			if err := s.ensureTenantNamespace(ctx, consumer, ns); err != nil {
-				return s.skipForeign(pe, err), nil, true
+				return s.owning().skipForeign(pe, err), nil, true
 			}
 		case provider.PutNonceSecret:
 			err = s.putNonce(ctx, consumer, ns, a.Nonce)
 		case provider.CreateLiqoNonce:
-			err = s.createLiqoNonce(ctx, consumer, ns)
+			err = s.liqoProvider().createLiqoNonce(ctx, consumer, ns)
 		case provider.RevokeConsumer:
-			err = s.revokeConsumer(ctx, consumer)
+			err = s.liqoProvider().revokeConsumer(ctx, consumer)
 		case provider.Stage:
-			s.stage(gitpeerv1alpha1.ProviderRole, consumer, a.Message, a.Routine, a.Changes...)
+			s.branchIO().stage(gitpeerv1alpha1.ProviderRole, consumer, a.Message, a.Routine, a.Changes...)
 		case provider.CloseFailing:
-			if o := s.failClosed(ctx, consumer, current, a.Closure); o.err != nil {
+			if o := s.liqoProvider().failClosed(ctx, consumer, current, a.Closure); o.err != nil {
 				return o, nil, true
 			}
 		case provider.RecordKeyPin:
 			err = s.recordKeyPin(ctx, consumer, a.Pin)
 		case provider.CheckStrayTenant:
-			if stray := s.strayLiqoTenant(ctx, consumer, ns); stray != nil {
+			if stray := s.liqoProvider().strayLiqoTenant(ctx, consumer, ns); stray != nil {
 				return *stray, nil, true
 			}
 		case provider.DropStaleLiqoCache:
-			err = s.dropStaleLiqoCache(ctx, pe, ns)
+			err = s.liqoProvider().dropStaleLiqoCache(ctx, pe, ns)
 		case provider.ApplyTenant:
 			tenant, err = s.putTenant(ctx, consumer, ns, a)
 		case provider.RemoveAnnotation:
 			err = s.removeAnnotation(ctx, a.Key)
 		case provider.RecordMode:
-			err = s.patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { metav1.SetMetaDataAnnotation(m, vocabulary.ModeAnnotation, a.Mode) })
+			err = s.consumerStep().patchTenantNamespace(ctx, ns, func(m *metav1.ObjectMeta) { metav1.SetMetaDataAnnotation(m, vocabulary.ModeAnnotation, a.Mode) })
 		case provider.Log:
 			log.FromContext(ctx).Info(a.Message, a.KeysAndValues...)
 		case provider.Event:
@@ -237,12 +237,12 @@ func (s *session) applyProvider(ctx context.Context, pe *protocol.Documents, ns 
 
 // note applies a, one of the provider's notes for the round's requeue,
 // memory, metrics and condition about consumer.
-func (s *session) note(consumer string, a provider.Action) {
+func (s providerStep) note(consumer string, a provider.Action) {
 	switch a := a.(type) {
 	case provider.NoteCertificate:
-		s.noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: a.Expiry, renews: a.Renews, overdue: a.Overdue})
+		s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: a.Expiry, renews: a.Renews, overdue: a.Overdue})
 	case provider.NoteRenewal:
-		s.noteRenewalOf(consumer, a.At)
+		s.roundReport().noteRenewalOf(consumer, a.At)
 	case provider.NoteOverdue:
 		s.mu.Lock()
 		if s.overdue == nil {
@@ -266,7 +266,7 @@ func (o outcome) planned() provider.Outcome {
 
 // putTenant creates or updates the consumer's Tenant in ns as a says,
 // labelled as this PeeringRepository's.
-func (s *session) putTenant(ctx context.Context, consumer, ns string, a provider.ApplyTenant) (*authv1beta1.Tenant, error) {
+func (s providerStep) putTenant(ctx context.Context, consumer, ns string, a provider.ApplyTenant) (*authv1beta1.Tenant, error) {
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: consumer}}
 	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, tenant, func() error {
 		metav1.SetMetaDataLabel(&tenant.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)

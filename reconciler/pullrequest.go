@@ -35,7 +35,7 @@ const ForgeTokenKey = "token"
 // once the Tenant is merged (the round it is first seen) or the request closed, it deletes the
 // review branch. A closed request is reported in the peering's message and not reopened until the
 // proposal changes. A forge error is reported and leaves o's phase as it is.
-func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents, o outcome) outcome {
+func (s consumerStep) followPullRequest(ctx context.Context, pe *protocol.Documents, o outcome) outcome {
 	spec := s.obj.Spec.Consumer
 	if spec == nil || spec.PullRequest == nil || spec.Direct || o.err != nil {
 		return o
@@ -84,7 +84,7 @@ func (s *session) followPullRequest(ctx context.Context, pe *protocol.Documents,
 }
 
 // previousPhase is the phase the status recorded for the consumer peering with provider.
-func (s *session) previousPhase(provider string) gitpeerv1alpha1.PeeringPhase {
+func (s consumerStep) previousPhase(provider string) gitpeerv1alpha1.PeeringPhase {
 	for _, p := range s.obj.Status.Peerings {
 		if string(p.PeerID) == provider && p.Role == gitpeerv1alpha1.ConsumerRole {
 			return p.Phase
@@ -95,7 +95,7 @@ func (s *session) previousPhase(provider string) gitpeerv1alpha1.PeeringPhase {
 
 // reportPullRequest adds what happened to the pull request to o's message, with an event when
 // something did and the forge was just asked (fresh).
-func (s *session) reportPullRequest(pe *protocol.Documents, o outcome, res forge.Result, fresh bool) outcome {
+func (s consumerStep) reportPullRequest(pe *protocol.Documents, o outcome, res forge.Result, fresh bool) outcome {
 	pr := res.PullRequest
 	if pr == nil {
 		return o
@@ -117,7 +117,7 @@ func (s *session) reportPullRequest(pe *protocol.Documents, o outcome, res forge
 }
 
 // forgeClient returns the client of the forge hosting the repository, with the Secret's token.
-func (s *session) forgeClient(ctx context.Context, spec *gitpeerv1alpha1.PullRequestSpec) (forge.Client, error) {
+func (s consumerStep) forgeClient(ctx context.Context, spec *gitpeerv1alpha1.PullRequestSpec) (forge.Client, error) {
 	repo, err := forge.Locate(s.obj.Spec.URL, forge.Provider(spec.Provider), spec.APIURL)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (s *session) forgeClient(ctx context.Context, spec *gitpeerv1alpha1.PullReq
 var newForge = forge.New
 
 // proposal is the pull request of pe's Tenant: what it grants, and its checks.
-func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal {
+func (s consumerStep) proposal(pe *protocol.Documents, branch string) forge.Proposal {
 	dir := path.Join(s.obj.Spec.Path, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer}.Dir())
 	key, _ := crypto.KeyPin(s.key.Public())
 	p := forge.Proposal{
@@ -165,7 +165,7 @@ func (s *session) proposal(pe *protocol.Documents, branch string) forge.Proposal
 // request would leave it: the branch's request.yaml and nonce.yaml with the tenant.yaml of the
 // pull request's head. Rules only the provider can check are listed as such, never as passed.
 // The lines go in the description as the proposer's own claim, never in a status.
-func (s *session) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) []string {
+func (s consumerStep) checkProposed(pe *protocol.Documents, read func(string) ([]byte, error)) []string {
 	merged := &protocol.Documents{Provider: pe.Provider, Consumer: pe.Consumer, Request: pe.Request, Nonce: pe.Nonce, Terms: pe.Terms, TermsErr: pe.TermsErr, Invalid: map[vocabulary.FileKind]error{}}
 	for k, err := range pe.Invalid {
 		if k != vocabulary.TenantFile && k != vocabulary.IdentityFile {

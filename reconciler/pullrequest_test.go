@@ -89,7 +89,7 @@ func TestCheckProposed(t *testing.T) {
 				pe.Terms = nil
 			}
 			var read string
-			lines := s.checkProposed(pe, func(p string) ([]byte, error) { read = p; return tc.file, tc.err })
+			lines := s.consumerStep().checkProposed(pe, func(p string) ([]byte, error) { read = p; return tc.file, tc.err })
 			text := strings.Join(lines, "\n")
 			if read != "peers/hub/edge-1/tenant.yaml" {
 				t.Errorf("read %q, want the file under spec.path", read)
@@ -182,7 +182,7 @@ func TestPullRequestFollowedOnChange(t *testing.T) {
 		t.Helper()
 		before := fake.calls
 		s := &session{r: r, obj: obj, key: key, head: head}
-		o := s.followPullRequest(context.Background(), pe, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "awaiting approval"})
+		o := s.consumerStep().followPullRequest(context.Background(), pe, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "awaiting approval"})
 		if o.err != nil {
 			t.Fatalf("%s: %v", name, o.err)
 		}

@@ -190,7 +190,7 @@ func (s *session) planRound(consumers []string) *providerPlan {
 	p := &providerPlan{
 		now: incremental.Now{
 			Round: incremental.Round{Generation: s.obj.Generation, Annotations: maps.Clone(s.obj.GetAnnotations()), Mode: s.liqo.String() + " " + s.liqo.Namespace, Loader: s.loader},
-			Time:  s.r.Now(), RewriteAcknowledged: s.rewriteAcknowledged, Migrating: s.migratingOwnership(),
+			Time:  s.r.Now(), RewriteAcknowledged: s.rewriteAcknowledged, Migrating: s.owning().migratingOwnership(),
 		},
 		prev: prev, carried: map[string]bool{}, waiting: map[string]bool{}, pending: map[string]bool{},
 	}
@@ -223,7 +223,7 @@ func (s *session) carry(p *providerPlan) {
 		was := p.prev.Peerings[c]
 		s.status[peeringKey(gitpeerv1alpha1.ProviderRole, c)] = was.Status
 		if !was.RenewAt.IsZero() {
-			s.noteRenewalOf(c, was.RenewAt)
+			s.roundReport().noteRenewalOf(c, was.RenewAt)
 		}
 	}
 }

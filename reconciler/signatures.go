@@ -28,7 +28,7 @@ const (
 // retried at the interval. Nothing is deleted or revoked, and the last
 // processed commit does not advance, so every commit since it, the agent's own
 // included, is verified again at the next attempt.
-func (s *session) verifySignatures(ctx context.Context) error {
+func (s branchIO) verifySignatures(ctx context.Context) error {
 	spec := s.obj.Spec.Verify
 	if spec == nil {
 		deleteCondition(s.obj, gitpeerv1alpha1.SourceVerifiedCondition)
@@ -64,7 +64,7 @@ func (s *session) verifySignatures(ctx context.Context) error {
 }
 
 // unverified returns the commits mode selects that no trusted key signed.
-func (s *session) unverified(ctx context.Context, spec *gitpeerv1alpha1.VerifySpec, mode gitpeerv1alpha1.VerificationMode, last plumbing.Hash) ([]gitsync.Unverified, error) {
+func (s branchIO) unverified(ctx context.Context, spec *gitpeerv1alpha1.VerifySpec, mode gitpeerv1alpha1.VerificationMode, last plumbing.Hash) ([]gitsync.Unverified, error) {
 	secret, err := s.r.secret(ctx, s.obj.Namespace, spec.SecretRef.Name)
 	if err != nil {
 		return nil, fmt.Errorf("trusted keys Secret %s: %w", spec.SecretRef.Name, err)

@@ -45,7 +45,7 @@ func (s *session) termsSpec(ctx context.Context) (documents.ProviderTermsSpec, e
 	spec := documents.ProviderTermsSpec{
 		ProviderClusterID: s.obj.Spec.ClusterID, TenantNamespacePrefix: authv1beta1.TenantNamespacePrefix,
 		ClusterRoleName: name, CertificateTTL: metav1.Duration{Duration: s.obj.Spec.Provider.GetCertificateTTL()},
-		Renewal: protocol.RenewalTerm, APIServer: s.apiServer(),
+		Renewal: protocol.RenewalTerm, APIServer: s.providerStep().apiServer(),
 	}
 	role := &rbacv1.ClusterRole{}
 	if err := s.r.APIReader.Get(ctx, client.ObjectKey{Name: name}, role); err == nil {

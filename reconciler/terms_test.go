@@ -59,7 +59,7 @@ func TestTermsReadOnlyWhenTheyMayChange(t *testing.T) {
 	round := func() []gitStep {
 		t.Helper()
 		s := &session{r: r, obj: obj, loaded: loadFiles(obj, branch)}
-		s.publishTerms(ctx)
+		s.providerStep().publishTerms(ctx)
 		for _, st := range s.staged {
 			for _, ch := range st.changes {
 				branch[ch.Path] = ch.Content

@@ -19,7 +19,7 @@ import (
 // anchor is what the admin configured to trust provider's Identity by
 // (consumer.Anchor): spec.consumer.trustedCAs (CA hashes, or a Secret's CA
 // bundle, read here) and spec.consumer.trustOnFirstUse.
-func (s *session) anchor(ctx context.Context, provider string) (consumer.Anchor, error) {
+func (s consumerStep) anchor(ctx context.Context, provider string) (consumer.Anchor, error) {
 	anchor := consumer.Anchor{FirstUse: s.obj.Spec.Consumer.TrustOnFirstUse}
 	if ref := s.obj.Spec.Consumer.TrustedCAFor(provider); ref != nil {
 		anchor.Hashes = ref.CACertHashes
@@ -37,7 +37,7 @@ func (s *session) anchor(ctx context.Context, provider string) (consumer.Anchor,
 // forgetProvider deletes what the consumer holds for provider in its tenant
 // namespace ns: the Identity, its kubeconfig Secret, the signed-nonce Secret
 // (Secrets only if the agent manages them) and the pin.
-func (s *session) forgetProvider(ctx context.Context, provider, ns string) error {
+func (s consumerStep) forgetProvider(ctx context.Context, provider, ns string) error {
 	name := authv1beta1.ControlPlaneIdentityName(authv1beta1.ClusterID(provider))
 	if err := s.r.Delete(ctx, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); client.IgnoreNotFound(err) != nil {
 		return err
@@ -61,7 +61,7 @@ func (s *session) forgetProvider(ctx context.Context, provider, ns string) error
 }
 
 // deleteManagedSecret deletes ns/name if the agent manages it.
-func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) error {
+func (s consumerStep) deleteManagedSecret(ctx context.Context, ns, name string) error {
 	secret := &corev1.Secret{}
 	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
@@ -78,7 +78,7 @@ func (s *session) deleteManagedSecret(ctx context.Context, ns, name string) erro
 
 // forgetUnlistedProviders removes what this PeeringRepository created as a
 // consumer for providers no longer in spec.consumer.providers.
-func (s *session) forgetUnlistedProviders(ctx context.Context) error {
+func (s consumerStep) forgetUnlistedProviders(ctx context.Context) error {
 	var providers []authv1beta1.ClusterID
 	if s.obj.Spec.Consumer != nil {
 		providers = s.obj.Spec.Consumer.Providers
@@ -98,7 +98,7 @@ func (s *session) forgetUnlistedProviders(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("provider %s: %w", provider, err))
 			continue
 		}
-		s.noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{})
+		s.roundReport().noteCertificate(gitpeerv1alpha1.ConsumerRole, provider, certRecord{})
 		s.r.eventAbout(s.obj, corev1.EventTypeNormal, gitpeerv1alpha1.RevokedReason, provider,
 			"provider %s left spec.consumer.providers: Identity, kubeconfig, signed nonce and pin deleted", provider)
 	}
