@@ -234,14 +234,14 @@ func CheckTenant(pe *protocol.Documents, c TenantCheck) TenantVerdict {
 	return v
 }
 
-// Verify decides what the provider does with the Tenant merged in pe when
+// CheckOrClose decides what the provider does with the Tenant merged in pe when
 // Decide says Issue, given current, the Tenant the provider applied for the
 // consumer (nil if none): the trust rules' verdict (CheckTenant) and, when
 // they refuse it, the closure (Refuse). A refused Tenant fails closed as a
 // directory that does not build does: whatever it replaces is drained, nothing
 // is issued or renewed, nothing is revoked, and a valid tenant.yaml merged
 // later (or the override the refusal names) restores the peering.
-func Verify(pe *protocol.Documents, c TenantCheck, current *authv1beta1.Tenant) (TenantVerdict, *Closure) {
+func CheckOrClose(pe *protocol.Documents, c TenantCheck, current *authv1beta1.Tenant) (TenantVerdict, *Closure) {
 	v := CheckTenant(pe, c)
 	if v.Rejected == "" {
 		return v, nil

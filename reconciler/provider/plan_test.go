@@ -228,12 +228,12 @@ func TestCheckTenantOverrides(t *testing.T) {
 	}
 }
 
-// TestVerifyRefusedReplacement: a merged Tenant the trust rules refuse fails
+// TestCheckOrCloseRefusedReplacement: a merged Tenant the trust rules refuse fails
 // closed whatever it replaces, as a directory that does not build does: the
 // Tenant in the cluster is drained and unbound, nothing is issued (no key to
 // sign for), nothing is revoked; with no Tenant in the cluster there is
 // nothing to drain. An accepted Tenant has no closure.
-func TestVerifyRefusedReplacement(t *testing.T) {
+func TestCheckOrCloseRefusedReplacement(t *testing.T) {
 	oldNonce, nonce := crypto.GenerateNonce(), crypto.GenerateNonce()
 	pe, pin := peering(t, nonce)
 	otherPin := strings.Repeat("ab", 32)
@@ -267,7 +267,7 @@ func TestVerifyRefusedReplacement(t *testing.T) {
 		"same key, new Tenant: issue":                         {pe, TenantCheck{Nonce: nonce, PinnedKey: pin}, bound, false, false, false, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			v, c := Verify(tc.pe, tc.check, tc.current)
+			v, c := CheckOrClose(tc.pe, tc.check, tc.current)
 			if (c != nil) != tc.closed {
 				t.Fatalf("closure %+v (verdict %+v), want closed %t", c, v, tc.closed)
 			}

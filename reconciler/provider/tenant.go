@@ -33,7 +33,7 @@ func PlanTenant(s Snapshot, now time.Time) (Plan, Verified) {
 	// The pin comes from the records alone: only the agent may write them
 	// (admission policy gitpeer-records), while anyone who may annotate
 	// namespaces could write an annotation.
-	verdict, closure := Verify(pe, TenantCheck{
+	verdict, closure := CheckOrClose(pe, TenantCheck{
 		Nonce: nonce, PinnedKey: s.Records.PinnedKey, Rekey: s.Rekey,
 		RevivalBlocked: RevivalRefusal(s.Records.Certificates, pe.Consumer, now), Revival: s.Revival,
 		Applied: applied, AllowProxyURL: s.AllowProxyURL,
