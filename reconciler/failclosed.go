@@ -14,7 +14,7 @@ import (
 // failClosed takes the closure the planner decided for a directory whose
 // tenant.yaml yields no Tenant the provider may act on: a kustomized
 // directory that does not build (provider.FailClose) or a merged Tenant the
-// trust rules refused (provider.Verify). The consumer's Tenant in the cluster
+// trust rules refused (provider.CheckOrClose). The consumer's Tenant in the cluster
 // (tenant, nil if none) is drained and its RoleBindings removed; nothing is
 // issued, renewed or revoked.
 func (s liqoProvider) failClosed(ctx context.Context, consumer string, tenant *authv1beta1.Tenant, closure provider.Closure) outcome {
