@@ -50,19 +50,19 @@ type planned struct {
 // of one peering never blocks the others.
 func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 	me, consumers := string(s.obj.Spec.ClusterID), plan.visit
-	limit := &provider.RoundLimit{Max: s.r.roundLimit}
+	round := &plan.round
 	staged := len(s.staged)
 	results := make([]result, len(consumers))
 	var signing []planned
 	for start := 0; start < len(consumers); start += planChunk {
 		var chunk []planned
 		for i := start; i < min(start+planChunk, len(consumers)); i++ {
-			if limit.Full() && plan.waiting[consumers[i]] {
-				limit.HoldBack()
+			if round.Limit.Full() && plan.waiting[consumers[i]] {
+				round.Limit.HoldBack()
 				results[i] = stillHeldBack(consumers[i], plan.prev.Peerings[consumers[i]].Status)
 				continue
 			}
-			pl := planned{i, s.providerStep().planProvide(ctx, s.peering(me, consumers[i]), limit)}
+			pl := planned{i, s.providerStep().planProvide(ctx, s.peering(me, consumers[i]), round)}
 			if pl.p.signs {
 				pl.p.pe = nil // decoded again to sign, below: not held through every chunk
 				signing = append(signing, pl)
@@ -91,7 +91,6 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 		}
 	}
 	s.dropShards()
-	s.heldBack = limit.Held
 	inRoundOrder(s.staged[staged:], consumers)
 	return results
 }

@@ -20,6 +20,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
@@ -180,6 +181,9 @@ type providerPlan struct {
 	pending map[string]bool
 	// miscounted: countPending failed, pending is incomplete; the next round is full.
 	miscounted bool
+	// round plans the visited peerings one after the other (planProvide): the
+	// requests pending and deferred, the peerings acting and held back.
+	round provider.Round
 }
 
 // planRound decides which of consumers this provider's round visits
@@ -236,7 +240,7 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 	visited := len(p.visit)
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
-	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", s.heldBack, "full", p.full)
+	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", p.round.Limit.Held, "full", p.full)
 	if commitErr != nil || p.miscounted {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
@@ -37,10 +38,9 @@ type session struct {
 	loaded  *protocol.Loaded
 	invalid []string
 	status  map[string]gitpeerv1alpha1.PeeringStatus
-	// pending and deferred are counted by the round's planning, one peering after the other (planProvide).
-	pending  int // requests answered with a nonce and not issued yet
-	deferred int // requests left unanswered in this round (maxPendingRequests)
-	heldBack int // peerings the round's limit left to the next round (provideAll)
+	// round is the provider's round: the peerings it visits and carries
+	// over, and its planning; nil in a consumer's round.
+	round *providerPlan
 	// rewriteAcknowledged: this round accepted a rewritten history (sync); the provider's round is full.
 	rewriteAcknowledged bool
 
@@ -169,14 +169,17 @@ func (s *session) run(ctx context.Context) error {
 		}
 		s.providerStep().publishTerms(ctx)
 		plan = s.planRound(sortedKeys(consumers))
-		if err := s.owning().countPending(ctx, plan); err != nil {
+		s.round = plan
+		pending, err := s.owning().countPending(ctx, plan)
+		if err != nil {
 			log.FromContext(ctx).Error(err, "counting pending requests")
 			plan.miscounted = true
 		}
+		plan.round = provider.Round{Pending: pending, MaxPending: s.obj.Spec.Provider.GetMaxPendingRequests(), Limit: provider.RoundLimit{Max: s.r.roundLimit}}
 		results = append(results, s.provideAll(ctx, plan)...)
 		s.carry(plan)
-		if s.deferred > 0 {
-			s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRequestsDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
+		if deferred := plan.round.Deferred; deferred > 0 {
+			s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRequestsDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", deferred, plan.round.Pending)
 		}
 	}
 	if s.obj.IsConsumer() {
@@ -220,7 +223,7 @@ const requeueAtOnce = time.Nanosecond
 // requeueAfter is the poll interval, or sooner when a certificate must be
 // renewed, or at once when the round's limit held peerings back.
 func (s *session) requeueAfter() time.Duration {
-	if s.heldBack > 0 {
+	if s.round != nil && s.round.round.Limit.Held > 0 {
 		return requeueAtOnce
 	}
 	after := s.obj.GetRequeueAfter()
