@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,9 +29,20 @@ import (
 // made before those labels (ownership.go, liqonamespace.go), deleting what it
 // owns, and admitting a consumer's request against the claims of other
 // PeeringRepositories and the round's pending limit.
-type owning struct{ *session }
+type owning struct {
+	*session
+	*ownershipState
+}
 
-func (s *session) owning() owning { return owning{s} }
+func (s *session) owning() owning { return owning{s, s.owned} }
+
+// ownershipState is what ownership keeps through a round.
+type ownershipState struct {
+	// mu guards adoptionFailed: the peerings of a provider's round adopt at once (provideAll).
+	mu sync.Mutex
+	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
+	adoptionFailed bool
+}
 
 // owns reports whether obj was created by this PeeringRepository.
 func (s owning) owns(obj client.Object) bool {
@@ -347,7 +359,7 @@ func (s owning) ownedConsumers(ctx context.Context) ([]string, error) {
 // finalize runs spec.provider.deletionPolicy for a deleted PeeringRepository
 // and releases its finalizer. Nothing is written to Git.
 func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) error {
-	s := &session{r: r, obj: obj, recordStore: newRecordStore(r, obj)}
+	s := sessionOf(r, obj)
 	if obj.Spec.Provider.GetDeletionPolicy() == gitpeerv1alpha1.DeletionRevoke {
 		consumers, err := s.owning().ownedConsumers(ctx)
 		if err != nil {

@@ -51,7 +51,7 @@ type planned struct {
 func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 	me, consumers := string(s.obj.Spec.ClusterID), plan.visit
 	round := &plan.round
-	staged := len(s.staged)
+	staged := len(s.branch.staged)
 	results := make([]result, len(consumers))
 	var signing []planned
 	for start := 0; start < len(consumers); start += planChunk {
@@ -91,7 +91,7 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 		}
 	}
 	s.dropShards()
-	inRoundOrder(s.staged[staged:], consumers)
+	inRoundOrder(s.branch.staged[staged:], consumers)
 	return results
 }
 
@@ -111,7 +111,7 @@ func (s *session) stepAll(ctx context.Context, steps []planned, consumers []stri
 	})
 	for _, pl := range steps {
 		o := results[pl.i].o
-		_, renews := s.renewals[consumers[pl.i]]
+		_, renews := s.roundReport().renewalOf(consumers[pl.i])
 		results[pl.i].settled = incremental.Settled(incremental.Outcome{
 			Phase: o.phase, Reason: o.reason, Failed: o.err != nil, HeldBack: pl.p.heldBack,
 			Offered:        pl.p.done == nil && pl.p.step == provider.OfferNonce,

@@ -234,13 +234,7 @@ func (s providerStep) note(consumer string, a provider.Action) {
 	case provider.NoteRenewal:
 		s.roundReport().noteRenewalOf(consumer, a.At)
 	case provider.NoteOverdue:
-		s.mu.Lock()
-		if s.overdue == nil {
-			s.overdue = map[string]string{}
-		}
-		s.overdue[consumer] = a.Message
-		s.mu.Unlock()
-		s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", a.Item)
+		s.roundReport().noteOverdue(consumer, a.Message, a.Item)
 	}
 }
 

@@ -194,7 +194,7 @@ func (s *session) planRound(consumers []string) *providerPlan {
 	p := &providerPlan{
 		now: incremental.Now{
 			Round: incremental.Round{Generation: s.obj.Generation, Annotations: maps.Clone(s.obj.GetAnnotations()), Mode: s.liqo.String() + " " + s.liqo.Namespace, Loader: s.loader},
-			Time:  s.r.Now(), RewriteAcknowledged: s.rewriteAcknowledged, Migrating: s.owning().migratingOwnership(),
+			Time:  s.r.Now(), RewriteAcknowledged: s.branch.rewriteAcknowledged, Migrating: s.owning().migratingOwnership(),
 		},
 		prev: prev, carried: map[string]bool{}, waiting: map[string]bool{}, pending: map[string]bool{},
 	}
@@ -225,7 +225,7 @@ func (s *session) planRound(consumers []string) *providerPlan {
 func (s *session) carry(p *providerPlan) {
 	for c := range p.carried {
 		was := p.prev.Peerings[c]
-		s.status[peeringKey(gitpeerv1alpha1.ProviderRole, c)] = was.Status
+		s.report.status[peeringKey(gitpeerv1alpha1.ProviderRole, c)] = was.Status
 		if !was.RenewAt.IsZero() {
 			s.roundReport().noteRenewalOf(c, was.RenewAt)
 		}
@@ -266,9 +266,9 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 			continue
 		}
 		m.Peerings[res.peer] = incremental.Peering{
-			Status:   s.status[peeringKey(res.role, res.peer)],
+			Status:   s.report.status[peeringKey(res.role, res.peer)],
 			Settled:  res.settled && res.o.err == nil,
-			RenewAt:  s.renewals[res.peer],
+			RenewAt:  s.report.renewals[res.peer],
 			Pending:  p.pending[res.peer],
 			HeldBack: res.heldBack,
 		}
