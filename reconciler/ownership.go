@@ -27,8 +27,8 @@ import (
 // owning is ownership and admission: which objects are this
 // PeeringRepository's (its owner labels), the one-time adoption of objects
 // made before those labels (ownership.go, liqonamespace.go), deleting what it
-// owns, and admitting a consumer's request against the claims of other
-// PeeringRepositories and the round's pending limit.
+// owns, and counting the requests pending for the round's admission
+// (provider.Round). What it keeps through a round is its ownershipState.
 type owning struct {
 	*session
 	*ownershipState

@@ -154,7 +154,7 @@ func (s providerStep) issuedConsumers() ([]string, error) {
 
 // ensureTenantNamespace makes sure liqo-tenant-<peer> exists with Liqo's
 // labels (Pod Security privileged included) and belongs to this PeeringRepository: it creates it, adopts a legacy
-// one (see adoptIfLegacy) and refuses any other (errNotOurs).
+// one or one Liqo created (tenantNamespace) and refuses any other.
 func (s providerStep) ensureTenantNamespace(ctx context.Context, peer, ns string) error {
 	obj, err := s.owning().tenantNamespace(ctx, peer, ns)
 	if err != nil || obj != nil {
