@@ -114,7 +114,7 @@ func (s branchIO) commitRound(ctx context.Context, results []result) error {
 func (s branchIO) noteRoutine(routine []provider.Routine, pushed bool) {
 	for _, r := range routine {
 		if pushed || !r.IfPushed {
-			s.routine.add(r.Reason, r.What, r.Item)
+			s.roundReport().routine.add(r.Reason, r.What, r.Item)
 		}
 	}
 }
@@ -203,9 +203,10 @@ func (s branchIO) markRenewals() {
 	switch {
 	case !s.obj.IsProvider():
 		deleteCondition(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition)
-	case len(s.overdue) > 0:
-		first := s.overdue[slices.Min(slices.Collect(maps.Keys(s.overdue)))]
-		markFalse(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition, gitpeerv1alpha1.RenewalOverdueReason, "%d renewal(s) overdue: %s", len(s.overdue), first)
+	case len(s.report.overdue) > 0:
+		overdue := s.report.overdue
+		first := overdue[slices.Min(slices.Collect(maps.Keys(overdue)))]
+		markFalse(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition, gitpeerv1alpha1.RenewalOverdueReason, "%d renewal(s) overdue: %s", len(overdue), first)
 	default:
 		markTrue(s.obj, gitpeerv1alpha1.CertificatesRenewedCondition, meta.SucceededReason, "no renewal overdue")
 	}

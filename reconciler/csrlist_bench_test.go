@@ -73,7 +73,7 @@ func BenchmarkRoundCSRList(b *testing.B) {
 			}
 		}
 	}
-	s := &session{r: &PeeringRepositoryReconciler{Client: c, APIReader: c}}
+	s := sessionOf(&PeeringRepositoryReconciler{Client: c, APIReader: c}, nil)
 	heap := func() int64 { // live bytes after a collection
 		runtime.GC()
 		var m runtime.MemStats

@@ -79,7 +79,7 @@ func recordingSession(t testing.TB, sink *eventSink) *session {
 		TypeMeta:   metav1.TypeMeta{APIVersion: gitpeerv1alpha1.GroupVersion.String(), Kind: gitpeerv1alpha1.PeeringRepositoryKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "u1"},
 	}
-	return &session{r: r, obj: obj, recordStore: newRecordStore(r, obj), status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	return sessionOf(r, obj)
 }
 
 // TestRoutineEventsOnePerReason: a round's routine provider steps make one
@@ -90,13 +90,13 @@ func TestRoutineEventsOnePerReason(t *testing.T) {
 	s := recordingSession(t, sink)
 	const n = 10000
 	for i := range n {
-		s.routine.add(gitpeerv1alpha1.NonceIssuedReason, "nonce issued", fmt.Sprintf("consumer-%05d", i))
+		s.report.routine.add(gitpeerv1alpha1.NonceIssuedReason, "nonce issued", fmt.Sprintf("consumer-%05d", i))
 	}
-	s.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", "c1 (serial 1a, expires 2027-01-01T00:00:00Z)")
-	s.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", "c2 (serial 2b, expires 2027-01-01T00:00:00Z)")
+	s.report.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", "c1 (serial 1a, expires 2027-01-01T00:00:00Z)")
+	s.report.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", "c2 (serial 2b, expires 2027-01-01T00:00:00Z)")
 	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, "c3", "consumer c3: bad")
-	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
-	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
+	s.report.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c4 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
+	s.report.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", "c5 (serial 5e, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z)")
 	s.roundReport().recordRoutine()
 	s.roundReport().recordRoutine() // nothing more
 	got := map[string]*eventsv1.Event{}
@@ -149,7 +149,7 @@ func BenchmarkRoundEventsMemory(b *testing.B) {
 		{"per-round", 1, func(s *session) {
 			for i := range n {
 				_, detail := item(i)
-				s.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", detail)
+				s.report.routine.add(gitpeerv1alpha1.IdentityIssuedReason, "identity committed", detail)
 			}
 			s.roundReport().recordRoutine()
 		}},
@@ -197,7 +197,7 @@ func TestOverdueRenewalsOneWarning(t *testing.T) {
 		!strings.HasPrefix(e.Note, "certificate renewal overdue for 1000 consumer(s): c0000 (serial 4d, due 2026-11-01T00:00:00Z, expires 2027-01-01T00:00:00Z), c0001 ") {
 		t.Errorf("event %s %s %q", e.Type, e.Reason, e.Note)
 	}
-	if len(s.overdue) != n {
-		t.Errorf("%d consumers overdue for the condition, want %d", len(s.overdue), n)
+	if len(s.report.overdue) != n {
+		t.Errorf("%d consumers overdue for the condition, want %d", len(s.report.overdue), n)
 	}
 }

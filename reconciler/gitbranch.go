@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -17,11 +18,24 @@ import (
 // branchIO is the round's Git side: the one read of the branch (sync: poll,
 // history guard, commit signatures in signatures.go, the documents' load)
 // and the one write (apply.go: the steps staged by the peerings, committed
-// and pushed together by commitRound). It works on the session's repo,
-// head, loaded documents and staged steps.
-type branchIO struct{ *session }
+// and pushed together by commitRound). It works on the session's repo, head
+// and loaded documents, and keeps the round's own in its branchState.
+type branchIO struct {
+	*session
+	*branchState
+}
 
-func (s *session) branchIO() branchIO { return branchIO{s} }
+func (s *session) branchIO() branchIO { return branchIO{s, s.branch} }
+
+// branchState is what the round's Git side keeps through the round.
+type branchState struct {
+	invalid []string // the files the load skipped, why (reject)
+	// rewriteAcknowledged: this round accepted a rewritten history (sync); the provider's round is full.
+	rewriteAcknowledged bool
+	// mu guards staged: the peerings of a provider's round stage their writes at once (provideAll).
+	mu     sync.Mutex
+	staged []gitStep // this round's writes to the branch, committed together (commitRound)
+}
 
 // sync polls the branch, guards its history, verifies commit signatures and
 // loads the peering documents that concern the local cluster.

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,52 +12,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	"github.com/gitpeer/gitpeer/reconciler/ownership"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// errLiqoNamespace refuses a tenant namespace Liqo created, saying why.
-type errLiqoNamespace struct{ ns, why string }
-
-func (e errLiqoNamespace) Error() string {
-	return fmt.Sprintf("namespace %s was created by Liqo (liqoctl peer, network connect or create nonce) and is not adopted: %s; "+
-		"remove what it names (liqoctl unpeer, or delete the objects) and the agent adopts it in its next round (docs/liqo.md \"Namespaces Liqo created\")", e.ns, e.why)
-}
-
 // adoptLiqoNamespace takes over ns, the tenant namespace Liqo created for
-// peer (ownership.LiqoCreated), when ownership.LiqoClaim allows it: Liqo's
-// nonce, never trusted, is deleted (the agent makes its own, which Liqo
-// fills), and the namespace gains the owner label and the mode record. It
-// does not gain the managed-by label: a revocation never deletes a namespace
-// Liqo made, which may hold Liqo's networking.
-func (s owning) adoptLiqoNamespace(ctx context.Context, peer string, ns *corev1.Namespace) error {
-	me := string(s.obj.Spec.ClusterID)
-	claim := ownership.LiqoClaim{LiqoMode: s.liqo.Active, Listed: s.loaded.Has(me, peer) || s.loaded.Has(peer, me)}
-	var nonce *corev1.Secret
-	if claim.LiqoMode && claim.Listed {
-		var all ownership.Claim
-		if err := s.observeClaimants(ctx, peer, &all); err != nil {
-			return err
-		}
-		claim.Sole = all.Sole
-		var err error
-		if claim.Found, nonce, err = s.liqoNamespaceContent(ctx, peer, ns.Name); err != nil {
-			return err
-		}
-	}
-	if why := claim.Refusal(); why != "" {
-		return errLiqoNamespace{ns: ns.Name, why: why}
-	}
-	if nonce != nil {
-		uid := nonce.UID
-		if err := s.r.Delete(ctx, nonce, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+// peer, as a says (ownership.LiqoClaim allowed it): Liqo's nonce, never
+// trusted, is deleted (the agent makes its own, which Liqo fills), and the
+// namespace gains the owner label and the mode record. It does not gain the
+// managed-by label: a revocation never deletes a namespace Liqo made, which
+// may hold Liqo's networking.
+func (s owning) adoptLiqoNamespace(ctx context.Context, peer string, ns *corev1.Namespace, a provider.AdoptLiqoNamespace) error {
+	if a.NonceUID != "" {
+		nonce := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: authv1beta1.NonceSecretName}}
+		if err := s.r.Delete(ctx, nonce, client.Preconditions{UID: &a.NonceUID}); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
 	patch := client.MergeFrom(ns.DeepCopy())
 	metav1.SetMetaDataLabel(&ns.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
-	metav1.SetMetaDataAnnotation(&ns.ObjectMeta, vocabulary.ModeAnnotation, s.modeName())
+	metav1.SetMetaDataAnnotation(&ns.ObjectMeta, vocabulary.ModeAnnotation, a.Mode)
 	if err := s.r.Patch(ctx, ns, patch); err != nil {
 		return err
 	}

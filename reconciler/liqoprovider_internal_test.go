@@ -28,8 +28,8 @@ func TestPublishLiqoIdentityRefusesAWS(t *testing.T) {
 	if o.err != nil || o.phase != gitpeerv1alpha1.PhaseFailed || o.reason != vocabulary.ReasonLiqoAWSUnsupported || !strings.Contains(o.message, "Liqo on EKS with IAM") {
 		t.Fatalf("outcome = %+v, want Failed, %s", o, vocabulary.ReasonLiqoAWSUnsupported)
 	}
-	if len(s.staged) != 0 {
-		t.Errorf("staged %d change(s) for Git", len(s.staged))
+	if len(s.branch.staged) != 0 {
+		t.Errorf("staged %d change(s) for Git", len(s.branch.staged))
 	}
 	if e := sink.wait(t, 1)[0]; e.Reason != vocabulary.ReasonLiqoAWSUnsupported || strings.Contains(e.Note, "s3cr3t-value") || strings.Contains(o.message, "s3cr3t-value") {
 		t.Errorf("event %s: %s (the secret must appear nowhere)", e.Reason, e.Note)

@@ -41,12 +41,12 @@ func TestWatchLiqoRenewal(t *testing.T) {
 		"drained: Liqo renews nothing":    {tenant(authv1beta1.TenantConditionDrained), 7 * time.Minute, false, time.Time{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := &session{r: &PeeringRepositoryReconciler{Now: func() time.Time { return now }}, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+			s := sessionOf(&PeeringRepositoryReconciler{Now: func() time.Time { return now }}, obj)
 			o := s.liqoProvider().watchLiqoRenewal("c1", tc.tenant, cert(tc.age), issued)
 			if got := o.reason == gitpeerv1alpha1.RenewalOverdueReason; got != tc.wantOverdue {
 				t.Fatalf("reason %q, want overdue %v", o.reason, tc.wantOverdue)
 			}
-			if _, noted := s.overdue["c1"]; noted != tc.wantOverdue {
+			if _, noted := s.report.overdue["c1"]; noted != tc.wantOverdue {
 				t.Errorf("overdue noted for the condition: %v, want %v", noted, tc.wantOverdue)
 			}
 			if tc.wantOverdue && !strings.Contains(o.message, "Liqo's tenant controller has not renewed it") {
@@ -55,10 +55,10 @@ func TestWatchLiqoRenewal(t *testing.T) {
 			if !tc.wantOverdue && o != issued {
 				t.Errorf("outcome %+v, want %+v unchanged", o, issued)
 			}
-			if got := s.renewals["c1"]; !got.Equal(tc.wantVisitAt) {
+			if got := s.report.renewals["c1"]; !got.Equal(tc.wantVisitAt) {
 				t.Errorf("visited again at %v, want %v", got, tc.wantVisitAt)
 			}
-			if rec := s.certs[peeringKey(gitpeerv1alpha1.ProviderRole, "c1")]; rec.renews == (tc.tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained) {
+			if rec := s.report.certs[peeringKey(gitpeerv1alpha1.ProviderRole, "c1")]; rec.renews == (tc.tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained) {
 				t.Errorf("renewal-overdue series reported %v for condition %q", rec.renews, tc.tenant.Spec.TenantCondition)
 			}
 		})

@@ -79,7 +79,7 @@ func TestPeeringSeries(t *testing.T) {
 
 	// Round 1: c1 issued and renewed in time, c2's renewal stalled past its
 	// point (provider.RenewalOf), p1 received from a provider.
-	s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	s := sessionOf(r, obj)
 	s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, "c1", certRecord{expiry: 1800000000, renews: true})
 	s.roundReport().record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 	stalled := &x509.Certificate{SerialNumber: big.NewInt(7), NotBefore: now.Add(-100 * time.Minute), NotAfter: now.Add(20 * time.Minute)}
@@ -104,7 +104,7 @@ gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",phase=
 
 	// Round 2: c1 carried (nothing noted), c2 gone, p1's identity dropped:
 	// p1's series is that of its new phase, the one of Ready is gone.
-	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	s = sessionOf(r, obj)
 	s.roundReport().record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 	s.roundReport().noteCertificate(gitpeerv1alpha1.ConsumerRole, "p1", certRecord{})
 	s.roundReport().record(ctx, "p1", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseRevoked})
@@ -120,7 +120,7 @@ gitpeer_peering_phase{name="peering",namespace="gitpeer-system",peer="p1",phase=
 	expect("")
 
 	// A reconciler stopped is no longer reported.
-	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	s = sessionOf(r, obj)
 	s.roundReport().record(ctx, "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 	s.roundReport().publishStatus()
 	untrack()
@@ -135,7 +135,7 @@ func TestPeeringSeriesOfSeveralAgents(t *testing.T) {
 	var agents [2]*PeeringRepositoryReconciler
 	for i := range agents {
 		agents[i] = &PeeringRepositoryReconciler{Now: time.Now}
-		s := &session{r: agents[i], obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+		s := sessionOf(agents[i], obj)
 		s.roundReport().record(context.Background(), "c1", gitpeerv1alpha1.ProviderRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 		s.roundReport().record(context.Background(), fmt.Sprintf("p%d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 		s.roundReport().publishStatus()
@@ -153,7 +153,7 @@ func TestPeeringSeriesScrapedDuringRounds(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for round := range 20 {
-			s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+			s := sessionOf(r, obj)
 			var peers sync.WaitGroup
 			for i := range 50 {
 				peers.Go(func() {
@@ -189,7 +189,7 @@ func BenchmarkPeeringSeriesMemory(b *testing.B) {
 		before := heapAlloc()
 		r := &PeeringRepositoryReconciler{Now: time.Now}
 		obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering"}}
-		s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+		s := sessionOf(r, obj)
 		for i := range n {
 			peer := fmt.Sprintf("cluster-%05d", i)
 			s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, peer, certRecord{expiry: 1800000000, renews: true})

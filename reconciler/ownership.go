@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,11 +27,22 @@ import (
 // owning is ownership and admission: which objects are this
 // PeeringRepository's (its owner labels), the one-time adoption of objects
 // made before those labels (ownership.go, liqonamespace.go), deleting what it
-// owns, and admitting a consumer's request against the claims of other
-// PeeringRepositories and the round's pending limit.
-type owning struct{ *session }
+// owns, and counting the requests pending for the round's admission
+// (provider.Round). What it keeps through a round is its ownershipState.
+type owning struct {
+	*session
+	*ownershipState
+}
 
-func (s *session) owning() owning { return owning{s} }
+func (s *session) owning() owning { return owning{s, s.owned} }
+
+// ownershipState is what ownership keeps through a round.
+type ownershipState struct {
+	// mu guards adoptionFailed: the peerings of a provider's round adopt at once (provideAll).
+	mu sync.Mutex
+	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
+	adoptionFailed bool
+}
 
 // owns reports whether obj was created by this PeeringRepository.
 func (s owning) owns(obj client.Object) bool {
@@ -42,54 +54,76 @@ func (s owning) ownerLabels() client.MatchingLabels {
 	return client.MatchingLabels{vocabulary.OwnerLabel: string(s.obj.UID)}
 }
 
-// errNotOurs refuses an object this PeeringRepository did not create.
-type errNotOurs struct{ what string }
+// errAdoption is an error reading what deciding a legacy adoption takes:
+// the one-time migration is retried next round (noteAdoptionFailed).
+type errAdoption struct{ error }
 
-func (e errNotOurs) Error() string {
-	return fmt.Sprintf("%s exists and was not created by this PeeringRepository (no %s label with its UID); skipped", e.what, vocabulary.OwnerLabel)
+func (e errAdoption) Unwrap() error { return e.error }
+
+// observeNamespace reads the tenant namespace ns of peer (obj, nil when
+// absent) and, when it is not this PeeringRepository's, what deciding its
+// adoption reads (provider.PlanNamespace): for a legacy one the other
+// claimants, for one Liqo created the claimants and what it holds.
+func (s owning) observeNamespace(ctx context.Context, peer, ns string) (n provider.Namespace, obj *corev1.Namespace, err error) {
+	n.Name = ns
+	obj = &corev1.Namespace{}
+	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, obj); err != nil {
+		return n, nil, client.IgnoreNotFound(err)
+	}
+	n.Found, n.Owner, n.Mode = true, ownership.Of(obj.Labels, s.obj.UID), obj.Annotations[vocabulary.ModeAnnotation]
+	me := string(s.obj.Spec.ClusterID)
+	listed := s.loaded.Has(me, peer) || s.loaded.Has(peer, me)
+	switch n.Owner {
+	case ownership.Legacy:
+		n.Claim = ownership.Claim{Annotated: s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] == "true", Migrating: s.migratingOwnership(), Listed: listed}
+		if n.Claim.Permitted() {
+			if n.Claim.Sole, err = s.soleClaimant(ctx, peer); err != nil {
+				return n, obj, errAdoption{err}
+			}
+		}
+	case ownership.Others:
+		n.LiqoCreated = ownership.LiqoCreated(ns, obj.Labels, peer)
+		n.LiqoClaim = ownership.LiqoClaim{LiqoMode: s.liqo.Active, Listed: listed}
+		if n.LiqoCreated && n.LiqoClaim.LiqoMode && listed {
+			if n.LiqoClaim.Sole, err = s.soleClaimant(ctx, peer); err != nil {
+				return n, obj, err
+			}
+			var nonce *corev1.Secret
+			if n.LiqoClaim.Found, nonce, err = s.liqoNamespaceContent(ctx, peer, ns); err != nil {
+				return n, obj, err
+			}
+			if nonce != nil {
+				n.LiqoNonce = nonce.UID
+			}
+		}
+	}
+	return n, obj, nil
 }
 
-// adoptIfLegacy takes over the tenant namespace of peer and the gitpeer
-// objects in it when they come from a version without owner labels and
-// ownership.Adopt allows it (adopt-unowned annotation or one-time migration,
-// sole claimant, peer listed), or the namespace Liqo created for peer when
-// ownership.LiqoClaim allows it (adoptLiqoNamespace); it refuses any other
-// foreign namespace.
-func (s owning) adoptIfLegacy(ctx context.Context, peer string, ns *corev1.Namespace) error {
-	switch ownership.Of(ns.Labels, s.obj.UID) {
-	case ownership.Ours:
-		return nil
-	case ownership.Others:
-		if ownership.LiqoCreated(ns.Name, ns.Labels, peer) {
-			return s.adoptLiqoNamespace(ctx, peer, ns)
-		}
-		return errNotOurs{"namespace " + ns.Name}
+// adoptNamespace applies a, the adoption of ns, the tenant namespace of peer
+// (provider.PlanNamespace). A legacy adoption that fails makes the one-time
+// migration retried next round.
+func (s owning) adoptNamespace(ctx context.Context, peer string, ns *corev1.Namespace, a provider.Action) error {
+	switch a := a.(type) {
+	case provider.AdoptNamespace:
+		err := s.adopt(ctx, peer, ns, a.How)
+		s.noteAdoptionFailed(errAdoption{err})
+		return err
+	case provider.AdoptLiqoNamespace:
+		return s.adoptLiqoNamespace(ctx, peer, ns, a)
 	}
-	refused := fmt.Errorf("%w; objects of earlier versions are adopted only by the only PeeringRepository of the cluster that peers with %s, when %s has a directory in its repository, once on upgrade or when the PeeringRepository carries %s=true",
-		errNotOurs{"namespace " + ns.Name}, peer, peer, gitpeerv1alpha1.AdoptUnownedAnnotation)
-	me := string(s.obj.Spec.ClusterID)
-	claim := ownership.Claim{
-		Annotated: s.obj.GetAnnotations()[gitpeerv1alpha1.AdoptUnownedAnnotation] == "true",
-		Migrating: s.migratingOwnership(),
-		Listed:    s.loaded.Has(me, peer) || s.loaded.Has(peer, me),
+	return fmt.Errorf("adoption %T has no applier", a)
+}
+
+// noteAdoptionFailed notes, when err is an errAdoption of an error, that an
+// adoption failed on an error: the one-time migration is retried next round.
+func (s owning) noteAdoptionFailed(err error) {
+	if failed := (errAdoption{}); !errors.As(err, &failed) || failed.error == nil {
+		return
 	}
-	if !claim.Permitted() {
-		return refused
-	}
-	err := s.observeClaimants(ctx, peer, &claim)
-	if err == nil {
-		how := ownership.Adopt(claim)
-		if how == "" {
-			return refused
-		}
-		err = s.adopt(ctx, peer, ns, how)
-	}
-	if err != nil {
-		s.mu.Lock()
-		s.adoptionFailed = true
-		s.mu.Unlock()
-	}
-	return err
+	s.mu.Lock()
+	s.adoptionFailed = true
+	s.mu.Unlock()
 }
 
 // migratingOwnership reports whether this round is the one-time migration
@@ -180,22 +214,22 @@ func mustRequirement(key string, op selection.Operator, values ...string) labels
 	return *r
 }
 
-// observeClaimants sets claim.Sole: whether no other PeeringRepository of
-// the cluster could own peer's tenant namespace (ownership.SoleClaimant).
-func (s owning) observeClaimants(ctx context.Context, peer string, claim *ownership.Claim) error {
+// soleClaimant reports whether no other PeeringRepository of the cluster
+// could own peer's tenant namespace (ownership.SoleClaimant).
+func (s owning) soleClaimant(ctx context.Context, peer string) (bool, error) {
 	var all gitpeerv1alpha1.PeeringRepositoryList
 	if err := s.r.List(ctx, &all); err != nil {
-		return err
+		return false, err
 	}
-	claim.Sole = ownership.SoleClaimant(s.obj.UID, peer, all.Items)
-	return nil
+	return ownership.SoleClaimant(s.obj.UID, peer, all.Items), nil
 }
 
 // countPending counts the requests this provider answered with a nonce
-// (an owned tenant namespace) that have no issued Tenant yet. A peering the
-// round carries over counts as the previous round found it (nothing of it
-// changed since); the others are read, and p remembers each.
-func (s owning) countPending(ctx context.Context, p *providerPlan) error {
+// (an owned tenant namespace) that have no issued Tenant yet, for the
+// round's planning (provider.Round). A peering the round carries over
+// counts as the previous round found it (nothing of it changed since); the
+// others are read, and p remembers each. On an error, n counts those read.
+func (s owning) countPending(ctx context.Context, p *providerPlan) (n int, err error) {
 	me := string(s.obj.Spec.ClusterID)
 	for _, d := range s.loaded.Dirs() {
 		if d.Provider != me || !d.Request {
@@ -203,17 +237,16 @@ func (s owning) countPending(ctx context.Context, p *providerPlan) error {
 		}
 		pending := p.prev != nil && p.carried[d.Consumer] && p.prev.Peerings[d.Consumer].Pending
 		if !p.carried[d.Consumer] {
-			var err error
 			if pending, err = s.answeredNotIssued(ctx, d.Consumer); err != nil {
-				return err
+				return n, err
 			}
 		}
 		p.pending[d.Consumer] = pending
 		if pending {
-			s.pending++
+			n++
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // answeredNotIssued reports whether consumer has an owned tenant namespace
@@ -326,7 +359,7 @@ func (s owning) ownedConsumers(ctx context.Context) ([]string, error) {
 // finalize runs spec.provider.deletionPolicy for a deleted PeeringRepository
 // and releases its finalizer. Nothing is written to Git.
 func (r *PeeringRepositoryReconciler) finalize(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) error {
-	s := &session{r: r, obj: obj, recordStore: newRecordStore(r, obj)}
+	s := sessionOf(r, obj)
 	if obj.Spec.Provider.GetDeletionPolicy() == gitpeerv1alpha1.DeletionRevoke {
 		consumers, err := s.owning().ownedConsumers(ctx)
 		if err != nil {
@@ -358,54 +391,36 @@ func (r *PeeringRepositoryReconciler) ensureFinalizer(ctx context.Context, obj *
 }
 
 // tenantNamespace returns the tenant namespace of peer if it exists (nil
-// if not), after adopting a legacy one; errNotOurs if it belongs to another.
+// if not), after adopting a legacy one or one Liqo created
+// (provider.PlanNamespace); a provider.NotOursError or
+// provider.LiqoNamespaceError if it belongs to another.
 func (s owning) tenantNamespace(ctx context.Context, peer, ns string) (*corev1.Namespace, error) {
-	obj := &corev1.Namespace{}
-	if err := s.r.Get(ctx, client.ObjectKey{Name: ns}, obj); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if err := s.adoptIfLegacy(ctx, peer, obj); err != nil {
+	n, obj, err := s.observeNamespace(ctx, peer, ns)
+	if err != nil {
+		s.noteAdoptionFailed(err)
 		return nil, err
+	}
+	adopt, refused := provider.PlanNamespace(peer, s.modeName(), n)
+	if refused != nil {
+		return nil, refused
+	}
+	for _, a := range adopt {
+		if err := s.adoptNamespace(ctx, peer, obj, a); err != nil {
+			return nil, err
+		}
 	}
 	return obj, nil
 }
 
 // skipForeign reports a peering skipped because its objects belong to
-// someone else; other errors are returned as they are.
+// someone else, with an event (provider.SkipForeign); other errors are
+// returned as they are.
 func (s owning) skipForeign(pe *protocol.Documents, err error) outcome {
-	if liqoNS := (errLiqoNamespace{}); errors.As(err, &liqoNS) {
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoNamespaceRefused, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoNamespaceRefused, message: err.Error()}
+	plan := provider.SkipForeign(pe.Consumer, err)
+	for _, a := range plan.Actions {
+		if ev, ok := a.(provider.Event); ok {
+			s.r.eventAbout(s.obj, corev1.EventTypeWarning, ev.Reason, ev.About, "%s", ev.Message)
+		}
 	}
-	var foreign errNotOurs
-	if !errors.As(err, &foreign) {
-		return outcome{err: err}
-	}
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, gitpeerv1alpha1.RejectedReason, pe.Consumer, "consumer %s: %v", pe.Consumer, err)
-	return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: err.Error()}
-}
-
-// admitRequest refuses, creating nothing, a request of a consumer that is
-// not allowed, or a new request beyond spec.provider.maxPendingRequests
-// (provider.Admit decides). admitted says the request is new and answered
-// in this round: the caller counts it pending once it acts on it.
-func (s owning) admitRequest(ctx context.Context, pe *protocol.Documents, ns string) (o outcome, refused, admitted bool) {
-	spec := s.obj.Spec.Provider
-	err := s.r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
-	if client.IgnoreNotFound(err) != nil {
-		return outcome{err: err}, true, false
-	}
-	max := spec.GetMaxPendingRequests()
-	switch provider.Admit(provider.Request{Consumer: pe.Consumer, Allowed: spec.AllowedConsumers, Answered: err == nil, Pending: s.pending, Max: max}) {
-	case provider.NotAllowed:
-		msg := fmt.Sprintf("request of %s refused: not in allowedConsumers; nothing created", pe.Consumer)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRequestsDeferred, pe.Consumer, "%s", msg)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}, true, false
-	case provider.Answered:
-		return outcome{}, false, false // not a new pending request
-	case provider.Deferred:
-		s.deferred++
-		return outcome{phase: gitpeerv1alpha1.PhaseRequested, reason: vocabulary.ReasonRequestsDeferred, message: fmt.Sprintf("deferred: %d pending requests (maxPendingRequests %d); nothing created until some are approved or withdrawn", s.pending, max)}, true, false
-	}
-	return outcome{}, false, true
+	return providerOutcome(plan.Outcome)
 }

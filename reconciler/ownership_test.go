@@ -24,7 +24,8 @@ func TestOwnershipMigration(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			obj := &gitpeerv1alpha1.PeeringRepository{Status: gitpeerv1alpha1.PeeringRepositoryStatus{LastProcessedCommit: tc.lastCommit, OwnershipVersion: tc.version}}
-			s := &session{r: &PeeringRepositoryReconciler{}, obj: obj, adoptionFailed: tc.adoptionFailed}
+			s := sessionOf(&PeeringRepositoryReconciler{}, obj)
+			s.owned.adoptionFailed = tc.adoptionFailed
 			if got := s.owning().migratingOwnership(); got != tc.migrating {
 				t.Errorf("migratingOwnership = %t, want %t", got, tc.migrating)
 			}

@@ -50,19 +50,19 @@ type planned struct {
 // of one peering never blocks the others.
 func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 	me, consumers := string(s.obj.Spec.ClusterID), plan.visit
-	limit := &provider.RoundLimit{Max: s.r.roundLimit}
-	staged := len(s.staged)
+	round := &plan.round
+	staged := len(s.branch.staged)
 	results := make([]result, len(consumers))
 	var signing []planned
 	for start := 0; start < len(consumers); start += planChunk {
 		var chunk []planned
 		for i := start; i < min(start+planChunk, len(consumers)); i++ {
-			if limit.Full() && plan.waiting[consumers[i]] {
-				limit.HoldBack()
+			if round.Limit.Full() && plan.waiting[consumers[i]] {
+				round.Limit.HoldBack()
 				results[i] = stillHeldBack(consumers[i], plan.prev.Peerings[consumers[i]].Status)
 				continue
 			}
-			pl := planned{i, s.providerStep().planProvide(ctx, s.peering(me, consumers[i]), limit)}
+			pl := planned{i, s.providerStep().planProvide(ctx, s.peering(me, consumers[i]), round)}
 			if pl.p.signs {
 				pl.p.pe = nil // decoded again to sign, below: not held through every chunk
 				signing = append(signing, pl)
@@ -91,8 +91,7 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 		}
 	}
 	s.dropShards()
-	s.heldBack = limit.Held
-	inRoundOrder(s.staged[staged:], consumers)
+	inRoundOrder(s.branch.staged[staged:], consumers)
 	return results
 }
 
@@ -112,7 +111,7 @@ func (s *session) stepAll(ctx context.Context, steps []planned, consumers []stri
 	})
 	for _, pl := range steps {
 		o := results[pl.i].o
-		_, renews := s.renewals[consumers[pl.i]]
+		_, renews := s.roundReport().renewalOf(consumers[pl.i])
 		results[pl.i].settled = incremental.Settled(incremental.Outcome{
 			Phase: o.phase, Reason: o.reason, Failed: o.err != nil, HeldBack: pl.p.heldBack,
 			Offered:        pl.p.done == nil && pl.p.step == provider.OfferNonce,

@@ -77,7 +77,7 @@ func TestInRoundOrder(t *testing.T) {
 // TestProvideRecovering: a peering step that panics fails its peering with
 // the panic, and the agent goes on.
 func TestProvideRecovering(t *testing.T) {
-	s := &session{r: &PeeringRepositoryReconciler{}, obj: &gitpeerv1alpha1.PeeringRepository{}}
+	s := sessionOf(&PeeringRepositoryReconciler{}, &gitpeerv1alpha1.PeeringRepository{})
 	// Maintain without the Tenant it needs: a nil dereference.
 	o := s.provideRecovering(context.Background(), providing{pe: &protocol.Documents{Provider: "p", Consumer: "c"}, step: provider.Maintain})
 	if o.err == nil || !strings.Contains(o.err.Error(), "panic") {

@@ -24,7 +24,7 @@ const statusSizeLimit = 64 << 10
 // peerings as the reconciler does (record each, publishStatus, summarize):
 // every 10th failed with a long (hostile) message, every 25th deferred.
 func round(r *PeeringRepositoryReconciler, obj *gitpeerv1alpha1.PeeringRepository, n int, phase gitpeerv1alpha1.PeeringPhase) {
-	s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	s := sessionOf(r, obj)
 	for i := range n {
 		o := outcome{phase: phase, message: fmt.Sprintf("certificate %032x valid until 2026-11-24T18:00:00Z", i)}
 		switch {
@@ -110,12 +110,12 @@ func TestStatusListsRecentChanges(t *testing.T) {
 			s.roundReport().record(context.Background(), fmt.Sprintf("p-%03d", i), gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 		}
 	}
-	s := &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	s := sessionOf(r, obj)
 	ready(s, 0, 200)
 	s.roundReport().publishStatus()
 	// p-150 fails, p-151 to p-159 go back to AwaitingApproval, the others stay Ready.
 	changed := func() {
-		s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+		s = sessionOf(r, obj)
 		ready(s, 0, 150)
 		ready(s, 160, 200)
 		s.roundReport().record(context.Background(), "p-150", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseFailed, message: "bad"})
@@ -163,7 +163,7 @@ func TestStatusListsRecentChanges(t *testing.T) {
 	}
 
 	// A peering gone (no longer recorded) is no longer counted, and its metric is deleted.
-	s = &session{r: r, obj: obj, status: map[string]gitpeerv1alpha1.PeeringStatus{}}
+	s = sessionOf(r, obj)
 	ready(s, 1, 200)
 	s.roundReport().publishStatus()
 	if total := totalPeerings(obj); total != 199 {

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,8 +23,8 @@ import (
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// providerStep is one peering's provider step: planProvide reads and
-// decides it, observeProvider and applyProvider (provider_apply.go) run it
+// providerStep is one peering's provider step: planProvide (planning.go)
+// observes and plans it, observeProvider and applyProvider (provider_apply.go) run it
 // as observe → plan (reconciler/provider) → apply, with the standalone
 // cluster writes it needs (tenant namespace, nonce, Tenant, bindings) and the
 // provider's terms.
@@ -42,7 +41,7 @@ type providing struct {
 	tenant *authv1beta1.Tenant
 	// namespace: the tenant namespace exists (and is the PeeringRepository's, or the peering is done).
 	namespace bool
-	// opening are the actions that open the step, or the outcome when done (provider.PlanMode).
+	// opening are the actions that open the step, or report it when done (provider.Planned).
 	opening []provider.Action
 	step    provider.Step
 	done    *outcome
@@ -53,95 +52,8 @@ type providing struct {
 	heldBack bool
 }
 
-// planProvide decides the step of the provider side of the peering pe
-// (provider.Decide): it reads what the cluster holds for it, checks its mode,
-// admits a request (admitRequest) and holds it back when the round already
-// acts on as many peerings as limit allows (provider.Acts). The round plans
-// its peerings one after the other, in its order, so that the same requests
-// are admitted and the same peerings act whatever order they then run in
-// (provideAll).
-func (s providerStep) planProvide(ctx context.Context, pe *protocol.Documents, limit *provider.RoundLimit) providing {
-	p := providing{pe: pe, ns: authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(pe.Consumer))}
-	settled := func(o outcome) providing { p.done = &o; return p }
-	nsObj, err := s.owning().tenantNamespace(ctx, pe.Consumer, p.ns)
-	if err != nil {
-		return settled(s.owning().skipForeign(pe, err))
-	}
-	p.namespace = nsObj != nil
-	tenant := &authv1beta1.Tenant{}
-	err = s.r.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: pe.Consumer}, tenant)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return settled(outcome{err: err})
-	}
-	if err == nil && !s.owning().owns(tenant) {
-		return settled(s.owning().skipForeign(pe, errNotOurs{"Tenant " + p.ns + "/" + pe.Consumer}))
-	}
-	if err == nil {
-		p.tenant = tenant
-	}
-	p.step = provider.Decide(pe, provider.Observed{Tenant: p.tenant})
-	if p.step != provider.Revoke {
-		mode := provider.Snapshot{Docs: pe, Namespace: nsObj != nil, Mode: s.modeName(), ModeSummary: s.liqo.String(),
-			SwitchAccepted: s.obj.GetAnnotations()[gitpeerv1alpha1.SwitchModeAnnotationPrefix+pe.Consumer]}
-		if nsObj != nil {
-			mode.NamespaceMode = nsObj.Annotations[vocabulary.ModeAnnotation]
-		}
-		plan, blocked := provider.PlanMode(mode)
-		if p.opening = plan.Actions; blocked {
-			return settled(providerOutcome(plan.Outcome))
-		}
-	}
-	admitted := false
-	if p.step == provider.OfferNonce {
-		if pe.Request == nil {
-			return settled(outcome{phase: gitpeerv1alpha1.PhaseRevoked, message: "no request"})
-		}
-		o, refused, isNew := s.owning().admitRequest(ctx, pe, p.ns)
-		if refused {
-			return settled(o)
-		}
-		admitted = isNew
-	}
-	cert, renewalDue := s.renewalDue(p)
-	if !limit.Take(provider.Acts(p.step, pe.Nonce != nil, renewalDue)) {
-		p.heldBack = true
-		return settled(heldBack(p, cert, limit.Max))
-	}
-	if admitted {
-		s.pending++
-	}
-	p.signs = !s.liqoMode() && (p.step == provider.Issue || renewalDue)
-	return p
-}
-
-// renewalDue reports, for a peering planned to be maintained, whether the
-// certificate in its Tenant's status is due for renewal (provider.RenewalOf),
-// which the agent does itself unless in Liqo mode; cert is that certificate.
-// A certificate that does not parse is not due here: provider.PlanMaintain reports it.
-func (s providerStep) renewalDue(p providing) (cert *x509.Certificate, due bool) {
-	if p.step != provider.Maintain || s.liqoMode() {
-		return nil, false
-	}
-	return certificateDue(p.tenant, s.r.Now())
-}
-
-// heldBack is the outcome of a peering the round's limit held back: where it
-// stands (a request, a Tenant waiting to be issued, an issued one waiting to
-// be renewed) and that the next round takes it.
-func heldBack(p providing, cert *x509.Certificate, limit int) outcome {
-	note := fmt.Sprintf("held back: this round acted on %d peerings, its limit; the next round takes this one", limit)
-	switch p.step {
-	case provider.OfferNonce:
-		return outcome{phase: gitpeerv1alpha1.PhaseRequested, message: note}
-	case provider.Maintain:
-		o := issuedOutcome(p.tenant, cert)
-		o.message = joinNote(o.message, "renewal "+note)
-		return o
-	}
-	return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "Tenant merged, not issued yet; " + note}
-}
-
-// provide takes the step planned for a peering (planProvide). The peerings
+// provide takes the step planned for a peering (planProvide): the actions
+// that open it, then the step itself unless planning settled it. The peerings
 // of a round run it at once (provideAll).
 func (s providerStep) provide(ctx context.Context, p providing) outcome {
 	if len(p.opening) > 0 {
@@ -242,7 +154,7 @@ func (s providerStep) issuedConsumers() ([]string, error) {
 
 // ensureTenantNamespace makes sure liqo-tenant-<peer> exists with Liqo's
 // labels (Pod Security privileged included) and belongs to this PeeringRepository: it creates it, adopts a legacy
-// one (see adoptIfLegacy) and refuses any other (errNotOurs).
+// one or one Liqo created (tenantNamespace) and refuses any other.
 func (s providerStep) ensureTenantNamespace(ctx context.Context, peer, ns string) error {
 	obj, err := s.owning().tenantNamespace(ctx, peer, ns)
 	if err != nil || obj != nil {

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -75,7 +74,7 @@ func (s providerStep) observeProvider(ctx context.Context, p providing, now time
 			read, err = true, s.observeIssued(ctx, p, &snap, true)
 		}
 	case provider.Maintain:
-		_, due := certificateDue(p.tenant, now)
+		_, due := provider.DueCertificate(p.tenant, now)
 		read, err = true, s.observeIssued(ctx, p, &snap, due)
 	}
 	// A new nonce Secret, or a rotation of the used nonce (standalone), holds a fresh nonce.
@@ -83,17 +82,6 @@ func (s providerStep) observeProvider(ctx context.Context, p providing, now time
 		snap.FreshNonce = crypto.GenerateNonce()
 	}
 	return snap, err
-}
-
-// certificateDue returns the certificate in the status of tenant, an issued
-// one, and whether it is due for renewal at now (provider.RenewalOf). A
-// certificate that does not parse is not.
-func certificateDue(tenant *authv1beta1.Tenant, now time.Time) (*x509.Certificate, bool) {
-	cert, err := crypto.ParseCertificatePEM(tenant.Status.AuthParams.SignedCRT)
-	if err != nil {
-		return nil, false
-	}
-	return cert, provider.RenewalOf(cert, now).Due
 }
 
 // observeIssued makes the reads of issuing a certificate to p's consumer,
@@ -175,6 +163,8 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 			if err := s.ensureTenantNamespace(ctx, consumer, ns); err != nil {
 				return s.owning().skipForeign(pe, err), nil, true
 			}
+		case provider.AdoptNamespace, provider.AdoptLiqoNamespace:
+			err = s.owning().adoptObserved(ctx, consumer, ns, a)
 		case provider.PutNonceSecret:
 			err = s.putNonce(ctx, consumer, ns, a.Nonce)
 		case provider.CreateLiqoNonce:
@@ -244,13 +234,7 @@ func (s providerStep) note(consumer string, a provider.Action) {
 	case provider.NoteRenewal:
 		s.roundReport().noteRenewalOf(consumer, a.At)
 	case provider.NoteOverdue:
-		s.mu.Lock()
-		if s.overdue == nil {
-			s.overdue = map[string]string{}
-		}
-		s.overdue[consumer] = a.Message
-		s.mu.Unlock()
-		s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", a.Item)
+		s.roundReport().noteOverdue(consumer, a.Message, a.Item)
 	}
 }
 

@@ -60,11 +60,8 @@ func TestCheckProposed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &session{
-		obj: &gitpeerv1alpha1.PeeringRepository{Spec: gitpeerv1alpha1.PeeringRepositorySpec{Path: "peers"}},
-		key: key,
-		r:   &PeeringRepositoryReconciler{Now: time.Now},
-	}
+	s := sessionOf(&PeeringRepositoryReconciler{Now: time.Now}, &gitpeerv1alpha1.PeeringRepository{Spec: gitpeerv1alpha1.PeeringRepositorySpec{Path: "peers"}})
+	s.key = key
 	for _, tc := range []struct {
 		name   string
 		file   []byte
@@ -181,7 +178,8 @@ func TestPullRequestFollowedOnChange(t *testing.T) {
 	round := func(name string, head plumbing.Hash, wantCall bool) {
 		t.Helper()
 		before := fake.calls
-		s := &session{r: r, obj: obj, key: key, head: head}
+		s := sessionOf(r, obj)
+		s.key, s.head = key, head
 		o := s.consumerStep().followPullRequest(context.Background(), pe, outcome{phase: gitpeerv1alpha1.PhaseAwaitingApproval, message: "awaiting approval"})
 		if o.err != nil {
 			t.Fatalf("%s: %v", name, o.err)

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -17,11 +18,31 @@ import (
 // roundReport is the round's sink: what the round tells the cluster and the
 // admin once its steps are done — the PeeringRepository's status and
 // conditions, the routine events, the certificate metrics and the next
-// renewal it requeues for. It owns no state of its own: it reads and fills
-// the session's (status, certs, routine, renewAt, renewals).
-type roundReport struct{ *session }
+// renewal it requeues for — gathered from the steps in its reportState.
+type roundReport struct {
+	*session
+	*reportState
+}
 
-func (s *session) roundReport() roundReport { return roundReport{s} }
+func (s *session) roundReport() roundReport { return roundReport{s, s.report} }
+
+// reportState is what the steps of a round note for its report.
+type reportState struct {
+	// status holds the peerings' outcomes by peering (peeringKey), filled once the steps are done (record).
+	status map[string]gitpeerv1alpha1.PeeringStatus
+	// routine holds the round's routine provider steps, one event per reason (recordRoutine); it has its own lock.
+	routine routineEvents
+
+	// mu guards what the peerings of a provider's round, which take their
+	// steps at once (provideAll), note: the fields below.
+	mu      sync.Mutex
+	renewAt time.Time // the earliest renewal due (noteRenewal)
+	// renewals holds, by consumer, when the certificate the provider issued it is due for renewal (noteRenewalOf).
+	renewals map[string]time.Time
+	overdue  map[string]string // by consumer, its certificate whose renewal is overdue (noteOverdue)
+	// certs holds, by peering (peeringKey), the certificate the round noted for the metrics (noteCertificate).
+	certs map[string]certRecord
+}
 
 func (s roundReport) record(ctx context.Context, peer string, role gitpeerv1alpha1.PeeringRole, o outcome) {
 	if o.err != nil {
@@ -85,6 +106,35 @@ func (s roundReport) noteRenewal(t time.Time) {
 	if s.renewAt.IsZero() || t.Before(s.renewAt) {
 		s.renewAt = t
 	}
+}
+
+// renewalAt is the earliest renewal due the round noted (noteRenewal); zero when none.
+func (s roundReport) renewalAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.renewAt
+}
+
+// renewalOf is when the certificate issued to consumer is due for renewal,
+// as the round noted it (noteRenewalOf); ok is false when it noted none.
+func (s roundReport) renewalOf(consumer string) (at time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok = s.renewals[consumer]
+	return at, ok
+}
+
+// noteOverdue notes the consumer's overdue renewal: the round's
+// CertificatesRenewed condition says message (markRenewals) and its
+// RenewalOverdue warning lists item.
+func (s roundReport) noteOverdue(consumer, message, item string) {
+	s.mu.Lock()
+	if s.overdue == nil {
+		s.overdue = map[string]string{}
+	}
+	s.overdue[consumer] = message
+	s.mu.Unlock()
+	s.routine.warn(gitpeerv1alpha1.RenewalOverdueReason, "certificate renewal overdue", item)
 }
 
 // recordRoutine records one event per reason of the round's routine steps

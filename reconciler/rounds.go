@@ -20,6 +20,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
@@ -180,6 +181,9 @@ type providerPlan struct {
 	pending map[string]bool
 	// miscounted: countPending failed, pending is incomplete; the next round is full.
 	miscounted bool
+	// round plans the visited peerings one after the other (planProvide): the
+	// requests pending and deferred, the peerings acting and held back.
+	round provider.Round
 }
 
 // planRound decides which of consumers this provider's round visits
@@ -190,7 +194,7 @@ func (s *session) planRound(consumers []string) *providerPlan {
 	p := &providerPlan{
 		now: incremental.Now{
 			Round: incremental.Round{Generation: s.obj.Generation, Annotations: maps.Clone(s.obj.GetAnnotations()), Mode: s.liqo.String() + " " + s.liqo.Namespace, Loader: s.loader},
-			Time:  s.r.Now(), RewriteAcknowledged: s.rewriteAcknowledged, Migrating: s.owning().migratingOwnership(),
+			Time:  s.r.Now(), RewriteAcknowledged: s.branch.rewriteAcknowledged, Migrating: s.owning().migratingOwnership(),
 		},
 		prev: prev, carried: map[string]bool{}, waiting: map[string]bool{}, pending: map[string]bool{},
 	}
@@ -221,7 +225,7 @@ func (s *session) planRound(consumers []string) *providerPlan {
 func (s *session) carry(p *providerPlan) {
 	for c := range p.carried {
 		was := p.prev.Peerings[c]
-		s.status[peeringKey(gitpeerv1alpha1.ProviderRole, c)] = was.Status
+		s.report.status[peeringKey(gitpeerv1alpha1.ProviderRole, c)] = was.Status
 		if !was.RenewAt.IsZero() {
 			s.roundReport().noteRenewalOf(c, was.RenewAt)
 		}
@@ -236,7 +240,7 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 	visited := len(p.visit)
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
-	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", s.heldBack, "full", p.full)
+	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", p.round.Limit.Held, "full", p.full)
 	if commitErr != nil || p.miscounted {
 		return
 	}
@@ -262,9 +266,9 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 			continue
 		}
 		m.Peerings[res.peer] = incremental.Peering{
-			Status:   s.status[peeringKey(res.role, res.peer)],
+			Status:   s.report.status[peeringKey(res.role, res.peer)],
 			Settled:  res.settled && res.o.err == nil,
-			RenewAt:  s.renewals[res.peer],
+			RenewAt:  s.report.renewals[res.peer],
 			Pending:  p.pending[res.peer],
 			HeldBack: res.heldBack,
 		}

@@ -5,7 +5,6 @@ import (
 	gocrypto "crypto"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -17,52 +16,45 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/liqo"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
+	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
-// session is one reconciliation of one PeeringRepository: the state that
-// spans the round and its sequencing (run). The round's work is done by views
-// of the session, one per responsibility, each declared with what it owns:
-// branchIO (gitbranch.go), providerStep (provider.go), liqoProvider
-// (liqoprovider.go), owning (ownership.go), consumerStep
-// (consumer_observe.go) and roundReport (roundreport.go).
+// session is one reconciliation of one PeeringRepository: what spans the
+// round and its sequencing (run). The round's work is done by views of the
+// session, one per responsibility: branchIO (gitbranch.go), providerStep
+// (provider.go), liqoProvider (liqoprovider.go), owning (ownership.go),
+// consumerStep (consumer_observe.go) and roundReport (roundreport.go). The
+// views that keep state of the round declare it, each with its own lock
+// (branchState, ownershipState, reportState); the session holds it for them.
 type session struct {
-	r       *PeeringRepositoryReconciler
-	obj     *gitpeerv1alpha1.PeeringRepository
-	repo    *gitsync.Repo
-	loader  *protocol.Loader
-	key     gocrypto.Signer
-	liqo    liqo.Mode // Liqo mode or standalone; in Liqo mode key is Liqo's key
-	head    plumbing.Hash
-	loaded  *protocol.Loaded
-	invalid []string
-	status  map[string]gitpeerv1alpha1.PeeringStatus
-	// pending and deferred are counted by the round's planning, one peering after the other (planProvide).
-	pending  int // requests answered with a nonce and not issued yet
-	deferred int // requests left unanswered in this round (maxPendingRequests)
-	heldBack int // peerings the round's limit left to the next round (provideAll)
-	// rewriteAcknowledged: this round accepted a rewritten history (sync); the provider's round is full.
-	rewriteAcknowledged bool
+	r      *PeeringRepositoryReconciler
+	obj    *gitpeerv1alpha1.PeeringRepository
+	repo   *gitsync.Repo
+	loader *protocol.Loader
+	key    gocrypto.Signer
+	liqo   liqo.Mode // Liqo mode or standalone; in Liqo mode key is Liqo's key
+	head   plumbing.Hash
+	loaded *protocol.Loaded
+	// round is the provider's round: the peerings it visits and carries
+	// over, and its planning; nil in a consumer's round.
+	round *providerPlan
 
 	// The records of the provider's consumers, read and written by the round (issued.go).
 	*recordStore
+	// issuance is this round's CSRs, read once, and those it creates or approves (csr.go).
+	issuance issuance
 
-	// mu guards what the peerings of a provider's round, which take their
-	// steps at once (provideAll), share: the fields below, but issuance,
-	// which has its own lock.
-	mu      sync.Mutex
-	renewAt time.Time // the earliest renewal due (noteRenewal)
-	// renewals holds, by consumer, when the certificate the provider issued it is due for renewal (noteRenewalOf).
-	renewals map[string]time.Time
-	// adoptionFailed: an adoption failed on an error; the one-time migration is retried next round.
-	adoptionFailed bool
-	staged         []gitStep         // this round's writes to the branch, committed together (commitRound)
-	overdue        map[string]string // by consumer, its certificate whose renewal is overdue (renewalStalled)
-	issuance       issuance          // this round's CSRs, read once, and those it creates or approves (csr.go)
-	// certs holds, by peering (peeringKey), the certificate the round noted for the metrics (noteCertificate).
-	certs map[string]certRecord
-	// routine holds the round's routine provider steps, one event per reason (recordRoutine).
-	routine routineEvents
+	branch *branchState    // branchIO's
+	owned  *ownershipState // owning's
+	report *reportState    // roundReport's
+}
+
+// sessionOf is a session of obj with the state of its views, empty: a
+// round's (newSession) without its branch, or a finalizer's.
+func sessionOf(r *PeeringRepositoryReconciler, obj *gitpeerv1alpha1.PeeringRepository) *session {
+	return &session{r: r, obj: obj, recordStore: newRecordStore(r, obj),
+		branch: &branchState{}, owned: &ownershipState{}, report: &reportState{status: map[string]gitpeerv1alpha1.PeeringStatus{}}}
 }
 
 func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpeerv1alpha1.PeeringRepository) (*session, error) {
@@ -83,7 +75,9 @@ func (r *PeeringRepositoryReconciler) newSession(ctx context.Context, obj *gitpe
 			return nil, &Generic{Reason: gitpeerv1alpha1.ClusterKeyErrorReason, Err: fmt.Errorf("cluster key: %w", err)}
 		}
 	}
-	return &session{r: r, obj: obj, recordStore: newRecordStore(r, obj), repo: open.repo, loader: open.loader, key: key, liqo: mode, status: map[string]gitpeerv1alpha1.PeeringStatus{}}, nil
+	s := sessionOf(r, obj)
+	s.repo, s.loader, s.key, s.liqo = open.repo, open.loader, key, mode
+	return s, nil
 }
 
 // detectLiqo decides the mode of obj (liqo.Detect, through the API reader)
@@ -169,14 +163,17 @@ func (s *session) run(ctx context.Context) error {
 		}
 		s.providerStep().publishTerms(ctx)
 		plan = s.planRound(sortedKeys(consumers))
-		if err := s.owning().countPending(ctx, plan); err != nil {
+		s.round = plan
+		pending, err := s.owning().countPending(ctx, plan)
+		if err != nil {
 			log.FromContext(ctx).Error(err, "counting pending requests")
 			plan.miscounted = true
 		}
+		plan.round = provider.Round{Pending: pending, MaxPending: s.obj.Spec.Provider.GetMaxPendingRequests(), Limit: provider.RoundLimit{Max: s.r.roundLimit}}
 		results = append(results, s.provideAll(ctx, plan)...)
 		s.carry(plan)
-		if s.deferred > 0 {
-			s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRequestsDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", s.deferred, s.pending)
+		if deferred := plan.round.Deferred; deferred > 0 {
+			s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRequestsDeferred, "%d request(s) deferred: %d pending requests reached maxPendingRequests; nothing was created for them", deferred, plan.round.Pending)
 		}
 	}
 	if s.obj.IsConsumer() {
@@ -220,12 +217,12 @@ const requeueAtOnce = time.Nanosecond
 // requeueAfter is the poll interval, or sooner when a certificate must be
 // renewed, or at once when the round's limit held peerings back.
 func (s *session) requeueAfter() time.Duration {
-	if s.heldBack > 0 {
+	if s.round != nil && s.round.round.Limit.Held > 0 {
 		return requeueAtOnce
 	}
 	after := s.obj.GetRequeueAfter()
-	if !s.renewAt.IsZero() {
-		if d := s.renewAt.Sub(s.r.Now()); d < after {
+	if renewAt := s.roundReport().renewalAt(); !renewAt.IsZero() {
+		if d := renewAt.Sub(s.r.Now()); d < after {
 			after = max(d, time.Second)
 		}
 	}

@@ -58,14 +58,15 @@ func TestTermsReadOnlyWhenTheyMayChange(t *testing.T) {
 	// round publishes the terms as a round does and returns what it staged, "committed".
 	round := func() []gitStep {
 		t.Helper()
-		s := &session{r: r, obj: obj, loaded: loadFiles(obj, branch)}
+		s := sessionOf(r, obj)
+		s.loaded = loadFiles(obj, branch)
 		s.providerStep().publishTerms(ctx)
-		for _, st := range s.staged {
+		for _, st := range s.branch.staged {
 			for _, ch := range st.changes {
 				branch[ch.Path] = ch.Content
 			}
 		}
-		return s.staged
+		return s.branch.staged
 	}
 	check := func(name string, staged []gitStep, wantStaged bool, wantReads int, wantInTerms string) {
 		t.Helper()
