@@ -35,14 +35,7 @@ func TestRoundExchanges(t *testing.T) {
 	})
 	cost("write after a poll", 0, 0, 1, func() { mustWrite(t, agent, "nonce", gitsync.Put("p/c/nonce.yaml", []byte("n"))) })
 	const branch = "gitpeer/p/c"
-	review := func(content string) gitsync.WriteResult {
-		t.Helper()
-		res, err := agent.WriteReview(ctx(t), branch, message("tenant"), []gitsync.FileChange{gitsync.Put("p/c/tenant.yaml", []byte(content))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	review := tenantReviewer(t, agent, branch)
 	cost("new review branch", 0, 0, 1, func() { review("t1") })
 	cost("review branch extended", 0, 0, 1, func() { review("t2") })
 	// Nothing to push on the clone's heads: the remote's heads decide (main, then the review branch).
