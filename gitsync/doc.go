@@ -1,9 +1,9 @@
 // Package gitsync is gitpeer's Git transport.
 //
 // A Repo is a persistent bare clone of one remote branch kept under a data
-// directory and reused across reconciles and restarts. Poll costs one ref
-// advertisement when nothing moved and fetches only new objects when the branch
-// moved; the pack of a branch's first fetch is indexed as it arrives, each
+// directory and reused across reconciles and restarts. Poll is one exchange
+// with the remote: a ref advertisement when nothing moved, followed by only the
+// new objects when the branch moved; the pack of a branch's first fetch is indexed as it arrives, each
 // object inflated once (packindex.go). Reads come from commit tree objects, never from a work tree: only
 // regular blobs under the configured root path are visible, names that could
 // escape it are refused, and every blob's size is checked before it is read.
@@ -11,6 +11,7 @@
 // and refuses rewritten history. Write applies a set of file changes as one
 // commit authored (and optionally signed) by the agent and pushes it with
 // compare-and-swap semantics, re-applying the changes on the new head when
-// another writer got there first. VerifyCommitSignatures checks commit signatures
+// another writer got there first; it builds first on the heads the clone has,
+// so a write after a Poll is one exchange too. VerifyCommitSignatures checks commit signatures
 // against trusted SSH and OpenPGP keys.
 package gitsync

@@ -117,6 +117,19 @@ func mustPoll(t testing.TB, r *gitsync.Repo) plumbing.Hash {
 	return h
 }
 
+// tenantReviewer returns a function that writes p/c/tenant.yaml with the
+// given content to the review branch of agent.
+func tenantReviewer(t testing.TB, agent *gitsync.Repo, branch string) func(content string) gitsync.WriteResult {
+	return func(content string) gitsync.WriteResult {
+		t.Helper()
+		res, err := agent.WriteReview(ctx(t), branch, message("tenant"), []gitsync.FileChange{gitsync.Put("p/c/tenant.yaml", []byte(content))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+}
+
 // message is a commit message written verbatim.
 type message string
 

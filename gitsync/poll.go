@@ -33,42 +33,19 @@ func (r *Repo) Head() plumbing.Hash {
 }
 
 // refresh fetches branch if the remote moved and returns the remote head, or
-// the zero hash when the branch does not exist on the remote.
+// the zero hash when the branch does not exist on the remote. It is one
+// exchange with the remote: the fetch's own ref advertisement tells whether
+// the branch moved, and nothing is downloaded when it did not (go-git asks
+// only for the objects the clone lacks).
 func (r *Repo) refresh(ctx context.Context, branch string) (plumbing.Hash, error) {
-	remote, err := r.remoteHead(ctx, branch)
-	if err != nil || remote.IsZero() {
-		return remote, err
-	}
-	if r.localHead(branch) == remote && r.hasCommit(remote) {
-		return remote, nil
-	}
-	if err := r.fetch(ctx, branch); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return r.localHead(branch), nil
-}
-
-// remoteHead lists the remote refs (one ref advertisement) and returns the
-// head of branch, or the zero hash if the branch does not exist.
-func (r *Repo) remoteHead(ctx context.Context, branch string) (plumbing.Hash, error) {
-	remote, err := r.repo.Remote(remoteName)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: r.auth, CABundle: r.cfg.Auth.caBundle()})
-	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+	err := r.fetch(ctx, branch)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) || errors.As(err, new(git.NoMatchingRefSpecError)) {
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, classify("ls-remote "+r.cfg.URL, err)
+		return plumbing.ZeroHash, err
 	}
-	want := plumbing.NewBranchReferenceName(branch)
-	for _, ref := range refs {
-		if ref.Name() == want {
-			return ref.Hash(), nil
-		}
-	}
-	return plumbing.ZeroHash, nil
+	return r.localHead(branch), nil
 }
 
 // fetch fetches branch into its tracking ref. The first fetch is shallow when

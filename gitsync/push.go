@@ -3,6 +3,7 @@ package gitsync
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -19,6 +20,10 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
+
+// errStaleHead: a compare-and-swap push found the remote ref elsewhere than
+// expected and sent nothing (the remote's advertisement told).
+var errStaleHead = errors.New("stale head")
 
 // refUpdate is the one ref a push sets.
 type refUpdate struct {
@@ -50,7 +55,7 @@ func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (er
 	}
 	switch {
 	case u.cas && current != u.from:
-		return fmt.Errorf("remote ref %s is at %s, not %s", u.name, current, u.from)
+		return fmt.Errorf("%w: remote ref %s is at %s, not %s", errStaleHead, u.name, current, u.from)
 	case current == u.to:
 		return nil
 	case u.to.IsZero() && !adv.Capabilities.Supports(capability.DeleteRefs):

@@ -11,14 +11,7 @@ func TestReviewBranch(t *testing.T) {
 	agent := f.openHTTP()
 	base := mustWrite(t, agent, "request", gitsync.Put("p/c/request.yaml", []byte("r"))).Commit
 	const branch = "gitpeer/p/c"
-	review := func(content string) gitsync.WriteResult {
-		t.Helper()
-		res, err := agent.WriteReview(ctx(t), branch, message("tenant"), []gitsync.FileChange{gitsync.Put("p/c/tenant.yaml", []byte(content))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	review := tenantReviewer(t, agent, branch)
 
 	// Created from the branch; the branch itself is untouched.
 	first := review("t1")

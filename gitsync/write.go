@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,21 +80,45 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 			r.unstage(ctx, stagingRef, branch)
 		}
 	}()
+	// The first attempt builds on the heads the clone has (the round's Poll
+	// has just refreshed the branch) without asking the remote: the push's
+	// own ref advertisement checks them (compare-and-swap), which saves an
+	// ls-remote per branch on every write. Only a push goes on them: when
+	// they are stale, or already hold the changes, the remote's heads decide.
+	h := r.localHeads(review)
+	fromClone := !h.target.IsZero()
+	remote := func() (err error) {
+		h, err = r.fetchHeads(ctx, review)
+		fromClone = false
+		return err
+	}
 	for attempt := 1; attempt <= r.cfg.Retry.Attempts; attempt++ {
 		if attempt > 1 {
-			if err := sleep(ctx, r.cfg.Retry.delay(attempt-1)); err != nil {
+			// A stale clone is no contention: retried at once.
+			if !fromClone || !errors.Is(lastErr, errStaleHead) {
+				if err := sleep(ctx, r.cfg.Retry.delay(attempt-1)); err != nil {
+					return WriteResult{}, err
+				}
+			}
+			if err := remote(); err != nil {
+				return WriteResult{}, err
+			}
+			if h == prev {
+				// The branch did not move, so the push failed for another reason.
+				return WriteResult{}, classify("push "+branch, lastErr)
+			}
+		} else if !fromClone {
+			if err := remote(); err != nil {
 				return WriteResult{}, err
 			}
 		}
-		h, err := r.fetchHeads(ctx, review)
-		if err != nil {
-			return WriteResult{}, err
-		}
-		if lastErr != nil && h == prev {
-			// The branch did not move, so the push failed for another reason.
-			return WriteResult{}, classify("push "+branch, lastErr)
-		}
 		commit, old, err := r.prepare(ed, edits, h, review, text)
+		if fromClone && (err != nil || commit.IsZero()) {
+			if err := remote(); err != nil {
+				return WriteResult{}, err
+			}
+			commit, old, err = r.prepare(ed, edits, h, review, text)
+		}
 		if err != nil || commit.IsZero() {
 			return WriteResult{Commit: old, Attempts: attempt - 1}, err
 		}
@@ -109,6 +134,22 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 		prev = h
 	}
 	return WriteResult{}, &PushError{Branch: branch, Attempts: r.cfg.Retry.Attempts, Last: lastErr}
+}
+
+// localHeads are the heads of the authoritative branch and, for a review
+// write, of the review branch as the clone last saw them; zero when the
+// clone has not fetched the authoritative branch yet.
+func (r *Repo) localHeads(review string) heads {
+	h := heads{target: r.localHead(r.cfg.Branch)}
+	if h.target.IsZero() || !r.hasCommit(h.target) {
+		return heads{}
+	}
+	if review != "" {
+		if h.review = r.localHead(review); !h.review.IsZero() && !r.hasCommit(h.review) {
+			return heads{}
+		}
+	}
+	return h
 }
 
 // fetchHeads refreshes the authoritative branch and, for a review write, the review branch.
