@@ -152,26 +152,27 @@ type Log struct {
 	KeysAndValues []any
 }
 
-func (EnsureNamespace) action()         {}
-func (RecordMode) action()              {}
-func (Log) action()                     {}
-func (SetTenantCondition) action()      {}
-func (Bind) action()                    {}
-func (QueueCSR) action()                {}
-func (RecordSerial) action()            {}
-func (StoreIssued) action()             {}
-func (NoteRenewal) action()             {}
-func (NoteOverdue) action()             {}
-func (RecordKeyPin) action()            {}
-func (CheckStrayTenant) action()        {}
-func (DropStaleLiqoCache) action()      {}
-func (ApplyTenant) action()             {}
-func (RemoveAnnotation) action()        {}
-func (Event) action()                   {}
-func (PutNonceSecret) action()          {}
-func (CreateLiqoNonce) action()         {}
-func (RevokeConsumer) action()          {}
-func (Stage) action()                   {}
-func (NoteCertificate) action()         {}
+func (EnsureNamespace) action()    {}
+func (RecordMode) action()         {}
+func (Log) action()                {}
+func (SetTenantCondition) action() {}
+func (Bind) action()               {}
+func (QueueCSR) action()           {}
+func (RecordSerial) action()       {}
+func (StoreIssued) action()        {}
+func (NoteRenewal) action()        {}
+func (NoteOverdue) action()        {}
+func (RecordKeyPin) action()       {}
+func (CheckStrayTenant) action()   {}
+func (DropStaleLiqoCache) action() {}
+func (ApplyTenant) action()        {}
+func (RemoveAnnotation) action()   {}
+func (Event) action()              {}
+func (PutNonceSecret) action()     {}
+func (CreateLiqoNonce) action()    {}
+func (RevokeConsumer) action()     {}
+func (Stage) action()              {}
+func (NoteCertificate) action()    {}
+
 func (RecordSliceCertificates) action() {}
 func (RecordWatchedSlices) action()     {}
