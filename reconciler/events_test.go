@@ -18,6 +18,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
@@ -171,6 +172,14 @@ func BenchmarkRoundEventsMemory(b *testing.B) {
 	}
 }
 
+// applyStalled applies, as a provider's plan is applied, the renewal of
+// cert, issued to consumer, stalled with outcome o (provider.RenewalStalled).
+func applyStalled(s *session, consumer string, cert *x509.Certificate, renewal provider.Renewal, o provider.Outcome) outcome {
+	po, actions := provider.RenewalStalled(consumer, cert, renewal, o)
+	out, _, _ := s.providerStep().applyProvider(context.Background(), &protocol.Documents{Consumer: consumer}, "", nil, provider.Plan{Actions: actions, Outcome: po})
+	return out
+}
+
 // TestOverdueRenewalsOneWarning: the renewals an outage stalls past their
 // point in one round raise one RenewalOverdue Warning for the round, which
 // counts them (not one per consumer: 10,000 at once would flood the events),
@@ -182,7 +191,7 @@ func TestOverdueRenewalsOneWarning(t *testing.T) {
 	cert := &x509.Certificate{SerialNumber: big.NewInt(0x4d), NotAfter: due.AddDate(0, 2, 0)}
 	const n = 1000
 	for i := range n {
-		o := s.providerStep().renewalStalled(fmt.Sprintf("c%04d", i), cert, provider.Renewal{At: due, Due: true, Overdue: true}, outcome{phase: gitpeerv1alpha1.PhaseIssued, message: "renewing"})
+		o := applyStalled(s, fmt.Sprintf("c%04d", i), cert, provider.Renewal{At: due, Due: true, Overdue: true}, provider.Outcome{Phase: gitpeerv1alpha1.PhaseIssued, Message: "renewing"})
 		if o.reason != gitpeerv1alpha1.RenewalOverdueReason {
 			t.Fatalf("outcome %+v; want reason %s", o, gitpeerv1alpha1.RenewalOverdueReason)
 		}

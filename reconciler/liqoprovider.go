@@ -3,8 +3,6 @@ package reconciler
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +16,6 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/crypto"
-	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
@@ -34,13 +30,15 @@ import (
 // before it is applied; gitpeer then creates no CSR and no RoleBinding: Liqo
 // issues, binds and renews. identity.yaml is what `liqoctl generate identity`
 // makes of the Tenant's status, committed once per change of that status
-// after its certificate is checked and its serial recorded.
+// after its certificate is checked and its serial recorded. Those steps are
+// planned (provider.PlanLiqoIssue, provider.PlanLiqoMaintain) from what
+// observeLiqo reads, and applied by applyProvider.
 
 // liqoProvider is the provider's Liqo operations: the Liqo nonce and
-// Tenant, the published identity, revocation (Liqo's unbinding, its
-// replicated objects and caches), the slice certificates Liqo issues, recorded
-// and checked (liqoslices.go), and failing closed when Liqo's state cannot be
-// trusted (failclosed.go).
+// Tenant, revocation (Liqo's unbinding, its replicated objects and caches),
+// the slice certificates Liqo issues, recorded and checked (liqoslices.go),
+// also before a Tenant failing closed is drained (failclosed.go), and the
+// reads of Liqo mode (liqoobserve.go).
 type liqoProvider struct{ *session }
 
 func (s *session) liqoProvider() liqoProvider { return liqoProvider{s} }
@@ -56,123 +54,6 @@ func (s liqoProvider) createLiqoNonce(ctx context.Context, consumer, ns string) 
 			vocabulary.ManagedByLabel: vocabulary.ManagedBy, vocabulary.OwnerLabel: string(s.obj.UID),
 		},
 	}}))
-}
-
-// issueLiqo verifies and applies the merged Tenant in place of current
-// (applyTenant, which fails closed on a refused one) for Liqo's tenant
-// controller to issue, and publishes the certificate once it has.
-func (s liqoProvider) issueLiqo(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) outcome {
-	s.r.slices.start() // Liqo's ResourceSlice CRD exists: record what Liqo issues for slices
-	if current == nil {
-		if err := s.reportTenantDeletedOutsideGit(ctx, pe, ns); err != nil {
-			return outcome{err: err}
-		}
-	}
-	tenant, _, note, stop := s.providerStep().applyTenant(ctx, pe, ns, current)
-	if stop != nil {
-		return *stop
-	}
-	if tenant.Status.AuthParams == nil {
-		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: joinNote("Tenant verified and applied; waiting for Liqo's tenant controller to issue its certificate", note)}
-	}
-	o := s.publishLiqoIdentity(ctx, pe, tenant)
-	o.message = joinNote(o.message, note)
-	return o
-}
-
-// reportTenantDeletedOutsideGit warns, before the consumer's Tenant is
-// applied, when Liqo's certificate cache shows that one was applied and
-// issued before: the agent's own revocation deletes the cache with the
-// Tenant, `liqoctl unauthenticate` and `unpeer` (liqotech/liqo v1.2.0
-// pkg/liqoctl/unauthenticate, DeleteTenant) delete only the Tenant. Their
-// deletion is undone, as any change the branch does not carry: ending a
-// peering is deleting tenant.yaml, which also records its certificates
-// revoked. Liqo then gives the cached certificate back.
-func (s liqoProvider) reportTenantDeletedOutsideGit(ctx context.Context, pe *protocol.Documents, ns string) error {
-	cache := &corev1.Secret{}
-	if err := s.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: provider.LiqoCertificateCache}, cache); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonTenantDeletedOutsideGit, pe.Consumer,
-		"Tenant %s/%s was deleted outside Git (as liqoctl unauthenticate or unpeer do) while %s is on the branch: it is applied again; to end the peering, delete tenant.yaml (gitpeer revoke)",
-		ns, pe.Consumer, protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile})
-	return nil
-}
-
-// publishLiqoIdentity keeps an issued peering of Liqo mode true to the
-// branch: the Tenant's condition is the branch's, and the certificate Liqo put
-// in its status (issued or renewed) is checked, recorded, then committed as
-// identity.yaml unless the branch carries it already.
-func (s liqoProvider) publishLiqoIdentity(ctx context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant) outcome {
-	if err := protocol.CheckNoAWSConfig(tenant.Status.AuthParams); err != nil {
-		msg := fmt.Sprintf("Liqo answered Tenant %s with an IAM identity, not committed: %v", pe.Consumer, err)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAWSUnsupported, pe.Consumer, "%s", msg)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, reason: vocabulary.ReasonLiqoAWSUnsupported, message: msg}
-	}
-	if err := s.providerStep().syncTenantCondition(ctx, tenant, pe.Tenant.Spec.TenantCondition); err != nil {
-		return outcome{err: err}
-	}
-	key, err := crypto.ParsePublicKey(tenant.Spec.PublicKey)
-	if err != nil {
-		return outcome{err: fmt.Errorf("applied Tenant of %s: %w", pe.Consumer, err)}
-	}
-	cert, err := provider.CheckLiqoCertificate(tenant.Status.AuthParams.SignedCRT, key, pe.Consumer, s.r.Now())
-	if cerr := (*crypto.Error)(nil); errors.As(err, &cerr) && cerr.Rule == crypto.RuleCertificateKey {
-		// The status still holds the certificate of the key the Tenant had
-		// before an approved rekey (dropStaleLiqoCache): Liqo has not issued yet.
-		return outcome{phase: gitpeerv1alpha1.PhaseNonceIssued, message: "Tenant applied with a new key; waiting for Liqo's tenant controller to issue its certificate"}
-	}
-	if err != nil {
-		msg := fmt.Sprintf("certificate in the status of Tenant %s not committed: %v", pe.Consumer, err)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonCertificateRejected, pe.Consumer, "%s", msg)
-		return outcome{phase: gitpeerv1alpha1.PhaseFailed, message: msg}
-	}
-	// Recorded before it is published: a revoked certificate must block a revival.
-	if err := s.recordIssued(ctx, pe.Consumer, cert); err != nil {
-		return outcome{err: err}
-	}
-	if err := s.recordWatchedSlices(ctx, pe.Consumer); err != nil {
-		return outcome{err: err}
-	}
-	if action := provider.IdentityAction(tenant.Status.AuthParams, pe.Identity); action != "" {
-		doc, err := protocol.IdentityFromTenant(pe.Provider, tenant)
-		if err != nil {
-			return outcome{err: err}
-		}
-		reason := map[string]string{vocabulary.ActionIssueIdentity: gitpeerv1alpha1.IdentityIssuedReason, vocabulary.ActionRenewIdentity: gitpeerv1alpha1.IdentityRenewedReason}[action]
-		s.providerStep().stageIdentity(ctx, pe, tenant, action, reason, cert, gitsync.Put(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.IdentityFile}.String(), doc))
-	}
-	o := issuedOutcome(tenant, cert)
-	if advertised, published := tenant.Status.AuthParams.APIServer, s.providerStep().apiServer(); provider.APIServerDiffers(advertised, published) {
-		msg := fmt.Sprintf("Liqo advertises API server %q (its chart's apiServer.address, or its control-plane node) but this provider publishes %q (spec.provider.apiServer, or the agent's own API server) in terms.yaml: "+
-			"consumers that check the terms refuse identity.yaml; set Liqo's apiServer.address and spec.provider.apiServer to the same address", advertised, published)
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoAPIServerMismatch, pe.Consumer, "%s", msg)
-		o.reason, o.message = vocabulary.ReasonLiqoAPIServerMismatch, joinNote(o.message, msg)
-	}
-	return s.watchLiqoRenewal(pe.Consumer, tenant, cert, o)
-}
-
-// watchLiqoRenewal watches the renewal Liqo's tenant controller makes of
-// cert, the certificate in the status of tenant, at the point gitpeer renews
-// its own (2/3 of the life: liqotech/liqo v1.2.0
-// pkg/liqo-controller-manager/authentication/utils, ShouldRenewCertificate):
-// once overdue it is reported as in standalone mode (renewalStalled:
-// condition, event, metric); until then the peering is visited again when it
-// would become overdue, since nothing changes in the cluster while Liqo
-// stalls. Liqo renews nothing for a Drained Tenant, on purpose.
-func (s liqoProvider) watchLiqoRenewal(consumer string, tenant *authv1beta1.Tenant, cert *x509.Certificate, o outcome) outcome {
-	if tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
-		s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix()})
-		return o
-	}
-	renewal := provider.RenewalOf(cert, s.r.Now())
-	if renewal.Overdue {
-		o.message = joinNote(o.message, "Liqo's tenant controller has not renewed it: is liqo-controller-manager running?")
-		return s.providerStep().renewalStalled(consumer, cert, renewal, o)
-	}
-	s.roundReport().noteRenewalOf(consumer, renewal.At.Add(provider.OverdueAfter(cert)))
-	s.roundReport().noteCertificate(gitpeerv1alpha1.ProviderRole, consumer, certRecord{expiry: cert.NotAfter.Unix(), renews: true})
-	return o
 }
 
 // revokeConsumer takes back everything issued or bound for consumer, in

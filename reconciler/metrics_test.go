@@ -87,7 +87,7 @@ func TestPeeringSeries(t *testing.T) {
 	if !renewal.Overdue {
 		t.Fatal("the test certificate is not overdue")
 	}
-	s.roundReport().record(ctx, "c2", gitpeerv1alpha1.ProviderRole, s.providerStep().renewalStalled("c2", stalled, renewal, outcome{phase: gitpeerv1alpha1.PhaseIssued}))
+	s.roundReport().record(ctx, "c2", gitpeerv1alpha1.ProviderRole, applyStalled(s, "c2", stalled, renewal, provider.Outcome{Phase: gitpeerv1alpha1.PhaseIssued}))
 	s.roundReport().noteCertificate(gitpeerv1alpha1.ConsumerRole, "p1", certRecord{expiry: 1700000000})
 	s.roundReport().record(ctx, "p1", gitpeerv1alpha1.ConsumerRole, outcome{phase: gitpeerv1alpha1.PhaseReady})
 	expect("")

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	gocrypto "crypto"
 	"crypto/x509"
 	"fmt"
 	"os"
@@ -64,55 +63,7 @@ func (s providerStep) provide(ctx context.Context, p providing) outcome {
 	if p.done != nil {
 		return *p.done
 	}
-	pe, ns := p.pe, p.ns
-	switch p.step {
-	case provider.FailClosed:
-		return s.liqoProvider().failClosed(ctx, pe.Consumer, p.tenant, provider.FailClose(pe.BuildFailed, p.tenant))
-	case provider.Maintain:
-		if s.liqoMode() {
-			return s.liqoProvider().publishLiqoIdentity(ctx, pe, p.tenant)
-		}
-	case provider.Issue:
-		if s.liqoMode() {
-			return s.liqoProvider().issueLiqo(ctx, pe, ns, p.tenant)
-		}
-	}
 	return s.provideStep(ctx, p)
-}
-
-// applyTenant verifies the Tenant merged in pe and applies it in place of
-// current (nil if none): observe, plan (provider.PlanTenant), apply. It
-// returns the applied Tenant, its key and a note for the peering's message
-// (the overrides it used up, those it left unused); stop is set when it was
-// refused (the peering failed closed) or failed.
-func (s providerStep) applyTenant(ctx context.Context, pe *protocol.Documents, ns string, current *authv1beta1.Tenant) (*authv1beta1.Tenant, gocrypto.PublicKey, string, *outcome) {
-	snap, err := s.observeTenant(ctx, pe, ns, current)
-	if err != nil {
-		return nil, nil, "", &outcome{err: err}
-	}
-	plan, admitted := provider.PlanTenant(snap, s.r.Now())
-	o, tenant, stopped := s.applyProvider(ctx, pe, ns, current, plan)
-	if stopped || plan.Outcome != (provider.Outcome{}) {
-		return nil, nil, "", &o
-	}
-	return tenant, admitted.Key, admitted.Note, nil
-}
-
-// syncTenantCondition sets the applied Tenant's condition to want, the one on the branch.
-func (s providerStep) syncTenantCondition(ctx context.Context, tenant *authv1beta1.Tenant, want authv1beta1.TenantCondition) error {
-	if tenant.Spec.TenantCondition == want {
-		return nil
-	}
-	patch := client.MergeFrom(tenant.DeepCopy())
-	tenant.Spec.TenantCondition = want
-	return s.r.Patch(ctx, tenant, patch)
-}
-
-// stageIdentity stages the commit of identity.yaml for cert, issued to
-// tenant, with changes (provider.StageIdentity; Liqo mode).
-func (s providerStep) stageIdentity(_ context.Context, pe *protocol.Documents, tenant *authv1beta1.Tenant, action, reason string, cert *x509.Certificate, changes ...gitsync.FileChange) {
-	st := provider.StageIdentity(pe, action, reason, tenant.Annotations[vocabulary.OverridesAnnotation], cert, changes...)
-	s.branchIO().stage(gitpeerv1alpha1.ProviderRole, pe.Consumer, st.Message, st.Routine, st.Changes...)
 }
 
 // issuedOutcome is the outcome of an issued peering holding cert, by the
@@ -120,16 +71,6 @@ func (s providerStep) stageIdentity(_ context.Context, pe *protocol.Documents, t
 func issuedOutcome(tenant *authv1beta1.Tenant, cert *x509.Certificate) outcome {
 	phase, message := provider.Standing(tenant.Spec.TenantCondition, cert)
 	return outcome{phase: phase, message: message}
-}
-
-// renewalStalled reports a renewal that did not complete this round (o
-// says why; provider.RenewalStalled; Liqo mode).
-func (s providerStep) renewalStalled(consumer string, cert *x509.Certificate, renewal provider.Renewal, o outcome) outcome {
-	po, actions := provider.RenewalStalled(consumer, cert, renewal, o.planned())
-	for _, a := range actions {
-		s.note(consumer, a)
-	}
-	return providerOutcome(po)
 }
 
 // issuedConsumers lists the consumers holding a Tenant issued by this
@@ -178,16 +119,6 @@ func (s providerStep) putNonce(ctx context.Context, consumer, ns, nonce string) 
 		return nil
 	})
 	return err
-}
-
-// syncBinding applies provider.PlanBindings in the consumer's tenant
-// namespace for a Tenant of condition (failClosed).
-func (s providerStep) syncBinding(ctx context.Context, consumer, ns string, condition authv1beta1.TenantCondition) error {
-	owned, err := s.ownedBindings(ctx, ns)
-	if err != nil {
-		return err
-	}
-	return s.applyBindings(ctx, consumer, ns, provider.PlanBindings(owned, consumer, s.obj.Spec.Provider.GetClusterRoleName(), condition))
 }
 
 // ownedBindings names the RoleBindings this PeeringRepository owns in ns.

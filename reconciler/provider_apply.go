@@ -22,12 +22,11 @@ import (
 // A provider's step for one peering, once planProvide decided it, is three
 // stages with plain data between them: observeProvider reads (a
 // provider.Snapshot), the step's planner in package provider decides (a
-// provider.Plan), applyProvider writes. The steps of Liqo mode
-// (liqoprovider.go) and a directory that fails to build (failclosed.go) are
-// not planned so yet.
+// provider.Plan), applyProvider writes. In Liqo mode the steps that issue
+// and keep a certificate have their own planners (provider.PlanLiqoIssue,
+// provider.PlanLiqoMaintain) and reads (observeLiqo).
 
-// provideStep takes p's step, standalone or one Liqo mode shares
-// (SkipInvalid, Revoke, OfferNonce): observe, plan, apply.
+// provideStep takes p's step: observe, plan, apply.
 func (s providerStep) provideStep(ctx context.Context, p providing) outcome {
 	now := s.r.Now()
 	snap, err := s.observeProvider(ctx, p, now)
@@ -35,16 +34,22 @@ func (s providerStep) provideStep(ctx context.Context, p providing) outcome {
 		return outcome{err: err}
 	}
 	var plan provider.Plan
-	switch p.step {
-	case provider.SkipInvalid:
+	switch {
+	case p.step == provider.FailClosed:
+		plan = provider.PlanFailClosed(snap)
+	case p.step == provider.SkipInvalid:
 		plan = provider.PlanSkip(snap)
-	case provider.Revoke:
+	case p.step == provider.Revoke:
 		plan = provider.PlanRevoke(snap)
-	case provider.OfferNonce:
+	case p.step == provider.OfferNonce:
 		plan = provider.PlanOffer(snap)
-	case provider.Issue:
+	case p.step == provider.Issue && snap.Liqo:
+		plan = provider.PlanLiqoIssue(snap, now)
+	case p.step == provider.Issue:
 		plan = provider.PlanIssue(snap, now)
-	case provider.Maintain:
+	case p.step == provider.Maintain && snap.Liqo:
+		plan = provider.PlanLiqoMaintain(snap, now)
+	case p.step == provider.Maintain:
 		plan = provider.PlanMaintain(snap, now)
 	default:
 		return outcome{err: fmt.Errorf("step %s has no planner", p.step)}
@@ -58,13 +63,21 @@ func (s providerStep) provideStep(ctx context.Context, p providing) outcome {
 // nonce Secret, unless a quiet round finds nonce.yaml on the branch or there
 // is no tenant namespace to hold it; for an issuance, what verifying the
 // Tenant reads (observeTenant) and what issuing does (observeIssued); for an
-// issued peering, what keeping it does.
+// issued peering, what keeping it does; in Liqo mode, observeLiqo's; for a
+// directory failing closed, the bindings to remove.
 func (s providerStep) observeProvider(ctx context.Context, p providing, now time.Time) (provider.Snapshot, error) {
 	snap := provider.Snapshot{Docs: p.pe, Liqo: s.liqoMode(), Quiet: s.quiet(), Namespace: p.namespace, Tenant: p.tenant}
+	if snap.Liqo && (p.step == provider.Issue || p.step == provider.Maintain) {
+		return s.liqoProvider().observeLiqo(ctx, p, snap)
+	}
 	var err error
 	// read: the step reads the nonce Secret, or knows it absent.
 	read := false
 	switch p.step {
+	case provider.FailClosed:
+		if p.tenant != nil {
+			err = s.observeBindings(ctx, p, &snap)
+		}
 	case provider.OfferNonce:
 		if read = p.pe.Nonce == nil || !snap.Quiet; read && p.namespace {
 			snap.Nonce, err = s.observeNonce(ctx, p.ns)
@@ -92,8 +105,8 @@ func (s providerStep) observeProvider(ctx context.Context, p providing, now time
 // not quiet or a certificate may be committed.
 func (s providerStep) observeIssued(ctx context.Context, p providing, snap *provider.Snapshot, signs bool) error {
 	var err error
-	snap.ClusterRole, snap.Owner, snap.TTL, snap.APIServer = s.obj.Spec.Provider.GetClusterRoleName(), string(s.obj.UID), s.obj.Spec.Provider.GetCertificateTTL(), s.apiServer()
-	if snap.Bindings, err = s.ownedBindings(ctx, p.ns); err != nil {
+	snap.Owner, snap.TTL, snap.APIServer = string(s.obj.UID), s.obj.Spec.Provider.GetCertificateTTL(), s.apiServer()
+	if err = s.observeBindings(ctx, p, snap); err != nil {
 		return err
 	}
 	issued := false
@@ -116,6 +129,15 @@ func (s providerStep) observeIssued(ctx context.Context, p providing, snap *prov
 	if snap.Nonce == nil && (!snap.Quiet || issued) {
 		snap.Nonce, err = s.observeNonce(ctx, p.ns)
 	}
+	return err
+}
+
+// observeBindings reads the RoleBindings owned in p's tenant namespace and
+// the ClusterRole the consumer is bound to.
+func (s providerStep) observeBindings(ctx context.Context, p providing, snap *provider.Snapshot) error {
+	var err error
+	snap.ClusterRole = s.obj.Spec.Provider.GetClusterRoleName()
+	snap.Bindings, err = s.ownedBindings(ctx, p.ns)
 	return err
 }
 
@@ -173,10 +195,10 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 			err = s.liqoProvider().revokeConsumer(ctx, consumer)
 		case provider.Stage:
 			s.branchIO().stage(gitpeerv1alpha1.ProviderRole, consumer, a.Message, a.Routine, a.Changes...)
-		case provider.CloseFailing:
-			if o := s.liqoProvider().failClosed(ctx, consumer, current, a.Closure); o.err != nil {
-				return o, nil, true
-			}
+		case provider.RecordSliceCertificates:
+			err = s.liqoProvider().recordSliceCertificates(ctx, consumer, ns)
+		case provider.RecordWatchedSlices:
+			err = s.liqoProvider().recordWatchedSlices(ctx, consumer)
 		case provider.RecordKeyPin:
 			err = s.recordKeyPin(ctx, consumer, a.Pin)
 		case provider.CheckStrayTenant:
@@ -241,11 +263,6 @@ func (s providerStep) note(consumer string, a provider.Action) {
 // providerOutcome is the peering's outcome for the planner's o.
 func providerOutcome(o provider.Outcome) outcome {
 	return outcome{phase: o.Phase, message: o.Message, reason: o.Reason, err: o.Err}
-}
-
-// planned is o as the provider's planner states an outcome.
-func (o outcome) planned() provider.Outcome {
-	return provider.Outcome{Phase: o.phase, Message: o.message, Reason: o.reason, Err: o.err}
 }
 
 // putTenant creates or updates the consumer's Tenant in ns as a says,

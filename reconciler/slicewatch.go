@@ -24,7 +24,7 @@ import (
 // and delete that cache. It watches only the slices Liqo's CRD replicator
 // created (provider.LiqoReplicatedSelector) and keeps of each event only the
 // certificate, until a round records it: the rounds read nothing per slice.
-// It starts at the first Liqo-mode peering a round issues (issueLiqo: Liqo's
+// It starts at the first Liqo-mode peering a round issues (observeLiqo: Liqo's
 // CRDs exist then) and runs until the manager stops.
 type sliceWatch struct {
 	config *rest.Config
@@ -41,7 +41,7 @@ func newSliceWatch(config *rest.Config, noteChanged func(...string)) *sliceWatch
 	return &sliceWatch{config: config, noteChanged: noteChanged, started: make(chan struct{}), seen: map[string]map[string][]byte{}}
 }
 
-// start makes Start watch; only the first call counts (issueLiqo calls it). A nil watch (a
+// start makes Start watch; only the first call counts (observeLiqo calls it). A nil watch (a
 // reconciler not set up with a manager) does nothing.
 func (w *sliceWatch) start() {
 	if w != nil {

@@ -76,10 +76,6 @@ type NoteCertificate struct {
 	Renews, Overdue bool
 }
 
-// CloseFailing takes Closure on the consumer's applied Tenant: the Tenant on
-// the branch yields none the provider may act on.
-type CloseFailing struct{ Closure Closure }
-
 // RecordKeyPin records Pin, the verified Tenant's key, as the consumer's pin
 // in the records, their only source: before the Tenant it admits is applied.
 type RecordKeyPin struct{ Pin string }
@@ -127,6 +123,15 @@ type QueueCSR struct {
 // before it is stored or committed.
 type RecordSerial struct{ Certificate *x509.Certificate }
 
+// RecordSliceCertificates records the certificates Liqo issued for the
+// consumer's ResourceSlices, by slice, before its Tenant is drained (Liqo
+// mode: Liqo's Drained deletes the slices).
+type RecordSliceCertificates struct{}
+
+// RecordWatchedSlices records the certificates of the consumer's
+// ResourceSlices the slice watch saw Liqo issue (Liqo mode).
+type RecordWatchedSlices struct{}
+
 // StoreIssued stores AuthParams, an issued certificate, in the status of the consumer's Tenant, as Liqo does.
 type StoreIssued struct{ AuthParams authv1beta1.AuthParams }
 
@@ -157,7 +162,6 @@ func (RecordSerial) action()       {}
 func (StoreIssued) action()        {}
 func (NoteRenewal) action()        {}
 func (NoteOverdue) action()        {}
-func (CloseFailing) action()       {}
 func (RecordKeyPin) action()       {}
 func (CheckStrayTenant) action()   {}
 func (DropStaleLiqoCache) action() {}
@@ -169,3 +173,6 @@ func (CreateLiqoNonce) action()    {}
 func (RevokeConsumer) action()     {}
 func (Stage) action()              {}
 func (NoteCertificate) action()    {}
+
+func (RecordSliceCertificates) action() {}
+func (RecordWatchedSlices) action()     {}

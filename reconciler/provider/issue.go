@@ -33,16 +33,7 @@ func PlanIssue(s Snapshot, now time.Time) Plan {
 		p.Outcome = *stop
 		return p
 	}
-	current := ""
-	if s.Tenant != nil {
-		current = s.Tenant.Annotations[vocabulary.OverridesAnnotation]
-	}
-	t := issuedTenant{spec: pe.Tenant.Spec, overrides: current}
-	for _, a := range p.Actions {
-		if a, ok := a.(ApplyTenant); ok {
-			t.overrides = AppliedOverrides(a.Used, a.Applied, current)
-		}
-	}
+	t := issuedTenant{spec: pe.Tenant.Spec, overrides: p.appliedOverrides(s)}
 	p.store(s, &t, got)
 	o := p.maintain(s, t, got.cert, true, now)
 	o.Message = JoinNote(JoinNote(o.Message, got.note), v.Note)
@@ -71,6 +62,22 @@ func PlanMaintain(s Snapshot, now time.Time) Plan {
 	p.add(RecordSerial{Certificate: cert})
 	p.Outcome = p.maintain(s, t, cert, false, now)
 	return p
+}
+
+// appliedOverrides is vocabulary.OverridesAnnotation on the consumer's
+// Tenant once p's ApplyTenant applied it (AppliedOverrides).
+func (p *Plan) appliedOverrides(s Snapshot) string {
+	current := ""
+	if s.Tenant != nil {
+		current = s.Tenant.Annotations[vocabulary.OverridesAnnotation]
+	}
+	overrides := current
+	for _, a := range p.Actions {
+		if a, ok := a.(ApplyTenant); ok {
+			overrides = AppliedOverrides(a.Used, a.Applied, current)
+		}
+	}
+	return overrides
 }
 
 // issuedTenant is what maintain reads of the consumer's Tenant as the

@@ -65,4 +65,8 @@ type Snapshot struct {
 	// FreshNonce is the nonce a new liqo-nonce Secret holds (standalone),
 	// drawn when the round found none: the planners draw nothing.
 	FreshNonce string
+	// LiqoCertificateCache: Liqo's certificate cache of the consumer
+	// (LiqoCertificateCache) exists; read in Liqo mode when the consumer has
+	// no Tenant to apply in place of.
+	LiqoCertificateCache bool
 }

@@ -44,8 +44,8 @@ func PlanTenant(s Snapshot, now time.Time) (Plan, Verified) {
 	}
 	unused := strings.Join(verdict.Unused, "; ")
 	if closure != nil {
-		p.add(Event{Warning: true, Reason: gitpeerv1alpha1.RejectedReason, About: protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), Message: closure.Message},
-			CloseFailing{Closure: *closure})
+		p.add(Event{Warning: true, Reason: gitpeerv1alpha1.RejectedReason, About: protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: vocabulary.TenantFile}.String(), Message: closure.Message})
+		p.close(s, *closure)
 		p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseFailed, Message: JoinNote(closure.Message, unused)}
 		return p, Verified{}
 	}

@@ -27,7 +27,7 @@ func TestPlanTenant(t *testing.T) {
 	const (
 		admit    = "RecordKeyPin; ApplyTenant"
 		consumed = "RemoveAnnotation; Event " + vocabulary.ReasonOverrideConsumed
-		refused  = "Event " + gitpeerv1alpha1.RejectedReason + "; CloseFailing"
+		refused  = "Event " + gitpeerv1alpha1.RejectedReason
 		unused   = "Event " + vocabulary.ReasonOverrideUnused
 	)
 	for name, tc := range map[string]struct {
@@ -46,7 +46,7 @@ func TestPlanTenant(t *testing.T) {
 		"revoked certificate unexpired":     {Snapshot{Nonce: &nonce, Records: blocked}, refused, "revoked certificate 1f", ""},
 		"revival accepted by the admin":     {Snapshot{Nonce: &nonce, Records: blocked, Revival: gitpeerv1alpha1.AcceptRevivalValue}, admit + "; " + consumed, "", "revival.gitpeer.io/consumer-1=" + gitpeerv1alpha1.AcceptRevivalValue},
 		"revival refused, and reported":     {Snapshot{Nonce: &nonce, Records: blocked, Revival: "yes"}, unused + "; " + refused, "left in place, unused", ""},
-		"refused, replacing an issued one":  {Snapshot{Nonce: &other, Tenant: issued}, refused, "tenant signature", ""},
+		"refused, replacing an issued one":  {Snapshot{Nonce: &other, Tenant: issued}, refused + "; SetTenantCondition; " + refused + "; Bind", "tenant drained: RBAC removed", ""},
 		"Liqo: first Tenant, stray checked": {Snapshot{Nonce: &nonce, Liqo: true}, "RecordKeyPin; CheckStrayTenant; DropStaleLiqoCache; ApplyTenant", "", ""},
 		"Liqo: replacing the applied one":   {Snapshot{Nonce: &nonce, Liqo: true, Tenant: issued}, "RecordKeyPin; DropStaleLiqoCache; ApplyTenant", "", ""},
 	} {
@@ -69,10 +69,6 @@ func TestPlanTenant(t *testing.T) {
 			}
 			if p.Outcome.Phase != gitpeerv1alpha1.PhaseFailed || !strings.Contains(p.Outcome.Message, tc.refusal) || v.Key != nil {
 				t.Errorf("refused: outcome %+v, key %v; want Failed with %q", p.Outcome, v.Key, tc.refusal)
-			}
-			closure := p.Actions[len(p.Actions)-1].(CloseFailing).Closure
-			if closure.Drain != (tc.s.Tenant != nil) {
-				t.Errorf("closure %+v: drains %v, want %v", closure, closure.Drain, tc.s.Tenant != nil)
 			}
 		})
 	}
