@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,15 +40,14 @@ func (s liqoProvider) revokeConsumer(ctx context.Context, consumer string) error
 
 // observeRevocation reads what revoking consumer takes back or waits for:
 // Liqo's objects replicated for it (its ResourceSlices and NamespaceMaps in
-// every namespace, its Renews in its tenant namespace), its Tenant, records
-// and Liqo's certificate caches found by name (the agent may not list
-// Secrets), the RoleBindings naming it, the certificates the slice watch saw
-// (taken: keepWatched gives them back when the revocation fails), and the
+// every namespace, its Renews in its tenant namespace), its Tenant, records,
+// the certificates the slice watch saw (taken: keepWatched gives them back
+// when the revocation fails) and Liqo's certificate caches, found by name
+// (the agent may not list Secrets), the RoleBindings naming it, and the
 // client CA when a certificate was found.
-func (s liqoProvider) observeRevocation(ctx context.Context, consumer string) (provider.RevocationSnapshot, error) {
+func (s liqoProvider) observeRevocation(ctx context.Context, consumer string) (snap provider.RevocationSnapshot, err error) {
 	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
-	snap := provider.RevocationSnapshot{Consumer: consumer, Namespace: ns, Liqo: s.liqoMode(), DeleteNamespace: s.obj.Spec.Provider.DeleteNamespaceOnRevoke}
-	var err error
+	snap = provider.RevocationSnapshot{Consumer: consumer, Namespace: ns, Liqo: s.liqoMode(), DeleteNamespace: s.obj.Spec.Provider.DeleteNamespaceOnRevoke}
 	if snap.Replicated, err = s.liqoObjects(ctx, consumer, "", provider.LiqoDrainedKinds); err != nil {
 		return snap, err
 	}
@@ -66,28 +66,26 @@ func (s liqoProvider) observeRevocation(ctx context.Context, consumer string) (p
 	if snap.Records, err = s.records(ctx, consumer); err != nil {
 		return snap, err
 	}
+	snap.Watched = s.r.slices.take(consumer)
+	defer func() { s.keepWatched(snap, err) }()
 	if snap.Caches, err = s.observeCaches(ctx, &snap); err != nil {
 		return snap, err
 	}
 	if snap.Bound, err = s.liqoBindings(ctx, consumer, ns); err != nil {
 		return snap, err
 	}
-	snap.Watched = s.r.slices.take(consumer)
 	if len(snap.TenantCertificate) > 0 || len(snap.Watched) > 0 || len(snap.Caches) > 0 ||
 		slices.ContainsFunc(snap.Replicated, func(o provider.LiqoObject) bool { return o.Certificate != nil }) {
-		if snap.Roots, err = s.clientCA(ctx); err != nil {
-			s.keepWatched(snap, err)
-			return snap, err
-		}
+		snap.Roots, err = s.clientCA(ctx)
 	}
-	return snap, nil
+	return snap, err
 }
 
 // observeCaches reads Liqo's certificate caches of snap's consumer that
 // exist: the control plane's, and those of its ResourceSlices in its tenant
-// namespace and of the slices its records name.
+// namespace, of the slices the watch saw and of those its records name.
 func (s liqoProvider) observeCaches(ctx context.Context, snap *provider.RevocationSnapshot) ([]provider.LiqoCache, error) {
-	names := provider.SliceCachesToDelete(snap.Records.Certificates, nil)
+	names := append(provider.SliceCachesToDelete(snap.Records.Certificates, nil), slices.Collect(maps.Keys(snap.Watched))...)
 	for _, obj := range snap.Replicated {
 		if obj.Kind == provider.LiqoDrainedKinds[0].Kind && obj.Namespace == snap.Namespace {
 			names = append(names, obj.Name)
