@@ -60,11 +60,11 @@ func (s liqoProvider) recordLiqoIssued(ctx context.Context, consumer string, fou
 	}
 	checked := provider.CheckLiqoFound(found, roots, consumer, s.r.Now())
 	for _, err := range checked.Ignored {
-		s.emit(provider.IgnoredEvent(consumer, err))
+		s.r.emit(s.obj, provider.IgnoredEvent(consumer, err))
 	}
 	over, err := s.recordLiqoChecked(ctx, consumer, checked)
 	if err == nil && len(over) > 0 {
-		s.emit(provider.OverCapEvent(consumer, over))
+		s.r.emit(s.obj, provider.OverCapEvent(consumer, over))
 	}
 	return err
 }

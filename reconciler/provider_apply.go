@@ -211,7 +211,7 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 		case provider.Log:
 			log.FromContext(ctx).Info(a.Message, a.KeysAndValues...)
 		case provider.Event:
-			s.emit(a)
+			s.r.emit(s.obj, a)
 		case provider.SetTenantCondition:
 			patch := client.MergeFrom(tenant.DeepCopy())
 			tenant.Spec.TenantCondition = a.Condition
@@ -238,13 +238,13 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 	return providerOutcome(plan.Outcome), tenant, false
 }
 
-// emit records e, an event the provider's planners state, on the PeeringRepository.
-func (s *session) emit(e provider.Event) {
+// emit records e, an event the provider's planners state, on obj.
+func (r *PeeringRepositoryReconciler) emit(obj *gitpeerv1alpha1.PeeringRepository, e provider.Event) {
 	eventType := corev1.EventTypeNormal
 	if e.Warning {
 		eventType = corev1.EventTypeWarning
 	}
-	s.r.eventAbout(s.obj, eventType, e.Reason, e.About, "%s", e.Message)
+	r.eventAbout(obj, eventType, e.Reason, e.About, "%s", e.Message)
 }
 
 // note applies a, one of the provider's notes for the round's requeue,
