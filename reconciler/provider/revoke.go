@@ -176,9 +176,9 @@ func (DeleteOwned) action()            {}
 func (DeleteLiqoCaches) action()       {}
 func (DeleteSliceCaches) action()      {}
 
-// InTenantNamespace reports whether ns is a tenant namespace (liqo-tenant-*),
+// inTenantNamespace reports whether ns is a tenant namespace (liqo-tenant-*),
 // where the admission policy lets the agent delete Liqo's objects.
-func InTenantNamespace(ns string) bool {
+func inTenantNamespace(ns string) bool {
 	return strings.HasPrefix(ns, authv1beta1.TenantNamespacePrefix)
 }
 
@@ -212,7 +212,7 @@ func PlanRevocation(s RevocationSnapshot, now time.Time) Plan {
 	var p Plan
 	var drained, elsewhere []LiqoObject
 	for _, obj := range s.Replicated {
-		if InTenantNamespace(obj.Namespace) {
+		if inTenantNamespace(obj.Namespace) {
 			drained = append(drained, obj)
 		} else {
 			elsewhere = append(elsewhere, obj)
@@ -292,15 +292,19 @@ func (s RevocationSnapshot) waiting(records []vocabulary.IssuedRecord, present [
 	case s.Liqo && s.Tenant:
 		return fmt.Errorf("waiting for Liqo to unbind %s (its Tenant %s/%s is deleted now): until then it may create again what its revocation deleted", s.Consumer, s.Namespace, s.Consumer)
 	}
-	var lingering []string
+	// Unbound, nothing new can come; what the drain deleted outlives it
+	// while it has finalizers, and is seen again by the next pass.
+	n, namespaces := 0, []string{}
 	for _, obj := range drained {
-		if obj.Finalizers && !slices.Contains(lingering, obj.Namespace) {
-			lingering = append(lingering, obj.Namespace)
+		if obj.Finalizers {
+			n++
+			if !slices.Contains(namespaces, obj.Namespace) {
+				namespaces = append(namespaces, obj.Namespace)
+			}
 		}
 	}
-	if len(lingering) > 0 {
-		n := len(slices.DeleteFunc(slices.Clone(drained), func(o LiqoObject) bool { return !o.Finalizers }))
-		return fmt.Errorf("%s created %d ResourceSlice(s) or NamespaceMap(s) in %s while it was being revoked: revoking them too", s.Consumer, n, strings.Join(lingering, ", "))
+	if n > 0 {
+		return fmt.Errorf("%s created %d ResourceSlice(s) or NamespaceMap(s) in %s while it was being revoked: revoking them too", s.Consumer, n, strings.Join(namespaces, ", "))
 	}
 	return nil
 }
