@@ -287,6 +287,9 @@ func testAgentAccess(ctx context.Context, t *testing.T, cfg *rest.Config, admin 
 		{"watch", "authentication.liqo.io", "resourceslices", "", "", ""}, // records each slice certificate as Liqo issues it
 		{"delete", "authentication.liqo.io", "resourceslices", "", tenantNS, "slice-1"},
 		{"list", "offloading.liqo.io", "namespacemaps", "", tenantNS, ""},
+		// Drained lists in every namespace: so does the revocation (it deletes only in tenant namespaces).
+		{"list", "authentication.liqo.io", "resourceslices", "", "", ""},
+		{"list", "offloading.liqo.io", "namespacemaps", "", "", ""},
 		{"delete", "offloading.liqo.io", "namespacemaps", "", tenantNS, "map-1"},
 		{"list", "authentication.liqo.io", "renews", "", tenantNS, ""},
 		{"delete", "authentication.liqo.io", "renews", "", tenantNS, "controlplane-p"},

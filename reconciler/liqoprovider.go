@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,108 +55,8 @@ func (s liqoProvider) createLiqoNonce(ctx context.Context, consumer, ns string) 
 	}}))
 }
 
-// revokeConsumer takes back everything issued or bound for consumer, in
-// Liqo's order: every certificate is recorded (the one in the status of its
-// Tenant, as Liqo may have renewed it since the last round, and Liqo's
-// ResourceSlice certificates: those recorded by slice as Liqo issued them,
-// whether the slice still exists or not, and those in the status of the
-// slices and in Liqo's caches) and marked revoked; the consumer is drained as
-// Liqo's Drained drains it (its ResourceSlices and NamespaceMaps go, and with
-// them Liqo's bindings of Group <consumer> in offloaded namespaces); then
-// what this PeeringRepository created for it goes (deleteOwned: the Tenant,
-// whose deletion makes Liqo unbind it), then Liqo's certificate caches, or a
-// new peering would get a revoked certificate back from them: the control
-// plane's, and each recorded slice's once the slice is gone
-// (deleteGoneSliceCaches: Liqo writes it again while the slice exists; the
-// revocation is tried again until every one is gone), and last, once Liqo
-// unbound it, the Renews Liqo's CRD replicator created for it and what the
-// consumer created while it was being revoked (finishLiqoRevocation). Without Liqo there is nothing to drain and no
-// cache to delete.
-func (s liqoProvider) revokeConsumer(ctx context.Context, consumer string) error {
-	ns := authv1beta1.TenantNamespaceName(authv1beta1.ClusterID(consumer))
-	drained, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
-	if err != nil {
-		return err
-	}
-	if err := s.recordTenantCertificate(ctx, consumer); err != nil {
-		return err
-	}
-	if err := s.recordWatchedSlices(ctx, consumer); err != nil {
-		return err
-	}
-	if err := s.recordLiqoCertificates(ctx, consumer, ns, drained, liqoCaches(drained)); err != nil {
-		return err
-	}
-	if err := s.recordRevoked(ctx, consumer); err != nil {
-		return err
-	}
-	if err := s.deleteReplicated(ctx, drained); err != nil {
-		return err
-	}
-	if err := s.owning().deleteOwned(ctx, consumer, s.obj.Spec.Provider.DeleteNamespaceOnRevoke); err != nil {
-		return err
-	}
-	if err := s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCache); err != nil {
-		return err
-	}
-	waiting, err := s.deleteGoneSliceCaches(ctx, consumer, ns, sliceNames(drained))
-	if err != nil {
-		return err
-	}
-	if len(waiting) > 0 {
-		return fmt.Errorf("ResourceSlices %s/%v of %s deleted: their certificate caches go once they are gone (Liqo's ResourceSlice controller writes a cache again while its slice exists)", ns, waiting, consumer)
-	}
-	return s.finishLiqoRevocation(ctx, consumer, ns, s.liqoMode() || len(drained) > 0)
-}
-
-// finishLiqoRevocation ends a revocation once Liqo unbound consumer (its
-// Tenant is gone, its bindings follow). Until then the consumer, through its
-// CRD replicator or any certificate Liqo gave it, may still create
-// ResourceSlices, NamespaceMaps and Renews in ns, even after the drain, so
-// the revocation is tried again: in Liqo mode always (awaitUnbind), otherwise
-// only when Liqo's objects were found. Once it is unbound nothing new can
-// come: Renews left are deleted (bound, the replicator would create them
-// again at once), and a ResourceSlice or NamespaceMap created meanwhile fails
-// the step, so that the next pass records its certificates and drains it.
-func (s liqoProvider) finishLiqoRevocation(ctx context.Context, consumer, ns string, awaitUnbind bool) error {
-	renews, err := s.liqoReplicated(ctx, consumer, ns, []schema.GroupVersionKind{provider.LiqoRenewKind})
-	if err != nil || (!awaitUnbind && len(renews) == 0) {
-		return err
-	}
-	var bindings rbacv1.RoleBindingList
-	if err := s.r.List(ctx, &bindings, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	for _, rb := range bindings.Items {
-		for _, sub := range rb.Subjects {
-			if (sub.Kind == rbacv1.UserKind || sub.Kind == rbacv1.GroupKind) && sub.Name == consumer {
-				return fmt.Errorf("waiting for Liqo to unbind %s (RoleBinding %s/%s): until then it may create again what its revocation deleted", consumer, ns, rb.Name)
-			}
-		}
-	}
-	late, err := s.liqoReplicated(ctx, consumer, ns, provider.LiqoDrainedKinds)
-	if err != nil {
-		return err
-	}
-	if len(late) > 0 {
-		return fmt.Errorf("%s created %d ResourceSlice(s) or NamespaceMap(s) in %s while it was being revoked: revoking them too", consumer, len(late), ns)
-	}
-	return s.deleteReplicated(ctx, renews)
-}
-
-// deleteReplicated deletes objs, each only if it is still the object listed.
-func (s liqoProvider) deleteReplicated(ctx context.Context, objs []unstructured.Unstructured) error {
-	for i := range objs {
-		uid := objs[i].GetUID()
-		if err := s.r.Delete(ctx, &objs[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s %s/%s: %w", objs[i].GetKind(), objs[i].GetNamespace(), objs[i].GetName(), err)
-		}
-	}
-	return nil
-}
-
-// liqoReplicated lists, in the tenant namespace ns, the objects of kinds that
-// Liqo's CRD replicator created there for consumer (provider.LiqoDrainSelector;
+// liqoReplicated lists, in the tenant namespace ns (in every namespace when
+// ns is ""), the objects of kinds that Liqo's CRD replicator created for consumer (provider.LiqoDrainSelector;
 // provider.LiqoDrainedKinds are what Liqo's Drained deletes). It reads from
 // the API server: no informer watches these kinds. A kind whose CRD is not
 // installed (no Liqo) has nothing to list.
@@ -245,7 +144,7 @@ func (s liqoProvider) recordTenantCertificate(ctx context.Context, consumer stri
 	if !s.owning().owns(tenant) || tenant.Status.AuthParams == nil {
 		return nil
 	}
-	return s.recordLiqoIssued(ctx, consumer, []liqoFound{{pem: tenant.Status.AuthParams.SignedCRT}})
+	return s.recordLiqoIssued(ctx, consumer, []provider.LiqoFound{{PEM: tenant.Status.AuthParams.SignedCRT}})
 }
 
 // liqoMode reports whether the session runs in Liqo mode (spec.liqo, liqo.Detect).

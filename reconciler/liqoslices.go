@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -46,20 +45,12 @@ func (s liqoProvider) clientCA(ctx context.Context) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// liqoFound is a PEM certificate found where Liqo keeps what it issued for
-// a consumer: for the ResourceSlice slice, or its control plane when slice
-// is "".
-type liqoFound struct {
-	slice string
-	pem   []byte
-}
-
 // recordLiqoIssued records the certificates of found that Liqo issued to
-// consumer (provider.CheckLiqoIssued; a slice's by its name, within
+// consumer (provider.CheckLiqoFound; a slice's by its name, within
 // provider.MaxSliceCertificates) in one write. One that does not parse is no
 // certificate anyone could use; one that is not Liqo's, or over the cap, is
 // reported with a Warning event.
-func (s liqoProvider) recordLiqoIssued(ctx context.Context, consumer string, found []liqoFound) error {
+func (s liqoProvider) recordLiqoIssued(ctx context.Context, consumer string, found []provider.LiqoFound) error {
 	if len(found) == 0 {
 		return nil
 	}
@@ -67,42 +58,26 @@ func (s liqoProvider) recordLiqoIssued(ctx context.Context, consumer string, fou
 	if err != nil {
 		return err
 	}
-	var controlPlane []*x509.Certificate
-	var sliceCerts []provider.SliceCert
-	for _, f := range found {
-		cert, err := crypto.ParseCertificatePEM(f.pem)
-		if err != nil {
-			continue
-		}
-		if err := provider.CheckLiqoIssued(cert, roots, consumer, f.slice, s.r.Now()); err != nil {
-			s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonLiqoCertificateIgnored, consumer,
-				"not recorded: %v (a certificate Liqo did not issue to %s, put in a ResourceSlice's status or a Secret of its tenant namespace)", err, consumer)
-			continue
-		}
-		if f.slice == "" {
-			controlPlane = append(controlPlane, cert)
-		} else {
-			sliceCerts = append(sliceCerts, provider.SliceCert{Slice: f.slice, Cert: cert})
-		}
+	checked := provider.CheckLiqoFound(found, roots, consumer, s.r.Now())
+	for _, err := range checked.Ignored {
+		s.r.emit(s.obj, provider.IgnoredEvent(consumer, err))
 	}
-	var over []string
-	err = s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
-		changed := false
-		for _, cert := range controlPlane {
-			var added bool
-			r.Certificates, added = vocabulary.WithIssued(r.Certificates, cert.SerialNumber.Text(16), cert.NotAfter)
-			changed = changed || added
-		}
-		var added bool
-		r.Certificates, added, over = provider.WithSliceCertificates(r.Certificates, sliceCerts)
-		return changed || added
-	})
+	over, err := s.recordLiqoChecked(ctx, consumer, checked)
 	if err == nil && len(over) > 0 {
-		s.r.eventAbout(s.obj, corev1.EventTypeWarning, vocabulary.ReasonSliceCertificatesOverCap, consumer,
-			"the certificates Liqo issued for ResourceSlices %s of %s are not recorded: its records hold %d slice certificates already; a revocation neither marks them revoked nor deletes their caches liqo-remote-certificate-<slice> once the slices are gone: delete those by hand",
-			strings.Join(over, ", "), consumer, provider.MaxSliceCertificates)
+		s.r.emit(s.obj, provider.OverCapEvent(consumer, over))
 	}
 	return err
+}
+
+// recordLiqoChecked records checked, certificates Liqo issued to consumer,
+// in one write (provider.WithLiqoChecked); over are the slices the cap left out.
+func (s liqoProvider) recordLiqoChecked(ctx context.Context, consumer string, checked provider.LiqoChecked) (over []string, err error) {
+	err = s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
+		var changed bool
+		r.Certificates, changed, over = provider.WithLiqoChecked(r.Certificates, checked)
+		return changed
+	})
+	return over, err
 }
 
 // recordLiqoCertificates records the certificates Liqo issued for consumer
@@ -118,11 +93,11 @@ func (s liqoProvider) recordLiqoCertificates(ctx context.Context, consumer, ns s
 	caches = append(slices.Clone(caches), recorded...)
 	slices.Sort(caches)
 	caches = slices.Compact(caches)
-	var found []liqoFound
+	var found []provider.LiqoFound
 	for i := range drained {
 		pem, err := provider.SliceCertificate(&drained[i])
 		if err == nil && pem != nil {
-			found = append(found, liqoFound{slice: drained[i].GetName(), pem: pem})
+			found = append(found, provider.LiqoFound{Slice: drained[i].GetName(), PEM: pem})
 		}
 	}
 	for _, name := range caches {
@@ -134,7 +109,7 @@ func (s liqoProvider) recordLiqoCertificates(ctx context.Context, consumer, ns s
 			continue
 		}
 		slice := strings.TrimPrefix(strings.TrimPrefix(name, provider.LiqoCertificateCache), "-")
-		found = append(found, liqoFound{slice: slice, pem: secret.Data[provider.LiqoCacheCertificateKey]})
+		found = append(found, provider.LiqoFound{Slice: slice, PEM: secret.Data[provider.LiqoCacheCertificateKey]})
 	}
 	return s.recordLiqoIssued(ctx, consumer, found)
 }
@@ -147,11 +122,7 @@ func (s liqoProvider) recordWatchedSlices(ctx context.Context, consumer string) 
 	if len(seen) == 0 {
 		return nil
 	}
-	var found []liqoFound
-	for _, name := range slices.Sorted(maps.Keys(seen)) {
-		found = append(found, liqoFound{slice: name, pem: seen[name]})
-	}
-	err := s.recordLiqoIssued(ctx, consumer, found)
+	err := s.recordLiqoIssued(ctx, consumer, provider.WatchedFound(seen))
 	if err != nil {
 		s.r.slices.putBack(consumer, seen)
 	}
@@ -172,33 +143,17 @@ func (s liqoProvider) recordedSliceCaches(ctx context.Context, consumer string) 
 // of every ResourceSlice the records of consumer name that is not among
 // present (the slices that still exist: Liqo's ResourceSlice controller
 // writes a slice's cache again while the slice exists), then clears those
-// names: the certificates stay recorded. It returns the recorded slices still
-// present, whose caches wait for a later round.
+// names (deleteSliceCaches). It returns the recorded slices still present,
+// whose caches wait for a later round.
 func (s liqoProvider) deleteGoneSliceCaches(ctx context.Context, consumer, ns string, present []string) ([]string, error) {
 	records, err := s.records(ctx, consumer)
 	if err != nil {
 		return nil, err
 	}
-	gone := provider.SliceCachesToDelete(records.Certificates, present)
-	if err := s.deleteLiqoCaches(ctx, ns, provider.LiqoCertificateCaches(gone)[1:]...); err != nil {
+	if err := s.deleteSliceCaches(ctx, consumer, ns, provider.SliceCachesToDelete(records.Certificates, present)); err != nil {
 		return nil, err
 	}
-	if len(gone) > 0 {
-		if err := s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
-			var changed bool
-			r.Certificates, changed = provider.WithCachesDeleted(r.Certificates, gone)
-			return changed
-		}); err != nil {
-			return nil, err
-		}
-	}
-	var waiting []string
-	for _, r := range records.Certificates {
-		if r.ResourceSlice != "" && slices.Contains(present, r.ResourceSlice) && !slices.Contains(waiting, r.ResourceSlice) {
-			waiting = append(waiting, r.ResourceSlice)
-		}
-	}
-	return waiting, nil
+	return provider.WaitingSlices(records.Certificates, present), nil
 }
 
 // sliceNames returns the names of the ResourceSlices among objs.

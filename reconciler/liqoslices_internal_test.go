@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -138,28 +137,32 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// TestLiqoRevocationWaitsForUnbind: in Liqo mode a revocation does not end
-// while a RoleBinding in the tenant namespace still names the consumer, even
-// with nothing of Liqo's left to delete: until Liqo unbound it, the consumer
-// may create again what the drain deleted. Once unbound, it ends.
-func TestLiqoRevocationWaitsForUnbind(t *testing.T) {
-	ctx := context.Background()
+// TestLiqoBindings: the revocation waits for the RoleBindings naming the
+// consumer, as a User or a Group, that this PeeringRepository does not own
+// (Liqo's); its own go with deleteOwned, and others' subjects do not count.
+func TestLiqoBindings(t *testing.T) {
 	ca := must(repofixture.NewCA("cluster", time.Now().Add(-time.Hour), 24*time.Hour))
 	const consumer, ns = "c1", "liqo-tenant-c1"
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "liqo-binding-liqo-remote-controlplane"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "liqo-remote-controlplane"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: consumer}}}
-	s := liqoSliceSession(t, &eventSink{}, ca, binding)
-	if err := s.liqoProvider().finishLiqoRevocation(ctx, consumer, ns, true); err == nil || !strings.Contains(err.Error(), "waiting for Liqo to unbind") {
-		t.Fatalf("the revocation ended while Liqo still bound the consumer: %v", err)
+	binding := func(name string, labels map[string]string, subjects ...rbacv1.Subject) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "liqo-remote-controlplane"},
+			Subjects: subjects}
 	}
-	if err := s.liqoProvider().finishLiqoRevocation(ctx, consumer, ns, false); err != nil {
-		t.Fatalf("without Liqo's objects and outside Liqo mode nothing is awaited: %v", err)
+	s := liqoSliceSession(t, &eventSink{}, ca)
+	objs := []client.Object{
+		binding("liqo-binding-liqo-remote-controlplane", nil, rbacv1.Subject{Kind: rbacv1.UserKind, Name: consumer}),
+		binding("liqo-group", nil, rbacv1.Subject{Kind: rbacv1.GroupKind, Name: consumer}),
+		binding("ours", map[string]string{vocabulary.OwnerLabel: string(s.obj.UID)}, rbacv1.Subject{Kind: rbacv1.UserKind, Name: consumer}),
+		binding("another", nil, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "c2"}),
+		binding("a-service-account", nil, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: consumer, Namespace: ns}),
 	}
-	if err := s.r.Delete(ctx, binding); err != nil {
-		t.Fatal(err)
+	for _, obj := range objs {
+		if err := s.r.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := s.liqoProvider().finishLiqoRevocation(ctx, consumer, ns, true); err != nil {
-		t.Fatalf("once unbound the revocation ends: %v", err)
+	got := must(s.liqoProvider().liqoBindings(context.Background(), consumer, ns))
+	if want := []string{"liqo-binding-liqo-remote-controlplane", "liqo-group"}; !slices.Equal(got, want) {
+		t.Errorf("bound by %v, want %v", got, want)
 	}
 }

@@ -40,7 +40,7 @@ func (s providerStep) provideStep(ctx context.Context, p providing) outcome {
 	case p.step == provider.SkipInvalid:
 		plan = provider.PlanSkip(snap)
 	case p.step == provider.Revoke:
-		plan = provider.PlanRevoke(snap)
+		plan = provider.PlanRevoke(snap, now)
 	case p.step == provider.OfferNonce:
 		plan = provider.PlanOffer(snap)
 	case p.step == provider.Issue && snap.Liqo:
@@ -55,6 +55,9 @@ func (s providerStep) provideStep(ctx context.Context, p providing) outcome {
 		return outcome{err: fmt.Errorf("step %s has no planner", p.step)}
 	}
 	o, _, _ := s.applyProvider(ctx, p.pe, p.ns, p.tenant, plan)
+	if snap.Revocation != nil {
+		s.liqoProvider().keepWatched(*snap.Revocation, o.err)
+	}
 	return o
 }
 
@@ -89,6 +92,10 @@ func (s providerStep) observeProvider(ctx context.Context, p providing, now time
 	case provider.Maintain:
 		_, due := provider.DueCertificate(p.tenant, now)
 		read, err = true, s.observeIssued(ctx, p, &snap, due)
+	case provider.Revoke:
+		var rev provider.RevocationSnapshot
+		rev, err = s.liqoProvider().observeRevocation(ctx, p.pe.Consumer)
+		snap.Revocation = &rev
 	}
 	// A new nonce Secret, or a rotation of the used nonce (standalone), holds a fresh nonce.
 	if read && err == nil && !snap.Liqo && (snap.Nonce == nil || p.step != provider.OfferNonce) {
@@ -191,8 +198,8 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 			err = s.putNonce(ctx, consumer, ns, a.Nonce)
 		case provider.CreateLiqoNonce:
 			err = s.liqoProvider().createLiqoNonce(ctx, consumer, ns)
-		case provider.RevokeConsumer:
-			err = s.liqoProvider().revokeConsumer(ctx, consumer)
+		case provider.RecordLiqoCertificates, provider.MarkRevoked, provider.DeleteReplicated, provider.DeleteOwned, provider.DeleteLiqoCaches, provider.DeleteSliceCaches:
+			err = s.liqoProvider().applyRevocation(ctx, consumer, ns, a)
 		case provider.Stage:
 			s.branchIO().stage(gitpeerv1alpha1.ProviderRole, consumer, a.Message, a.Routine, a.Changes...)
 		case provider.RecordSliceCertificates:
@@ -216,11 +223,7 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 		case provider.Log:
 			log.FromContext(ctx).Info(a.Message, a.KeysAndValues...)
 		case provider.Event:
-			eventType := corev1.EventTypeNormal
-			if a.Warning {
-				eventType = corev1.EventTypeWarning
-			}
-			s.r.eventAbout(s.obj, eventType, a.Reason, a.About, "%s", a.Message)
+			s.r.emit(s.obj, a)
 		case provider.SetTenantCondition:
 			patch := client.MergeFrom(tenant.DeepCopy())
 			tenant.Spec.TenantCondition = a.Condition
@@ -245,6 +248,15 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 		}
 	}
 	return providerOutcome(plan.Outcome), tenant, false
+}
+
+// emit records e, an event the provider's planners state, on obj.
+func (r *PeeringRepositoryReconciler) emit(obj *gitpeerv1alpha1.PeeringRepository, e provider.Event) {
+	eventType := corev1.EventTypeNormal
+	if e.Warning {
+		eventType = corev1.EventTypeWarning
+	}
+	r.eventAbout(obj, eventType, e.Reason, e.About, "%s", e.Message)
 }
 
 // note applies a, one of the provider's notes for the round's requeue,

@@ -141,6 +141,10 @@ const (
 	// consumer's ResourceSlice is not recorded, the consumer's records holding
 	// as many slice certificates as they may (provider.MaxSliceCertificates).
 	ReasonSliceCertificatesOverCap = "SliceCertificatesOverCap"
+	// ReasonLiqoObjectsOutsideTenantNamespaces: at revocation, ResourceSlices
+	// or NamespaceMaps labelled as replicated from the revoked consumer stand
+	// outside tenant namespaces, where the agent may not delete them.
+	ReasonLiqoObjectsOutsideTenantNamespaces = "LiqoObjectsOutsideTenantNamespaces"
 )
 
 // Reasons of the Approved condition gitpeer sets on CSRs.

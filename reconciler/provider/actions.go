@@ -46,10 +46,6 @@ type PutNonceSecret struct{ Nonce string }
 // nonce creator to fill (Liqo mode).
 type CreateLiqoNonce struct{}
 
-// RevokeConsumer deletes what the PeeringRepository issued to the consumer
-// and marks its certificates revoked in the records (the key pin stays).
-type RevokeConsumer struct{}
-
 // Stage queues Changes for the round's one commit, under Message; Routine
 // are the round's routine events the step adds once its changes are on the
 // branch.
@@ -170,7 +166,6 @@ func (RemoveAnnotation) action()   {}
 func (Event) action()              {}
 func (PutNonceSecret) action()     {}
 func (CreateLiqoNonce) action()    {}
-func (RevokeConsumer) action()     {}
 func (Stage) action()              {}
 func (NoteCertificate) action()    {}
 

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
@@ -67,29 +68,38 @@ func PlanOffer(s Snapshot) Plan {
 	return p
 }
 
-// PlanRevoke is step Revoke: tenant.yaml left the branch. What the
-// PeeringRepository issued to the consumer is deleted and its certificates
-// marked revoked (the key pin stays), and identity.yaml, nonce.yaml and
-// request.yaml are removed from the branch: peering again takes a new
-// request and a new approval.
-func PlanRevoke(s Snapshot) Plan {
+// PlanRevoke is step Revoke at now: tenant.yaml left the branch. What the
+// PeeringRepository issued to the consumer is taken back (PlanRevocation:
+// its certificates marked revoked, the key pin stays), and identity.yaml,
+// nonce.yaml and request.yaml are removed from the branch once it is done:
+// peering again takes a new request and a new approval.
+func PlanRevoke(s Snapshot, now time.Time) Plan {
 	pe := s.Docs
+	if s.Revocation == nil {
+		return Plan{Outcome: Outcome{Err: fmt.Errorf("step Revoke of %s observed no revocation", pe.Consumer)}}
+	}
+	p := PlanRevocation(*s.Revocation, now)
+	if p.Outcome.Err != nil {
+		return p
+	}
 	var changes []gitsync.FileChange
 	for _, k := range []vocabulary.FileKind{vocabulary.IdentityFile, vocabulary.NonceFile, vocabulary.RequestFile} {
 		changes = append(changes, gitsync.Delete(protocol.Path{Provider: pe.Provider, Consumer: pe.Consumer, Kind: k}.String()))
 	}
-	var p Plan
-	p.add(RevokeConsumer{},
-		Stage{
-			Message: protocol.Message{
-				Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
-				Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
-				Action:  vocabulary.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
-			},
-			Changes: changes,
-			Routine: []Routine{{Reason: gitpeerv1alpha1.RevokedReason, What: "peering revoked", Item: pe.Consumer, IfPushed: true}},
+	p.add(Stage{
+		Message: protocol.Message{
+			Subject: fmt.Sprintf("Revoke identity of %s on %s", pe.Consumer, pe.Provider),
+			Body:    "tenant.yaml left the branch: the Tenant, its RoleBindings and its nonce were deleted. The request is used up: peering again takes a new request and a new approval.",
+			Action:  vocabulary.ActionRevoke, Provider: pe.Provider, Consumer: pe.Consumer,
 		},
+		Changes: changes,
+		Routine: []Routine{{Reason: gitpeerv1alpha1.RevokedReason, What: "peering revoked", Item: pe.Consumer, IfPushed: true}},
+	},
 		NoteCertificate{})
-	p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseRevoked, Message: "tenant.yaml removed: access revoked"}
+	message := "tenant.yaml removed: access revoked"
+	if p.Outcome.Message != "" {
+		message += "; " + p.Outcome.Message
+	}
+	p.Outcome = Outcome{Phase: gitpeerv1alpha1.PhaseRevoked, Message: message}
 	return p
 }

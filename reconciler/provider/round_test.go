@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1/documents"
@@ -98,22 +99,39 @@ func TestPlanOfferCommitsTheSecretsNonce(t *testing.T) {
 	}
 }
 
-// TestPlanRevoke: the cluster's objects go first, then the files, announced
-// only by the commit that removes them; the certificate is no longer noted.
+// TestPlanRevoke: the cluster's objects go first (PlanRevocation), then
+// the files, announced only by the commit that removes them; the certificate
+// is no longer noted. A revocation that waits stages nothing.
 func TestPlanRevoke(t *testing.T) {
-	p := PlanRevoke(Snapshot{Docs: &protocol.Documents{Provider: "p", Consumer: "c"}})
-	want := "RevokeConsumer; Stage " + vocabulary.ActionRevoke + " [delete p/c/identity.yaml, delete p/c/nonce.yaml, delete p/c/request.yaml]; NoteCertificate"
+	now := time.Now()
+	docs := &protocol.Documents{Provider: "p", Consumer: "c"}
+	p := PlanRevoke(Snapshot{Docs: docs, Revocation: &RevocationSnapshot{Consumer: "c", Namespace: "liqo-tenant-c"}}, now)
+	want := "MarkRevoked; DeleteOwned; Stage " + vocabulary.ActionRevoke + " [delete p/c/identity.yaml, delete p/c/nonce.yaml, delete p/c/request.yaml]; NoteCertificate"
 	if got := summary(p); got != want {
 		t.Errorf("actions:\n got %s\nwant %s", got, want)
 	}
-	if p.Outcome.Phase != gitpeerv1alpha1.PhaseRevoked {
-		t.Errorf("phase = %s", p.Outcome.Phase)
+	if p.Outcome.Phase != gitpeerv1alpha1.PhaseRevoked || p.Outcome.Message != "tenant.yaml removed: access revoked" {
+		t.Errorf("outcome = %+v", p.Outcome)
 	}
-	if r := p.Actions[1].(Stage).Routine; len(r) != 1 || !r[0].IfPushed || r[0].Reason != gitpeerv1alpha1.RevokedReason {
+	if r := p.Actions[2].(Stage).Routine; len(r) != 1 || !r[0].IfPushed || r[0].Reason != gitpeerv1alpha1.RevokedReason {
 		t.Errorf("routine = %+v", r)
 	}
-	if n := p.Actions[2].(NoteCertificate); n != (NoteCertificate{}) {
+	if n := p.Actions[3].(NoteCertificate); n != (NoteCertificate{}) {
 		t.Errorf("note = %+v, want none", n)
+	}
+
+	waiting := PlanRevoke(Snapshot{Docs: docs, Revocation: &RevocationSnapshot{Consumer: "c", Namespace: "liqo-tenant-c", Liqo: true, Bound: []string{"b"}}}, now)
+	if got := summary(waiting); got != "MarkRevoked; DeleteOwned" || waiting.Outcome.Err == nil {
+		t.Errorf("a waiting revocation: %s, %+v", got, waiting.Outcome)
+	}
+	if p := PlanRevoke(Snapshot{Docs: docs}, now); p.Outcome.Err == nil || len(p.Actions) > 0 {
+		t.Errorf("without a revocation observed: %+v", p)
+	}
+
+	elsewhere := PlanRevoke(Snapshot{Docs: docs, Revocation: &RevocationSnapshot{Consumer: "c", Namespace: "liqo-tenant-c",
+		Replicated: []LiqoObject{{Kind: "NamespaceMap", Namespace: "default", Name: "m"}}}}, now)
+	if !strings.Contains(elsewhere.Outcome.Message, "access revoked; NamespaceMap default/m") {
+		t.Errorf("what stands outside tenant namespaces is not in the message: %q", elsewhere.Outcome.Message)
 	}
 }
 

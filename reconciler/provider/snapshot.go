@@ -62,6 +62,8 @@ type Snapshot struct {
 	// certificate issued (read only when a CSR holds one).
 	CA        []byte
 	APIServer string
+	// Revocation is what revoking the consumer reads (step Revoke).
+	Revocation *RevocationSnapshot
 	// FreshNonce is the nonce a new liqo-nonce Secret holds (standalone),
 	// drawn when the round found none: the planners draw nothing.
 	FreshNonce string

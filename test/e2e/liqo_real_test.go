@@ -99,6 +99,13 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		Expect(provider.k8s.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: planner.LiqoCertificateCache + "-" + sliceName}, &corev1.Secret{})).To(Succeed())
 		Expect(bindingsNaming(ctx, provider, consumerID)).NotTo(BeEmpty(), "Liqo bound the consumer's user and group")
 
+		By("another consumer's tenant namespace holds a NamespaceMap labelled as replicated from the consumer, as Liqo's Drained finds it; so does a namespace that is no tenant's")
+		otherNS, elsewhereNS := authv1beta1.TenantNamespaceName("real-d"), "real-elsewhere"
+		for _, ns := range []string{otherNS, elsewhereNS} {
+			Expect(provider.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+			Expect(provider.k8s.Create(ctx, replicated(namespaceMapGVR, consumerID, providerID, ns, consumerID+"-map", map[string]any{}))).To(Succeed())
+		}
+
 		By("tenant.yaml leaves the branch")
 		revokeByGit(dir, consumerID)
 
@@ -107,13 +114,19 @@ var _ = Describe("Liqo provider on the real Liqo", Ordered, func() {
 		Consistently(func() []string { return liqoCaches(ctx, provider, tenantNS, sliceName) }).WithTimeout(10*time.Second).Should(BeEmpty(),
 			"no cache comes back: the slice's was deleted once the slice was gone, and Liqo's ResourceSlice controller writes one only while its slice exists")
 		for _, gvr := range []schema.GroupVersionResource{resourceSliceGVR, namespaceMapGVR} {
-			Eventually(func(g Gomega) []unstructured.Unstructured {
+			Eventually(func(g Gomega) []string {
 				list := &unstructured.UnstructuredList{}
 				list.SetGroupVersionKind(gvr.GroupVersion().WithKind(kinds[gvr.Resource] + "List"))
 				g.Expect(provider.k8s.List(ctx, list)).To(Succeed())
-				return list.Items
-			}).WithTimeout(time.Minute).Should(BeEmpty(), gvr.Resource)
+				var left []string
+				for _, obj := range list.Items {
+					left = append(left, obj.GetNamespace())
+				}
+				return left
+			}).WithTimeout(time.Minute).Should(ConsistOf(map[bool][]string{true: {elsewhereNS}}[gvr == namespaceMapGVR]), gvr.Resource+
+				": drained in every tenant namespace, the other consumer's included; left only outside tenant namespaces, where the agent may not delete")
 		}
+		expectEvent(ctx, provider, vocabulary.ReasonLiqoObjectsOutsideTenantNamespaces, "NamespaceMap "+elsewhereNS+"/"+consumerID+"-map")
 		Eventually(func(g Gomega) {
 			g.Expect(revokedSerials(ctx, provider, consumerID)).To(ContainElements(serials))
 		}).WithTimeout(time.Minute).Should(Succeed())
