@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -169,8 +170,10 @@ func (r *PeeringRepositoryReconciler) enqueueProviders(ctx context.Context, q wo
 // providerPlan is which peerings a provider's round visits and which it
 // carries over from the previous round (incremental).
 type providerPlan struct {
-	now     incremental.Now
-	full    string // why the round is full; "" when incremental
+	now  incremental.Now
+	full string // why the round is full; "" when incremental
+	// checked: full, it compared each directory's tree with its last visit's instead of visiting every peering (incremental.Checked).
+	checked bool
 	prev    *incremental.Memory
 	visit   []string
 	carried map[string]bool
@@ -203,7 +206,10 @@ func (s *session) planRound(consumers []string) *providerPlan {
 		}
 	}
 	changes := incremental.Changes{Dirs: dirs, Objects: changedObjects}
-	visit, carry := incremental.Visit(consumers, p.full != "", prev, changes, p.now.Time)
+	if p.checked = incremental.Checked(p.full, s.quiet()); p.checked {
+		changes.Trees = func(c string) plumbing.Hash { return s.loaded.Tree(me, c) }
+	}
+	visit, carry := incremental.Visit(consumers, p.full != "" && !p.checked, prev, changes, p.now.Time)
 	p.visit = visit
 	for _, c := range visit {
 		if incremental.Waiting(prev, c, changes) {
@@ -236,7 +242,7 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 	visited := len(p.visit)
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
-	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", s.heldBack, "full", p.full)
+	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", s.heldBack, "full", p.full, "hashesCompared", p.checked)
 	if commitErr != nil || p.miscounted {
 		return
 	}
@@ -257,11 +263,13 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 			}
 		}
 	}
+	me := string(s.obj.Spec.ClusterID)
 	for _, res := range results {
 		if res.role != gitpeerv1alpha1.ProviderRole {
 			continue
 		}
 		m.Peerings[res.peer] = incremental.Peering{
+			Tree:     s.loaded.Tree(me, res.peer),
 			Status:   s.status[peeringKey(res.role, res.peer)],
 			Settled:  res.settled && res.o.err == nil,
 			RenewAt:  s.renewals[res.peer],
