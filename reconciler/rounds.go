@@ -236,14 +236,19 @@ func (s *session) carry(p *providerPlan) {
 
 // remember records what the round found of the peerings it visited, with
 // those it carried, for the next round; results are the round's outcomes.
-// A round whose commit failed, or that could not count the pending
-// requests, leaves its memory incomplete.
+// A round whose commit failed, that could not count the pending requests, or
+// that compared hashes and could not check the records of the peerings it
+// carried (recordCarried), leaves its memory incomplete.
 func (s *session) remember(ctx context.Context, p *providerPlan, results []result, commitErr error) {
 	visited := len(p.visit)
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
 	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", s.heldBack, "full", p.full, "hashesCompared", p.checked)
 	if commitErr != nil || p.miscounted {
+		return
+	}
+	if err := s.recordCarried(ctx, p); err != nil {
+		log.FromContext(ctx).Error(err, "checking the records of the peerings a resync carried; the next round visits every peering")
 		return
 	}
 	m := &incremental.Memory{Round: p.now.Round, FullAt: p.now.Time}
