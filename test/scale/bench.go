@@ -36,7 +36,8 @@ type options struct {
 	// rounds of QuietWindow after QuietSettle are measured (quiet); zero QuietWindow skips it.
 	QuietSettle, QuietWindow time.Duration
 	// IdleWindow: then the agent's CPU time over this long is measured (idle); zero skips it.
-	IdleWindow time.Duration
+	// IdleInterval, when not zero, is the spec.interval set first.
+	IdleWindow, IdleInterval time.Duration
 	// Timeout bounds the run; the figures reached so far are still reported.
 	Timeout time.Duration
 	// Progress receives a progress line every ProgressEvery.

@@ -16,7 +16,7 @@ import (
 func TestSmoke(t *testing.T) {
 	var progress bytes.Buffer
 	o, _, _, err := parseFlags([]string{"-n", "5", "-review-every", "500ms", "-timeout", "3m", "-quiet-settle", "5s", "-quiet", "5s",
-		"-idle", "3s", "-agent-flags", "--full-resync-period=2s"})
+		"-idle", "3s", "-idle-interval", "2s", "-agent-flags", "--full-resync-period=2s"})
 	if err != nil {
 		t.Fatal(err)
 	}
