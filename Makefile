@@ -162,11 +162,22 @@ image: deps
 # and the agent's log beside it. More options: BENCH_SCALE_FLAGS (go run ./test/scale -h).
 N ?= 100
 BENCH_DIR := $(CURDIR)/.cache/bench
-.PHONY: bench bench-scale bench-gitsync bench-controlplane
+.PHONY: bench bench-scale bench-idle bench-gitsync bench-controlplane
 bench-scale: linux-only $(TOOLS) build
 	@mkdir -p $(BENCH_DIR)
 	go run ./test/scale -n $(N) -agent bin/gitpeer -json $(BENCH_DIR)/scale-$(N).json \
 		-agent-log $(BENCH_DIR)/scale-$(N)-agent.log $(BENCH_SCALE_FLAGS)
+
+# What an idle provider costs (docs/benchmarks.md, issue #27): IDLE_N issued peerings, then, with
+# spec.interval set to its default (1m), the agent's CPU time over 6 minutes with a full resync
+# every 3 (20 an hour: an upper bound of the default period, 6 an hour), scaled to an hour.
+# Writes .cache/bench/idle-IDLE_N.json.
+IDLE_N ?= 10000
+bench-idle: linux-only $(TOOLS) build
+	@mkdir -p $(BENCH_DIR)
+	go run ./test/scale -n $(IDLE_N) -agent bin/gitpeer -json $(BENCH_DIR)/idle-$(IDLE_N).json \
+		-agent-log $(BENCH_DIR)/idle-$(IDLE_N)-agent.log -idle 6m -idle-interval 1m -timeout 60m \
+		-agent-flags --full-resync-period=3m $(BENCH_SCALE_FLAGS)
 
 # gitsync against the git command line (gitsync/BENCHMARKS.md).
 bench-gitsync:

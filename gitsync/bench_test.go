@@ -13,7 +13,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -276,13 +276,68 @@ func BenchmarkPeakMemory(b *testing.B) {
 	})
 }
 
+// BenchmarkClonePeak clones the 10,000-directory repository in a fresh
+// process, gitsync (Open and Poll into an empty directory) and `git clone
+// --bare --single-branch` alternated, and reports for each the wall time
+// (with the process's start), the CPU time (user and system, children
+// included) and the peak RSS (GNU time), and the ratios gitsync ÷ git of the
+// median run (issue #27: at most 1.0× the time and 2× the peak RSS).
+func BenchmarkClonePeak(b *testing.B) {
+	br := getBench(b)
+	if _, err := os.Stat(gnuTime); err != nil {
+		b.Skip("needs GNU time at " + gnuTime)
+	}
+	var ours, theirs []usage
+	for b.Loop() {
+		env := append(os.Environ(), childEnv+"=1", "BENCH_CLONE_ONLY=1", "BENCH_URL="+br.repo.HTTPURL, "BENCH_DIR="+filepath.Join(b.TempDir(), "clone"),
+			"BENCH_USER="+br.srv.Username, "BENCH_PASS="+br.srv.Password)
+		ours = append(ours, measure(b, env, os.Args[0], "-test.run=^$"))
+		theirs = append(theirs, measure(b, nil, "git", "clone", "--quiet", "--bare", "--single-branch", "--branch", "main", br.cliURL, filepath.Join(b.TempDir(), "clone")))
+	}
+	o, t := median(ours), median(theirs)
+	b.ReportMetric(o.seconds, "gitsync-s")
+	b.ReportMetric(t.seconds, "git-s")
+	b.ReportMetric(o.cpu, "gitsync-cpu-s")
+	b.ReportMetric(t.cpu, "git-cpu-s")
+	b.ReportMetric(float64(o.kib)/1024, "gitsync-peak-RSS-MiB")
+	b.ReportMetric(float64(t.kib)/1024, "git-peak-RSS-MiB")
+	b.ReportMetric(o.seconds/t.seconds, "time-ratio")
+	b.ReportMetric(float64(o.kib)/float64(t.kib), "RSS-ratio")
+}
+
+// median returns, field by field, the median of runs.
+func median(runs []usage) usage {
+	pick := func(f func(usage) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return usage{seconds: pick(func(u usage) float64 { return u.seconds }), cpu: pick(func(u usage) float64 { return u.cpu }),
+		kib: int64(pick(func(u usage) float64 { return float64(u.kib) }))}
+}
+
 const gnuTime = "/usr/bin/time"
 
-// peakRSS runs the command under GNU time and returns its peak RSS in KiB
-// (the largest of the process and the children it waited for).
+// usage is what GNU time reports of a command: its peak RSS in KiB (the
+// largest of the process and the children it waited for), its wall time and
+// its CPU time (user and system, children included), in seconds.
+type usage struct {
+	kib          int64
+	seconds, cpu float64
+}
+
+// peakRSS runs the command under GNU time and returns its peak RSS in KiB.
 func peakRSS(b *testing.B, env []string, name string, args ...string) int64 {
+	return measure(b, env, name, args...).kib
+}
+
+// measure runs the command under GNU time and returns its usage.
+func measure(b *testing.B, env []string, name string, args ...string) usage {
 	out := filepath.Join(b.TempDir(), "rss")
-	cmd := exec.Command(gnuTime, append([]string{"-f", "%M", "-o", out, name}, args...)...)
+	cmd := exec.Command(gnuTime, append([]string{"-f", "%M %e %U %S", "-o", out, name}, args...)...)
 	cmd.Env = env
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%s: %v: %s", cmd, err, msg)
@@ -291,11 +346,13 @@ func peakRSS(b *testing.B, env []string, name string, args ...string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil {
-		b.Fatal(err)
+	var u usage
+	var user, sys float64
+	if _, err := fmt.Sscan(string(data), &u.kib, &u.seconds, &user, &sys); err != nil {
+		b.Fatalf("GNU time's output %q: %v", data, err)
 	}
-	return kib
+	u.cpu = user + sys
+	return u
 }
 
 // runMemoryChild is the agent process of BenchmarkPeakMemory.
@@ -303,7 +360,11 @@ func runMemoryChild() int {
 	r, err := gitsync.Open(gitsync.Config{URL: os.Getenv("BENCH_URL"), Dir: os.Getenv("BENCH_DIR"),
 		Auth: &gitsync.Auth{Username: os.Getenv("BENCH_USER"), Password: os.Getenv("BENCH_PASS")}})
 	if err == nil {
-		err = cloneAndReadRequests(r)
+		if os.Getenv("BENCH_CLONE_ONLY") != "" {
+			_, err = r.Poll(context.Background())
+		} else {
+			err = cloneAndReadRequests(r)
+		}
 		_ = r.Close()
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -170,8 +171,10 @@ func (r *PeeringRepositoryReconciler) enqueueProviders(ctx context.Context, q wo
 // providerPlan is which peerings a provider's round visits and which it
 // carries over from the previous round (incremental).
 type providerPlan struct {
-	now     incremental.Now
-	full    string // why the round is full; "" when incremental
+	now  incremental.Now
+	full string // why the round is full; "" when incremental
+	// checked: full, it compared each directory's tree with its last visit's instead of visiting every peering (incremental.Checked).
+	checked bool
 	prev    *incremental.Memory
 	visit   []string
 	carried map[string]bool
@@ -207,7 +210,10 @@ func (s *session) planRound(consumers []string) *providerPlan {
 		}
 	}
 	changes := incremental.Changes{Dirs: dirs, Objects: changedObjects}
-	visit, carry := incremental.Visit(consumers, p.full != "", prev, changes, p.now.Time)
+	if p.checked = incremental.Checked(p.full, s.quiet()); p.checked {
+		changes.Trees = func(c string) plumbing.Hash { return s.loaded.Tree(me, c) }
+	}
+	visit, carry := incremental.Visit(consumers, p.full != "" && !p.checked, prev, changes, p.now.Time)
 	p.visit = visit
 	for _, c := range visit {
 		if incremental.Waiting(prev, c, changes) {
@@ -234,14 +240,19 @@ func (s *session) carry(p *providerPlan) {
 
 // remember records what the round found of the peerings it visited, with
 // those it carried, for the next round; results are the round's outcomes.
-// A round whose commit failed, or that could not count the pending
-// requests, leaves its memory incomplete.
+// A round whose commit failed, that could not count the pending requests, or
+// that compared hashes and could not check the records of the peerings it
+// carried (recordCarried), leaves its memory incomplete.
 func (s *session) remember(ctx context.Context, p *providerPlan, results []result, commitErr error) {
 	visited := len(p.visit)
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "visited").Observe(float64(visited))
 	roundPeerings.WithLabelValues(s.obj.Namespace, s.obj.Name, "carried").Observe(float64(len(p.carried)))
-	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", p.round.Limit.Held, "full", p.full)
+	log.FromContext(ctx).Info("provider round", "visited", visited, "carried", len(p.carried), "heldBack", p.round.Limit.Held, "full", p.full, "hashesCompared", p.checked)
 	if commitErr != nil || p.miscounted {
+		return
+	}
+	if err := s.recordCarried(ctx, p); err != nil {
+		log.FromContext(ctx).Error(err, "checking the records of the peerings a resync carried; the next round visits every peering")
 		return
 	}
 	m := &incremental.Memory{Round: p.now.Round, FullAt: p.now.Time}
@@ -261,11 +272,13 @@ func (s *session) remember(ctx context.Context, p *providerPlan, results []resul
 			}
 		}
 	}
+	me := string(s.obj.Spec.ClusterID)
 	for _, res := range results {
 		if res.role != gitpeerv1alpha1.ProviderRole {
 			continue
 		}
 		m.Peerings[res.peer] = incremental.Peering{
+			Tree:     s.loaded.Tree(me, res.peer),
 			Status:   s.report.status[peeringKey(res.role, res.peer)],
 			Settled:  res.settled && res.o.err == nil,
 			RenewAt:  s.report.renewals[res.peer],

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
@@ -94,6 +96,39 @@ func TestVisit(t *testing.T) {
 				t.Errorf("Visit = %v, carried %v; want %v, carried %v", visit, carry, tc.wantVisit, tc.wantCar)
 			}
 		})
+	}
+}
+
+// TestVisitComparesTrees: with Changes.Trees (a quiet resync) a peering is
+// carried only when its directory's tree is the one its last visit read.
+func TestVisitComparesTrees(t *testing.T) {
+	a, b := plumbing.NewHash("0a"), plumbing.NewHash("0b")
+	prev := &incremental.Memory{Round: round, FullAt: t0, Peerings: map[string]incremental.Peering{
+		"same": {Settled: true, Tree: a}, "other": {Settled: true, Tree: a}, "gone": {Settled: true, Tree: a}, "unknown": {Settled: true},
+	}}
+	trees := map[string]plumbing.Hash{"same": a, "other": b, "unknown": a}
+	changes := incremental.Changes{Trees: func(c string) plumbing.Hash { return trees[c] }}
+	visit, carry := incremental.Visit([]string{"gone", "other", "same", "unknown"}, false, prev, changes, t0.Add(time.Minute))
+	if want := []string{"gone", "other", "unknown"}; !slices.Equal(visit, want) || !slices.Equal(carry, []string{"same"}) {
+		t.Errorf("Visit = %v, carried %v; want %v, carried [same]", visit, carry, want)
+	}
+}
+
+func TestChecked(t *testing.T) {
+	for _, tc := range []struct {
+		full  string
+		quiet bool
+		want  bool
+	}{
+		{incremental.Resync, true, true},
+		{incremental.Resync, false, false},
+		{incremental.FirstRound, true, false},
+		{incremental.AnnotationsChanged, true, false},
+		{"", true, false},
+	} {
+		if got := incremental.Checked(tc.full, tc.quiet); got != tc.want {
+			t.Errorf("Checked(%q, %t) = %t, want %t", tc.full, tc.quiet, got, tc.want)
+		}
 	}
 }
 

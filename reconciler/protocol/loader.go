@@ -258,6 +258,24 @@ func (c *carried) decode(dir string) (*Documents, error) {
 	return pe, nil
 }
 
+// Tree returns the Git tree of the peering directory <provider>/<consumer>
+// (or the object id of the entry in its place) as the Loader listed it in
+// this round, read or carried: a round compares it with the tree a peering's
+// last visit read instead of decoding the directory again. Zero when the
+// directory is not there, or the Loaded is not a Loader's.
+func (l *Loaded) Tree(provider, consumer string) plumbing.Hash {
+	if l.carried == nil {
+		return plumbing.ZeroHash
+	}
+	c := l.carried
+	c.loader.mu.Lock()
+	defer c.loader.mu.Unlock()
+	if k := c.loader.dirs[path.Join(provider, consumer)]; k != nil {
+		return k.tree
+	}
+	return plumbing.ZeroHash
+}
+
 // rejectedByDir groups rejections by the peering directory they are in.
 func rejectedByDir(rejected []Rejection) map[string][]Rejection {
 	m := map[string][]Rejection{}

@@ -48,6 +48,8 @@ type Cluster struct {
 	Client client.Client
 	// RoundLimit is the agent's round limit (agent.Options.RoundLimit); zero: the default.
 	RoundLimit int
+	// FullResyncPeriod is the agent's agent.Options.FullResyncPeriod; zero: the default.
+	FullResyncPeriod time.Duration
 
 	dataDir     string
 	webhookAddr string
@@ -121,7 +123,7 @@ func (c *Cluster) StartAgent(log logr.Logger) error {
 	mgr, err := agent.New(c.CP.Config, agent.Options{
 		DataDir: c.dataDir, MetricsAddr: "0", HealthAddr: "0", Logger: log,
 		Webhook: agent.WebhookOptions{Addr: addr}, SkipNameValidation: true, MaxRetryDelay: MaxRetryDelay,
-		RoundLimit: c.RoundLimit,
+		RoundLimit: c.RoundLimit, FullResyncPeriod: c.FullResyncPeriod,
 	})
 	if err != nil {
 		return err

@@ -35,6 +35,9 @@ type options struct {
 	// QuietSettle and QuietWindow: once every identity is valid and the reviewer stopped, the
 	// rounds of QuietWindow after QuietSettle are measured (quiet); zero QuietWindow skips it.
 	QuietSettle, QuietWindow time.Duration
+	// IdleWindow: then the agent's CPU time over this long is measured (idle); zero skips it.
+	// IdleInterval, when not zero, is the spec.interval set first.
+	IdleWindow, IdleInterval time.Duration
 	// Timeout bounds the run; the figures reached so far are still reported.
 	Timeout time.Duration
 	// Progress receives a progress line every ProgressEvery.
@@ -94,6 +97,10 @@ type result struct {
 	QuietRounds          int     `json:"quietRounds,omitempty"`
 	QuietRoundSeconds    float64 `json:"quietRoundSeconds,omitempty"`
 	QuietVisitedPerRound float64 `json:"quietVisitedPerRound,omitempty"`
+	// Idle*: the agent's CPU time (user and system) over the idle window, and scaled to an hour (idle).
+	IdleWindowSeconds     float64 `json:"idleWindowSeconds,omitempty"`
+	IdleCPUSeconds        float64 `json:"idleCPUSeconds,omitempty"`
+	IdleCPUSecondsPerHour float64 `json:"idleCPUSecondsPerHour,omitempty"`
 	// LoadAverage is the machine's mean 1-minute load average during the run: on a shared
 	// machine the times depend on it.
 	LoadAverage float64 `json:"loadAverage"`
@@ -166,10 +173,18 @@ func (b *bench) handshake(ctx context.Context, work string, cs []*consumer) erro
 	go func() { reviewDone <- review(reviewCtx, rv, b.o.ReviewEvery) }()
 	err = b.phases(ctx, work, cs)
 	stopReview()
-	if err = errors.Join(err, <-reviewDone); err != nil || b.o.QuietWindow <= 0 {
+	if err = errors.Join(err, <-reviewDone); err != nil {
 		return err
 	}
-	return b.quiet(ctx)
+	if b.o.QuietWindow > 0 {
+		if err := b.quiet(ctx); err != nil {
+			return err
+		}
+	}
+	if b.o.IdleWindow <= 0 {
+		return nil
+	}
+	return b.idle(ctx)
 }
 
 // phases merges the requests, waits for every nonce, merges the signed Tenants and waits for

@@ -57,6 +57,8 @@ func parseFlags(args []string) (o options, jsonPath, logPath string, err error) 
 	fs.DurationVar(&o.ReviewEvery, "review-every", 2*time.Second, "how often the concurrent reviewer merges a pull request")
 	fs.DurationVar(&o.QuietSettle, "quiet-settle", 20*time.Second, "once every identity is valid, wait this long before measuring quiet rounds")
 	fs.DurationVar(&o.QuietWindow, "quiet", 30*time.Second, "then measure the agent's rounds for this long (0: not at all)")
+	fs.DurationVar(&o.IdleWindow, "idle", 0, "then measure the agent's CPU time for this long, scaled to an hour (0: not at all; pass the agent a shorter --full-resync-period to include resyncs)")
+	fs.DurationVar(&o.IdleInterval, "idle-interval", 0, "first set the PeeringRepository's spec.interval to this and wait for its round (0: keep -interval)")
 	fs.DurationVar(&o.Timeout, "timeout", 15*time.Minute, "stop waiting after this long and report what was reached")
 	fs.DurationVar(&o.ProgressEvery, "progress-every", 2*time.Second, "how often to print a progress line")
 	fs.StringVar(&jsonPath, "json", "", "write the figures to this JSON file")
@@ -147,6 +149,9 @@ func printTable(w io.Writer, r *result) {
 			visited = fmt.Sprintf("%.1f peerings visited per round", r.QuietVisitedPerRound)
 		}
 		row("quiet rounds (nothing changes)", "%d in %.0f s, %.3f s each, %s", r.QuietRounds, r.QuietWindowSeconds, r.QuietRoundSeconds, visited)
+	}
+	if r.IdleWindowSeconds > 0 {
+		row("idle (nothing changes)", "%.2f s of CPU in %.0f s: %.1f s per hour, %.2f%% of a core", r.IdleCPUSeconds, r.IdleWindowSeconds, r.IdleCPUSecondsPerHour, r.IdleCPUSecondsPerHour/36)
 	}
 	row("agent Ready", "%s", r.AgentReady)
 	t.Flush()

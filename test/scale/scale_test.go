@@ -15,7 +15,8 @@ import (
 // (seconds); `make bench-scale` runs it at scale.
 func TestSmoke(t *testing.T) {
 	var progress bytes.Buffer
-	o, _, _, err := parseFlags([]string{"-n", "5", "-review-every", "500ms", "-timeout", "3m", "-quiet-settle", "5s", "-quiet", "5s"})
+	o, _, _, err := parseFlags([]string{"-n", "5", "-review-every", "500ms", "-timeout", "3m", "-quiet-settle", "5s", "-quiet", "5s",
+		"-idle", "3s", "-idle-interval", "2s", "-agent-flags", "--full-resync-period=2s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +39,9 @@ func TestSmoke(t *testing.T) {
 	}
 	if res.QuietRounds < 1 || res.QuietRoundSeconds <= 0 || res.QuietVisitedPerRound < 0 {
 		t.Errorf("quiet rounds not measured: %d rounds, %.3f s each, %.1f visited", res.QuietRounds, res.QuietRoundSeconds, res.QuietVisitedPerRound)
+	}
+	if res.IdleWindowSeconds < 3 || res.IdleCPUSeconds <= 0 || res.IdleCPUSecondsPerHour <= 0 {
+		t.Errorf("idle CPU not measured: %.2f s in %.1f s, %.1f s per hour", res.IdleCPUSeconds, res.IdleWindowSeconds, res.IdleCPUSecondsPerHour)
 	}
 	if res.IdentitiesSeconds <= 0 || res.IdentitiesSeconds > (3*time.Minute).Seconds() {
 		t.Errorf("identities phase = %.1f s", res.IdentitiesSeconds)
