@@ -91,7 +91,8 @@ func TestResyncComparesHashes(t *testing.T) {
 		if quiet {
 			obj.Status.LastProcessedCommit = head.String()
 		}
-		s := &session{r: rec, obj: obj, loader: loader, loaded: loaded, head: head}
+		s := sessionOf(rec, obj)
+		s.loader, s.loaded, s.head = loader, loaded, head
 		reader.decoded = 0
 		p := s.planRound([]string{"c1", "c2", "c3"})
 		var results []result
