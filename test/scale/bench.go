@@ -84,10 +84,11 @@ type result struct {
 	// NoncesSeconds: requests merged → every nonce.yaml on main.
 	NoncesSeconds  float64 `json:"noncesSeconds"`
 	TenantsSeconds float64 `json:"tenantsSignAndMergeSeconds"`
-	// IdentitiesSeconds: Tenants merged → every consumer has a valid identity.yaml (in waves:
-	// the last wave's Tenants merged → its identities).
+	// IdentitiesSeconds: Tenants merged → every consumer has a valid identity.yaml (without
+	// waves).
 	IdentitiesSeconds float64 `json:"identitiesSeconds"`
-	// RequestsToIdentitiesSeconds: requests merged → every consumer has a valid identity.yaml.
+	// RequestsToIdentitiesSeconds: requests merged → every consumer has a valid identity.yaml
+	// (in waves too).
 	RequestsToIdentitiesSeconds float64 `json:"requestsToIdentitiesSeconds"`
 	TotalSeconds                float64 `json:"totalSeconds"`
 	// MaxPendingRequests is the provider's maxPendingRequests in force; Waves the waves in which

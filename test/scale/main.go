@@ -140,17 +140,19 @@ func printTable(w io.Writer, r *result) {
 	row("machine", "%d CPUs, mean load average %.1f", r.CPUs, r.LoadAverage)
 	row("key generation", "%s", seconds(r.KeygenSeconds))
 	row("requests merged", "%s (%d pull requests)", seconds(r.RequestsSeconds), r.Commits)
-	row("requests → every nonce", "%s (%d/%d nonces)", seconds(r.NoncesSeconds), r.Nonces, r.Consumers)
-	row("Tenants signed and merged", "%s (%d pull requests)", seconds(r.TenantsSeconds), r.Commits)
-	if len(r.Waves) > 0 {
+	if len(r.Waves) == 0 {
+		row("requests → every nonce", "%s (%d/%d nonces)", seconds(r.NoncesSeconds), r.Nonces, r.Consumers)
+		row("Tenants signed and merged", "%s (%d pull requests)", seconds(r.TenantsSeconds), r.Commits)
+		row("Tenants merged → every identity valid", "%s (%d/%d valid, %d invalid)", seconds(r.IdentitiesSeconds), r.ValidIdentities, r.Consumers, r.InvalidIdentities)
+	} else {
 		var nonces, identities float64
 		for _, w := range r.Waves {
 			nonces, identities = nonces+w.NoncesSeconds, identities+w.IdentitiesSeconds
 		}
 		n := float64(len(r.Waves))
 		row("waves", "%d of at most %d: per wave %.1f s to its nonces, %.1f s from its Tenants to its identities", len(r.Waves), r.MaxPendingRequests, nonces/n, identities/n)
+		row("identities", "%d/%d valid, %d invalid", r.ValidIdentities, r.Consumers, r.InvalidIdentities)
 	}
-	row("Tenants merged → every identity valid", "%s (%d/%d valid, %d invalid)", seconds(r.IdentitiesSeconds), r.ValidIdentities, r.Consumers, r.InvalidIdentities)
 	if r.FloorRatio > 0 {
 		row("… over the signer's floor", "%.2f×", r.FloorRatio)
 	}
@@ -159,7 +161,11 @@ func printTable(w io.Writer, r *result) {
 		row("first invalid", "%s", r.FirstInvalid)
 	}
 	row("total (agent start → end)", "%s", seconds(r.TotalSeconds))
-	row("commits pushed by the agent", "%d (%d in the nonce phase)", r.AgentCommits, r.AgentCommitsNonces)
+	if len(r.Waves) == 0 {
+		row("commits pushed by the agent", "%d (%d in the nonce phase)", r.AgentCommits, r.AgentCommitsNonces)
+	} else {
+		row("commits pushed by the agent", "%d", r.AgentCommits)
+	}
 	row("agent peak RSS (VmHWM)", "%.1f MiB", r.AgentPeakRSSMiB)
 	row("PeeringRepository JSON", "%d bytes (max %d)", r.ObjectBytes, r.ObjectBytesMax)
 	row("concurrent reviewer", "%d merges, %d refused pushes retried, at most %d for one merge", r.ReviewerMerges, r.ReviewerRetries, r.ReviewerMaxRetries)

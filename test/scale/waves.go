@@ -18,8 +18,7 @@ type waveResult struct {
 
 // waves runs the handshake when the agent answers at most o.wave() requests at once: the
 // consumers wait for a wave's nonces, sign them in one pull request and wait for the wave's
-// identities, after which the agent answers the next requests. NoncesSeconds and
-// IdentitiesSeconds are the last wave's.
+// identities, after which the agent answers the next requests.
 func (b *bench) waves(ctx context.Context, pr *reviewer, cs []*consumer) error {
 	signed := map[string]bool{}
 	for len(signed) < len(cs) {
@@ -50,7 +49,6 @@ func (b *bench) waves(ctx context.Context, pr *reviewer, cs []*consumer) error {
 		}
 		w.IdentitiesSeconds = since(t)
 		b.res.Waves = append(b.res.Waves, w)
-		b.res.NoncesSeconds, b.res.IdentitiesSeconds = w.NoncesSeconds, w.IdentitiesSeconds
 	}
 	return nil
 }
