@@ -92,8 +92,7 @@ type result struct {
 	RequestsToIdentitiesSeconds float64 `json:"requestsToIdentitiesSeconds"`
 	TotalSeconds                float64 `json:"totalSeconds"`
 	// MaxPendingRequests is the provider's maxPendingRequests in force; Waves the waves in which
-	// the consumers got their identities when it is below N, each from its first nonce seen to
-	// its last identity valid.
+	// the consumers got their identities when it is below N.
 	MaxPendingRequests int          `json:"maxPendingRequests"`
 	Waves              []waveResult `json:"waves,omitempty"`
 	// SignerQPS is the CSR signer's client limit (kube-controller-manager's --kube-api-qps);
@@ -208,7 +207,7 @@ func (b *bench) handshake(ctx context.Context, work string, cs []*consumer) erro
 }
 
 // phases merges the requests, waits for every nonce, merges the signed Tenants and waits for
-// every identity.
+// every identity; in waves when the agent answers fewer than N requests at once.
 func (b *bench) phases(ctx context.Context, work string, cs []*consumer) (err error) {
 	pr, err := newReviewer(filepath.Join(work, "consumers"), b.e.repo.Dir, b.consumers)
 	if err != nil {
