@@ -31,7 +31,7 @@ import (
 type agentOptions struct {
 	log            logger.Options
 	leaderElection leaderelection.Options
-	qps            float32
+	qps            string
 	burst          int
 	kubeconfig     string
 	metricsAddr    string
@@ -73,8 +73,8 @@ It stops cleanly on SIGTERM or SIGINT.`,
 	o.leaderElection.BindFlags(fs)
 	// The flags of fluxcd/pkg/runtime/client.Options, declared here: that package
 	// would bring kubectl, cli-runtime and cli-utils into the module for two flags.
-	fs.Float32Var(&o.qps, "kube-api-qps", 50, "The maximum queries-per-second of requests sent to the Kubernetes API.")
-	fs.IntVar(&o.burst, "kube-api-burst", 300, "The maximum burst queries-per-second of requests sent to the Kubernetes API.")
+	fs.StringVar(&o.qps, "kube-api-qps", autoQPS, fmt.Sprintf(`The maximum queries-per-second of requests sent to the Kubernetes API; a negative number sets no client-side limit. "auto": none when the API server enforces API Priority and Fairness (it then protects itself), else %d.`, fallbackQPS))
+	fs.IntVar(&o.burst, "kube-api-burst", defaultBurst, "The maximum burst queries-per-second of requests sent to the Kubernetes API, when --kube-api-qps sets a limit.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; default: $KUBECONFIG, then in-cluster, then ~/.kube/config.")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `The address the metrics endpoint binds to; "0" disables it.`)
 	fs.StringVar(&o.healthAddr, "health-addr", ":9440", `The address the health endpoints (/healthz, /readyz) bind to; "0" disables them.`)
@@ -120,6 +120,10 @@ func (o *agentOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rateLimit, err := applyRateLimit(ctx, cfg, o.qps, o.burst)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -132,7 +136,7 @@ func (o *agentOptions) run(ctx context.Context) error {
 		return err
 	}
 	log.Info("starting gitpeer agent", "version", version, "watchNamespace", o.watchNamespace, "dataDir", o.dataDir,
-		"memoryLimit", memLimit)
+		"memoryLimit", memLimit, "kubeAPIRateLimit", rateLimit)
 	return mgr.Start(ctx)
 }
 
@@ -159,7 +163,7 @@ func (o *agentOptions) agentOptions(log logr.Logger) (agent.Options, error) {
 	}, nil
 }
 
-// restConfig loads the client configuration and applies --kube-api-qps/--kube-api-burst.
+// restConfig loads the client configuration; applyRateLimit sets its rate limit.
 func (o *agentOptions) restConfig() (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
@@ -171,7 +175,6 @@ func (o *agentOptions) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
-	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "gitpeer/" + version
 	return cfg, nil
 }

@@ -209,6 +209,9 @@ func TestValues(t *testing.T) {
 		}
 	})
 	t.Run("agent flags", func(t *testing.T) {
+		if args := containers(t, index(t, render(t, systemNamespace, nil)))[0]["args"].([]any); !slices.Contains(args, any("--kube-api-qps=auto")) {
+			t.Errorf("--kube-api-qps=auto missing from the default args %v", args)
+		}
 		// float64 as Helm reads a values file: a large integer must not render as 1e+06.
 		c := containers(t, index(t, render(t, systemNamespace, map[string]any{
 			"concurrent": 8, "peeringWorkers": float64(32), "roundLimit": float64(500), "kubeAPI": map[string]any{"qps": 7.5, "burst": float64(1_000_000)},
@@ -422,6 +425,8 @@ func TestSchemaRejectsTypos(t *testing.T) {
 		{map[string]any{"podLabels": map[string]any{"app.kubernetes.io/name": "other"}}, "podLabels"},
 		{map[string]any{"podDisruptionBudget": map[string]any{"enabled": true, "maxUnavailable": "half"}}, "maxUnavailable"},
 		{map[string]any{"extraVolumes": []any{map[string]any{"name": "data", "emptyDir": map[string]any{}}}}, "extraVolumes"},
+		{map[string]any{"kubeAPI": map[string]any{"qps": "fast"}}, "qps"},
+		{map[string]any{"kubeAPI": map[string]any{"qps": 0}}, "qps"},
 	} {
 		_, err := renderErr(t, systemNamespace, tc.values)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -66,8 +66,14 @@ type ControlPlane struct {
 
 // ControllerManagerQPS is kube-controller-manager's --kube-api-qps (its
 // --kube-api-burst is twice that): the default, 20, caps CSR signing at 20
-// per second, which the scale benchmark would measure instead of gitpeer.
+// per second, which the scale benchmark would measure instead of gitpeer
+// (unless Options.ControllerManagerDefaultLimits).
 const ControllerManagerQPS = 500
+
+// DefaultControllerManagerQPS is kube-controller-manager's own default
+// --kube-api-qps (its --kube-api-burst is 30): as a cluster's CSR signer, it
+// signs at most that many certificates per second.
+const DefaultControllerManagerQPS = 20
 
 // controllers are the kube-controller-manager controllers the handshake needs:
 // CSR signing, namespace deletion, garbage collection, and service accounts.
@@ -86,6 +92,10 @@ type Options struct {
 	// certificates whose CSR asks for none, as Liqo's do. A short one lets a
 	// test see Liqo renew.
 	ClusterSigningDuration time.Duration
+	// ControllerManagerDefaultLimits runs kube-controller-manager with its
+	// default client limits (DefaultControllerManagerQPS, burst 30), as most
+	// clusters do, instead of ControllerManagerQPS.
+	ControllerManagerDefaultLimits bool
 }
 
 // Start runs a control plane until the test ends. Everything it started is
@@ -222,11 +232,13 @@ func start(ctx context.Context, bin, dir string, o Options) (cp *ControlPlane, e
 	}
 	// The signer's client is rate-limited like every controller's (default 20 QPS, burst 30):
 	// each signed CSR is one request, so it would sign at most 20 CSRs per second.
-	cmArgs := []string{"--kubeconfig=" + cmKubeconfig, "--secure-port=0", "--leader-elect=false",
-		"--kube-api-qps=" + strconv.Itoa(ControllerManagerQPS), "--kube-api-burst=" + strconv.Itoa(2*ControllerManagerQPS),
-		"--controllers=" + controllers, "--use-service-account-credentials=false",
-		"--cluster-signing-cert-file=" + files.caCert, "--cluster-signing-key-file=" + files.caKey,
-		"--root-ca-file=" + files.servingCA, "--service-account-private-key-file=" + files.saKey}
+	cmArgs := []string{"--kubeconfig=" + cmKubeconfig, "--secure-port=0", "--leader-elect=false"}
+	if !o.ControllerManagerDefaultLimits {
+		cmArgs = append(cmArgs, "--kube-api-qps="+strconv.Itoa(ControllerManagerQPS), "--kube-api-burst="+strconv.Itoa(2*ControllerManagerQPS))
+	}
+	cmArgs = append(cmArgs, "--controllers="+controllers, "--use-service-account-credentials=false",
+		"--cluster-signing-cert-file="+files.caCert, "--cluster-signing-key-file="+files.caKey,
+		"--root-ca-file="+files.servingCA, "--service-account-private-key-file="+files.saKey)
 	if o.ClusterSigningDuration > 0 {
 		cmArgs = append(cmArgs, "--cluster-signing-duration="+o.ClusterSigningDuration.String())
 	}

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/test/controlplane"
 )
 
 // options configure one run of the benchmark.
@@ -21,11 +24,16 @@ type options struct {
 	Consumers int
 	// Agent is the gitpeer binary; built from this module when empty.
 	Agent string
-	// QPS and Burst are the agent's --kube-api-qps and --kube-api-burst.
-	QPS   float64
-	Burst int
-	// ExtraFlags are more agent flags, e.g. --concurrent=8.
-	ExtraFlags []string
+	// AgentFlags are agent flags beyond the benchmark's own (kubeconfig, addresses), e.g.
+	// --concurrent=8; none runs the agent with its defaults, as a new user would.
+	AgentFlags []string
+	// MaxPending is the PeeringRepository's spec.provider.maxPendingRequests; 0 leaves it unset
+	// (the API's default). When below Consumers, the consumers sign their Tenants in waves, as
+	// their nonces arrive (waves).
+	MaxPending int
+	// ControllerManagerDefaultLimits runs the control plane's kube-controller-manager, the CSR
+	// signer, with its default client limits (20 QPS, burst 30) instead of 500 QPS.
+	ControllerManagerDefaultLimits bool
 	// Interval is the PeeringRepository's poll interval (spec.interval).
 	Interval time.Duration
 	// Commits is how many merged pull requests carry the requests, and again the Tenants.
@@ -47,9 +55,20 @@ type options struct {
 	AgentLog io.Writer
 }
 
-// agentFlags are the agent flags the benchmark chooses, as reported.
-func (o options) agentFlags() []string {
-	return append([]string{fmt.Sprintf("--kube-api-qps=%g", o.QPS), fmt.Sprintf("--kube-api-burst=%d", o.Burst)}, o.ExtraFlags...)
+// wave is how many requests the agent answers at once: maxPendingRequests, or its default.
+func (o options) wave() int {
+	if o.MaxPending > 0 {
+		return o.MaxPending
+	}
+	return gitpeerv1alpha1.DefaultMaxPendingRequests
+}
+
+// signerQPS is the CSR signer's client limit: each certificate is one request.
+func (o options) signerQPS() int {
+	if o.ControllerManagerDefaultLimits {
+		return controlplane.DefaultControllerManagerQPS
+	}
+	return controlplane.ControllerManagerQPS
 }
 
 // result holds the figures of one run; its JSON is what the tables of docs/benchmarks.md are made from.
@@ -68,9 +87,23 @@ type result struct {
 	// NoncesSeconds: requests merged → every nonce.yaml on main.
 	NoncesSeconds  float64 `json:"noncesSeconds"`
 	TenantsSeconds float64 `json:"tenantsSignAndMergeSeconds"`
-	// IdentitiesSeconds: Tenants merged → every consumer has a valid identity.yaml.
+	// IdentitiesSeconds: Tenants merged → every consumer has a valid identity.yaml (without
+	// waves).
 	IdentitiesSeconds float64 `json:"identitiesSeconds"`
-	TotalSeconds      float64 `json:"totalSeconds"`
+	// RequestsToIdentitiesSeconds: requests merged → every consumer has a valid identity.yaml
+	// (in waves too).
+	RequestsToIdentitiesSeconds float64 `json:"requestsToIdentitiesSeconds"`
+	TotalSeconds                float64 `json:"totalSeconds"`
+	// MaxPendingRequests is the provider's maxPendingRequests in force; Waves the waves in which
+	// the consumers got their identities when it is below N.
+	MaxPendingRequests int          `json:"maxPendingRequests"`
+	Waves              []waveResult `json:"waves,omitempty"`
+	// SignerQPS is the CSR signer's client limit (kube-controller-manager's --kube-api-qps);
+	// SignerFloorSeconds what signing N certificates takes at that rate, and FloorRatio
+	// IdentitiesSeconds over it (without waves).
+	SignerQPS          int     `json:"signerQPS"`
+	SignerFloorSeconds float64 `json:"signerFloorSeconds"`
+	FloorRatio         float64 `json:"floorRatio,omitempty"`
 
 	Nonces            int    `json:"nonces"`
 	ValidIdentities   int    `json:"validIdentities"`
@@ -127,7 +160,8 @@ type bench struct {
 func run(ctx context.Context, o options) (*result, error) {
 	// The Git server (gitkit) logs every SSH connection with the standard logger.
 	log.SetOutput(io.Discard)
-	res := &result{Consumers: o.Consumers, CPUs: runtime.NumCPU(), AgentFlags: o.agentFlags(), Interval: o.Interval.String(), Commits: o.Commits}
+	res := &result{Consumers: o.Consumers, CPUs: runtime.NumCPU(), AgentFlags: o.AgentFlags, Interval: o.Interval.String(), Commits: o.Commits,
+		MaxPendingRequests: o.wave(), SignerQPS: o.signerQPS(), SignerFloorSeconds: float64(o.Consumers) / float64(o.signerQPS())}
 	work, err := os.MkdirTemp("", "gitpeer-scale-")
 	if err != nil {
 		return nil, err
@@ -188,8 +222,8 @@ func (b *bench) handshake(ctx context.Context, work string, cs []*consumer) erro
 }
 
 // phases merges the requests, waits for every nonce, merges the signed Tenants and waits for
-// every identity.
-func (b *bench) phases(ctx context.Context, work string, cs []*consumer) error {
+// every identity; in waves when the agent answers fewer than N requests at once.
+func (b *bench) phases(ctx context.Context, work string, cs []*consumer) (err error) {
 	pr, err := newReviewer(filepath.Join(work, "consumers"), b.e.repo.Dir, b.consumers)
 	if err != nil {
 		return err
@@ -201,6 +235,14 @@ func (b *bench) phases(ctx context.Context, work string, cs []*consumer) error {
 		return err
 	}
 	b.res.RequestsSeconds = since(t)
+	defer func(merged time.Time) {
+		if err == nil {
+			b.res.RequestsToIdentitiesSeconds = since(merged)
+		}
+	}(time.Now())
+	if b.o.wave() < len(cs) {
+		return b.waves(ctx, pr, cs)
+	}
 	t = time.Now()
 	if err := b.waitFor(ctx, "nonces", func(p progress) bool { return p.nonces == len(cs) }); err != nil {
 		return err
@@ -221,6 +263,7 @@ func (b *bench) phases(ctx context.Context, work string, cs []*consumer) error {
 		return err
 	}
 	b.res.IdentitiesSeconds = since(t)
+	b.res.FloorRatio = b.res.IdentitiesSeconds / b.res.SignerFloorSeconds
 	return nil
 }
 

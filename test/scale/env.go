@@ -44,8 +44,8 @@ type env struct {
 }
 
 // startEnv starts the Git server (with a repository holding one commit on main), the control
-// plane and the agent binary as provider, with the options' interval and API flags, and enough
-// room for every consumer's pending request.
+// plane and the agent binary as provider, with the options' interval, agent flags and
+// maxPendingRequests.
 func startEnv(ctx context.Context, work, binary string, o options, log io.Writer) (e *env, err error) {
 	e = &env{}
 	defer func() {
@@ -62,7 +62,7 @@ func startEnv(ctx context.Context, work, binary string, o options, log io.Writer
 	if err = initialCommit(filepath.Join(work, "init"), e.repo.Dir); err != nil {
 		return e, err
 	}
-	if e.cp, err = controlplane.New(ctx, ""); err != nil {
+	if e.cp, err = controlplane.NewWith(ctx, "", controlplane.Options{ControllerManagerDefaultLimits: o.ControllerManagerDefaultLimits}); err != nil {
 		return e, err
 	}
 	sb, err := sandbox.Prepare(ctx, providerID, e.cp, e.git, filepath.Join(work, "unused"))
@@ -70,9 +70,12 @@ func startEnv(ctx context.Context, work, binary string, o options, log io.Writer
 		return e, err
 	}
 	e.k8s = sb.Client
-	pending := int32(o.Consumers)
+	var pending *int32
+	if o.MaxPending > 0 {
+		pending = new(int32(o.MaxPending))
+	}
 	if _, err = sb.Apply(ctx, e.repo.SSHURL, o.Interval, func(s *gitpeerv1alpha1.PeeringRepositorySpec) {
-		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: e.cp.URL, MaxPendingRequests: &pending}
+		s.Provider = &gitpeerv1alpha1.ProviderSpec{Enabled: true, APIServer: e.cp.URL, MaxPendingRequests: pending}
 	}); err != nil {
 		return e, err
 	}
@@ -84,7 +87,7 @@ func startEnv(ctx context.Context, work, binary string, o options, log io.Writer
 		"--kubeconfig=" + e.cp.KubeconfigPath, "--data-dir=" + filepath.Join(home, "data"),
 		"--watch-namespace=" + sandbox.AgentNamespace,
 		"--metrics-addr=" + e.metricsAddr, "--health-addr=0", "--webhook-addr=0",
-	}, o.agentFlags()...)
+	}, o.AgentFlags...)
 	e.agent, err = installed.StartAgent(binary, e.args, home, log)
 	return e, err
 }

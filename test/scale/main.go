@@ -46,12 +46,12 @@ func parseFlags(args []string) (o options, jsonPath, logPath string, err error) 
 			return o, "", "", fmt.Errorf("N=%q: %w", v, err)
 		}
 	}
-	var extra string
+	var extra, pending string
 	fs.IntVar(&o.Consumers, "n", n, "number of simulated consumers (default $N, then 100)")
 	fs.StringVar(&o.Agent, "agent", "", "the gitpeer binary (default: built from this module)")
-	fs.Float64Var(&o.QPS, "kube-api-qps", 500, "the agent's --kube-api-qps")
-	fs.IntVar(&o.Burst, "kube-api-burst", 1000, "the agent's --kube-api-burst")
-	fs.StringVar(&extra, "agent-flags", "", "more agent flags, space-separated (e.g. --concurrent=8)")
+	fs.StringVar(&extra, "agent-flags", "", "agent flags, space-separated (e.g. --kube-api-qps=50 --concurrent=8); default: none, the agent's defaults")
+	fs.StringVar(&pending, "max-pending", "n", `the provider's maxPendingRequests: "n" (every request answered at once), "default" (unset: the API's default, 100; the consumers sign in waves) or a number`)
+	fs.BoolVar(&o.ControllerManagerDefaultLimits, "kcm-default-limits", false, "run kube-controller-manager (the CSR signer) with its default client limits, 20 QPS and burst 30, instead of 500 QPS")
 	fs.DurationVar(&o.Interval, "interval", time.Second, "the PeeringRepository's spec.interval")
 	fs.IntVar(&o.Commits, "commits", 5, "pull requests (merge commits) carrying the requests, and again the Tenants")
 	fs.DurationVar(&o.ReviewEvery, "review-every", 2*time.Second, "how often the concurrent reviewer merges a pull request")
@@ -69,7 +69,16 @@ func parseFlags(args []string) (o options, jsonPath, logPath string, err error) 
 	if o.Consumers < 1 || o.Commits < 1 {
 		return o, "", "", fmt.Errorf("-n and -commits must be at least 1")
 	}
-	o.ExtraFlags = strings.Fields(extra)
+	switch pending {
+	case "n":
+		o.MaxPending = o.Consumers
+	case "default":
+	default:
+		if o.MaxPending, err = strconv.Atoi(pending); err != nil || o.MaxPending < 1 {
+			return o, "", "", fmt.Errorf(`-max-pending: %q is neither "n", "default" nor a positive number`, pending)
+		}
+	}
+	o.AgentFlags = strings.Fields(extra)
 	return o, jsonPath, logPath, nil
 }
 
@@ -85,7 +94,8 @@ func benchmark(o options, jsonPath, logPath string) error {
 		defer f.Close()
 		o.AgentLog = f
 	}
-	fmt.Printf("bench-scale: %d consumers, agent flags %s, interval %s\n", o.Consumers, strings.Join(o.agentFlags(), " "), o.Interval)
+	fmt.Printf("bench-scale: %d consumers, agent flags %s, maxPendingRequests %d, signer %d QPS, interval %s\n",
+		o.Consumers, flagsString(o.AgentFlags), o.wave(), o.signerQPS(), o.Interval)
 	commit := sourceCommit()
 	res, err := run(context.Background(), o)
 	if err != nil {
@@ -127,18 +137,37 @@ func printTable(w io.Writer, r *result) {
 	row("commit", "%s", r.Commit)
 	row("consumers", "%d", r.Consumers)
 	row("outcome", "%s", r.Outcome)
-	row("agent flags", "%s (spec.interval %s)", strings.Join(r.AgentFlags, " "), r.Interval)
+	row("agent flags", "%s (spec.interval %s, maxPendingRequests %d)", flagsString(r.AgentFlags), r.Interval, r.MaxPendingRequests)
+	row("CSR signer (kube-controller-manager)", "%d QPS: signing every certificate takes at least %.1f s", r.SignerQPS, r.SignerFloorSeconds)
 	row("machine", "%d CPUs, mean load average %.1f", r.CPUs, r.LoadAverage)
 	row("key generation", "%s", seconds(r.KeygenSeconds))
 	row("requests merged", "%s (%d pull requests)", seconds(r.RequestsSeconds), r.Commits)
-	row("requests → every nonce", "%s (%d/%d nonces)", seconds(r.NoncesSeconds), r.Nonces, r.Consumers)
-	row("Tenants signed and merged", "%s (%d pull requests)", seconds(r.TenantsSeconds), r.Commits)
-	row("Tenants merged → every identity valid", "%s (%d/%d valid, %d invalid)", seconds(r.IdentitiesSeconds), r.ValidIdentities, r.Consumers, r.InvalidIdentities)
+	if len(r.Waves) == 0 {
+		row("requests → every nonce", "%s (%d/%d nonces)", seconds(r.NoncesSeconds), r.Nonces, r.Consumers)
+		row("Tenants signed and merged", "%s (%d pull requests)", seconds(r.TenantsSeconds), r.Commits)
+		row("Tenants merged → every identity valid", "%s (%d/%d valid, %d invalid)", seconds(r.IdentitiesSeconds), r.ValidIdentities, r.Consumers, r.InvalidIdentities)
+	} else {
+		var nonces, identities float64
+		for _, w := range r.Waves {
+			nonces, identities = nonces+w.NoncesSeconds, identities+w.IdentitiesSeconds
+		}
+		n := float64(len(r.Waves))
+		row("waves", "%d of at most %d: per wave %.1f s to its nonces, %.1f s from its Tenants to its identities", len(r.Waves), r.MaxPendingRequests, nonces/n, identities/n)
+		row("identities", "%d/%d valid, %d invalid", r.ValidIdentities, r.Consumers, r.InvalidIdentities)
+	}
+	if r.FloorRatio > 0 {
+		row("… over the signer's floor", "%.2f×", r.FloorRatio)
+	}
+	row("requests merged → every identity valid", "%s", seconds(r.RequestsToIdentitiesSeconds))
 	if r.FirstInvalid != "" {
 		row("first invalid", "%s", r.FirstInvalid)
 	}
 	row("total (agent start → end)", "%s", seconds(r.TotalSeconds))
-	row("commits pushed by the agent", "%d (%d in the nonce phase)", r.AgentCommits, r.AgentCommitsNonces)
+	if len(r.Waves) == 0 {
+		row("commits pushed by the agent", "%d (%d in the nonce phase)", r.AgentCommits, r.AgentCommitsNonces)
+	} else {
+		row("commits pushed by the agent", "%d", r.AgentCommits)
+	}
 	row("agent peak RSS (VmHWM)", "%.1f MiB", r.AgentPeakRSSMiB)
 	row("PeeringRepository JSON", "%d bytes (max %d)", r.ObjectBytes, r.ObjectBytesMax)
 	row("concurrent reviewer", "%d merges, %d refused pushes retried, at most %d for one merge", r.ReviewerMerges, r.ReviewerRetries, r.ReviewerMaxRetries)
@@ -155,6 +184,14 @@ func printTable(w io.Writer, r *result) {
 	}
 	row("agent Ready", "%s", r.AgentReady)
 	t.Flush()
+}
+
+// flagsString prints agent flags; none means the agent's defaults.
+func flagsString(flags []string) string {
+	if len(flags) == 0 {
+		return "(defaults)"
+	}
+	return strings.Join(flags, " ")
 }
 
 // seconds formats the duration of a phase; a phase not reached took 0 s.

@@ -15,7 +15,9 @@ import (
 // (seconds); `make bench-scale` runs it at scale.
 func TestSmoke(t *testing.T) {
 	var progress bytes.Buffer
-	o, _, _, err := parseFlags([]string{"-n", "5", "-review-every", "500ms", "-timeout", "3m", "-quiet-settle", "5s", "-quiet", "5s",
+	// Two requests answered at once: the consumers sign in three waves. The signer at its
+	// default limits: the path of -kcm-default-limits.
+	o, _, _, err := parseFlags([]string{"-n", "5", "-max-pending", "2", "-kcm-default-limits", "-review-every", "500ms", "-timeout", "3m", "-quiet-settle", "5s", "-quiet", "5s",
 		"-idle", "3s", "-idle-interval", "2s", "-agent-flags", "--full-resync-period=2s"})
 	if err != nil {
 		t.Fatal(err)
@@ -43,8 +45,11 @@ func TestSmoke(t *testing.T) {
 	if res.IdleWindowSeconds < 3 || res.IdleCPUSeconds <= 0 || res.IdleCPUSecondsPerHour <= 0 {
 		t.Errorf("idle CPU not measured: %.2f s in %.1f s, %.1f s per hour", res.IdleCPUSeconds, res.IdleWindowSeconds, res.IdleCPUSecondsPerHour)
 	}
-	if res.IdentitiesSeconds <= 0 || res.IdentitiesSeconds > (3*time.Minute).Seconds() {
-		t.Errorf("identities phase = %.1f s", res.IdentitiesSeconds)
+	if res.RequestsToIdentitiesSeconds <= 0 || res.RequestsToIdentitiesSeconds > (3*time.Minute).Seconds() {
+		t.Errorf("requests merged → every identity = %.1f s", res.RequestsToIdentitiesSeconds)
+	}
+	if len(res.Waves) != 3 || res.Waves[0].Consumers != 2 || res.Waves[2].Consumers != 1 || res.SignerQPS != 20 || res.SignerFloorSeconds != 0.25 {
+		t.Errorf("waves %+v, signer %d QPS, floor %.2f s; want waves of 2, 2 and 1 consumers, 20 QPS, 0.25 s", res.Waves, res.SignerQPS, res.SignerFloorSeconds)
 	}
 }
 
