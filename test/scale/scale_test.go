@@ -42,7 +42,9 @@ func TestSmoke(t *testing.T) {
 	if res.QuietRounds < 1 || res.QuietRoundSeconds <= 0 || res.QuietVisitedPerRound < 0 {
 		t.Errorf("quiet rounds not measured: %d rounds, %.3f s each, %.1f visited", res.QuietRounds, res.QuietRoundSeconds, res.QuietVisitedPerRound)
 	}
-	if res.IdleWindowSeconds < 3 || res.IdleCPUSeconds <= 0 || res.IdleCPUSecondsPerHour <= 0 {
+	// The kernel accounts CPU time in clock ticks (10 ms) by sampling, so a few seconds of five
+	// idle peerings may honestly read zero: the smoke test asks only that the window was measured.
+	if res.IdleWindowSeconds < 3 || res.IdleCPUSeconds < 0 || res.IdleCPUSecondsPerHour < 0 {
 		t.Errorf("idle CPU not measured: %.2f s in %.1f s, %.1f s per hour", res.IdleCPUSeconds, res.IdleWindowSeconds, res.IdleCPUSecondsPerHour)
 	}
 	if res.RequestsToIdentitiesSeconds <= 0 || res.RequestsToIdentitiesSeconds > (3*time.Minute).Seconds() {
