@@ -55,6 +55,11 @@ func (s *recordStore) records(ctx context.Context, consumer string) (vocabulary.
 type recordsShard struct {
 	sync.Mutex
 	secret *corev1.Secret // nil until read
+	// staged are the consumers whose records changed in secret and are not
+	// written yet (stageRecords); lost those whose staged change a failed
+	// write dropped, with its error, for flushRecords to report.
+	staged map[string]bool
+	lost   map[string]error
 }
 
 // withRecordsSecret runs f with the records Secret of consumer read and
@@ -137,10 +142,73 @@ func (s *recordStore) writeShard(ctx context.Context, sh *recordsShard, secret *
 	}
 	if err != nil {
 		sh.secret = nil // read again at the next use
+		for c := range sh.staged {
+			if sh.lost == nil {
+				sh.lost = map[string]error{}
+			}
+			sh.lost[c] = err
+		}
+		sh.staged = nil
 		return err
 	}
-	sh.secret = secret
+	sh.secret, sh.staged = secret, nil // a write holds every change staged before it
 	return nil
+}
+
+// stageRecords is updateRecords without the write: the change is made in
+// the round's copy of consumer's records Secret, and written with every
+// other change staged in it by flushRecords. The signing steps of a round
+// stage their records, flush, then act: one write per records Secret for
+// all of them, not one per change, and a record still durable before what
+// it protects.
+func (s *recordStore) stageRecords(ctx context.Context, consumer string, update func(*vocabulary.ConsumerRecords) bool) error {
+	return s.withRecordsSecret(ctx, consumer, func(sh *recordsShard) error {
+		current, err := vocabulary.DecodeRecords(sh.secret, consumer)
+		if err != nil {
+			return err
+		}
+		if !update(&current) {
+			return nil
+		}
+		if err := s.setRecords(sh.secret, consumer, current); err != nil {
+			return err
+		}
+		if sh.staged == nil {
+			sh.staged = map[string]bool{}
+		}
+		sh.staged[consumer] = true
+		return nil
+	})
+}
+
+// flushRecords writes each records Secret holding staged changes, once, at
+// most workers at once, and returns the error of every consumer whose
+// staged change is not written: its write failed, or an earlier write of
+// its Secret failed after the change was staged.
+func (s *recordStore) flushRecords(ctx context.Context, workers int) map[string]error {
+	s.mu.Lock()
+	var shards []*recordsShard
+	for _, sh := range s.shards {
+		shards = append(shards, sh)
+	}
+	s.mu.Unlock()
+	failed := map[string]error{}
+	var mu sync.Mutex
+	forEachAtOnce(len(shards), workers, func(i int) {
+		sh := shards[i]
+		sh.Lock()
+		defer sh.Unlock()
+		if len(sh.staged) > 0 {
+			_ = s.writeShard(ctx, sh, sh.secret) // a failure moves the staged consumers to lost
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for c, err := range sh.lost {
+			failed[c] = fmt.Errorf("writing the records of %s: %w", c, err)
+		}
+		sh.lost = nil
+	})
+	return failed
 }
 
 // migrateLegacyRecords moves the records of gitpeer 0.1.0's single Secret
@@ -221,7 +289,12 @@ func (s *recordStore) recordIssued(ctx context.Context, consumer string, certs .
 	if len(certs) == 0 {
 		return nil
 	}
-	return s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
+	return s.updateRecords(ctx, consumer, certificatesIssued(certs...))
+}
+
+// certificatesIssued is the update of a consumer's records that remembers certs.
+func certificatesIssued(certs ...*x509.Certificate) func(*vocabulary.ConsumerRecords) bool {
+	return func(r *vocabulary.ConsumerRecords) bool {
 		changed := false
 		for _, cert := range certs {
 			var added bool
@@ -229,16 +302,21 @@ func (s *recordStore) recordIssued(ctx context.Context, consumer string, certs .
 			changed = changed || added
 		}
 		return changed
-	})
+	}
 }
 
 // recordKeyPin remembers the key pinned for consumer.
 func (s *recordStore) recordKeyPin(ctx context.Context, consumer, pin string) error {
-	return s.updateRecords(ctx, consumer, func(r *vocabulary.ConsumerRecords) bool {
+	return s.updateRecords(ctx, consumer, keyPinned(pin))
+}
+
+// keyPinned is the update of a consumer's records that pins pin.
+func keyPinned(pin string) func(*vocabulary.ConsumerRecords) bool {
+	return func(r *vocabulary.ConsumerRecords) bool {
 		changed := r.PinnedKey != pin
 		r.PinnedKey = pin
 		return changed
-	})
+	}
 }
 
 // AdoptKeyPin copies annotation, the key pin an earlier version kept only on

@@ -2,10 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,5 +230,133 @@ func TestLegacyRecordsReadOnce(t *testing.T) {
 	other.UID = "uid-2" // a PeeringRepository recreated under the same name looks again
 	if _, err := newRecordStore(r, other).records(ctx, "c1"); err != nil || legacyReads != 2 {
 		t.Errorf("recreated PeeringRepository: %v, %d reads", err, legacyReads)
+	}
+}
+
+// TestStagedRecords: the records a chunk of signing steps stage are written
+// once per records Secret, and a staged change a write could not make durable
+// is reported for its consumer, never taken as written.
+func TestStagedRecords(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
+	// a, b and c share a records Secret, d has another.
+	shard := func(c string) string { return vocabulary.RecordsSecretName("peering", c) }
+	var same []string
+	other := ""
+	for i := 0; len(same) < 3 || other == ""; i++ {
+		c := fmt.Sprintf("c%d", i)
+		switch {
+		case len(same) == 0 || shard(c) == shard(same[0]):
+			if len(same) < 3 {
+				same = append(same, c)
+			}
+		case other == "":
+			other = c
+		}
+	}
+	// The flush writes at once: mu guards writes and failNext.
+	var mu sync.Mutex
+	writes, failNext := 0, false
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			mu.Lock()
+			defer mu.Unlock()
+			writes++
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mu.Lock()
+			defer mu.Unlock()
+			writes++
+			if failNext {
+				failNext = false
+				return apierrors.NewConflict(corev1.Resource("secrets"), obj.GetName(), fmt.Errorf("changed"))
+			}
+			return c.Update(ctx, obj, opts...)
+		}}).Build()
+	r := &PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}
+	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
+
+	s := newRecordStore(r, obj)
+	for _, consumer := range append(same, other) {
+		if err := s.stageRecords(ctx, consumer, keyPinned("pin-"+consumer)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes != 0 {
+		t.Fatalf("%d writes before the flush, want none", writes)
+	}
+	if failed := s.flushRecords(ctx, 4); len(failed) != 0 || writes != 2 {
+		t.Fatalf("flush: %d writes, failed %v; want 2 writes (one per records Secret), none failed", writes, failed)
+	}
+	if failed := s.flushRecords(ctx, 4); len(failed) != 0 || writes != 2 {
+		t.Fatalf("second flush with nothing staged: %d writes, failed %v", writes, failed)
+	}
+	later := newRecordStore(r, obj)
+	for _, consumer := range append(same, other) {
+		if got, err := later.records(ctx, consumer); err != nil || got.PinnedKey != "pin-"+consumer {
+			t.Errorf("%s: records %+v, %v; want pin-%s", consumer, got, err, consumer)
+		}
+	}
+
+	// A staged change, then another write of its Secret fails: the staged one is reported lost.
+	s = newRecordStore(r, obj)
+	if err := s.stageRecords(ctx, same[0], keyPinned("second")); err != nil {
+		t.Fatal(err)
+	}
+	failNext = true
+	if err := s.recordKeyPin(ctx, same[1], "second"); err == nil {
+		t.Fatal("the write meant to fail did not")
+	}
+	if err := s.stageRecords(ctx, same[2], keyPinned("second")); err != nil {
+		t.Fatal(err)
+	}
+	failed := s.flushRecords(ctx, 4)
+	if failed[same[0]] == nil || failed[same[2]] != nil || len(failed) != 1 {
+		t.Errorf("failed %v, want %s alone (its staged pin was lost with the failed write)", failed, same[0])
+	}
+	for consumer, want := range map[string]string{same[0]: "pin-" + same[0], same[1]: "pin-" + same[1], same[2]: "second"} {
+		if got, err := newRecordStore(r, obj).records(ctx, consumer); err != nil || got.PinnedKey != want {
+			t.Errorf("%s: pin %q, %v; want %q", consumer, got.PinnedKey, err, want)
+		}
+	}
+
+	// A flush whose own write fails reports every consumer staged in that Secret.
+	s = newRecordStore(r, obj)
+	for _, consumer := range same[:2] {
+		if err := s.stageRecords(ctx, consumer, keyPinned("third")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failNext = true
+	if failed := s.flushRecords(ctx, 4); failed[same[0]] == nil || failed[same[1]] == nil || len(failed) != 2 {
+		t.Errorf("failed %v, want %v", failed, same[:2])
+	}
+}
+
+// TestStageRecordActions: a signing step's records are staged and taken out
+// of its plan, the rest kept in order for after the flush.
+func TestStageRecordActions(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
+	obj := &gitpeerv1alpha1.PeeringRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "gitpeer-system", Name: "peering", UID: "uid-1"}}
+	s := sessionOf(&PeeringRepositoryReconciler{Client: c, Now: func() time.Time { return now }}, obj)
+	cert := &x509.Certificate{SerialNumber: big.NewInt(0x2a), NotAfter: now.Add(time.Hour)}
+	d := decision{plan: provider.Plan{Actions: []provider.Action{
+		provider.RecordKeyPin{Pin: "pin"}, provider.Event{Reason: "First"}, provider.RecordSerial{Certificate: cert}, provider.StoreIssued{},
+	}}}
+	s.providerStep().stageRecordActions(ctx, "c1", &d)
+	if d.done != nil || !reflect.DeepEqual(d.plan.Actions, []provider.Action{provider.Event{Reason: "First"}, provider.StoreIssued{}}) {
+		t.Fatalf("after staging: %+v, done %v", d.plan.Actions, d.done)
+	}
+	if got, _ := newRecordStore(s.r, obj).records(ctx, "c1"); got.PinnedKey != "" {
+		t.Fatalf("records written before the flush: %+v", got)
+	}
+	if failed := s.flushRecords(ctx, 1); len(failed) != 0 {
+		t.Fatal(failed)
+	}
+	if got, _ := newRecordStore(s.r, obj).records(ctx, "c1"); describeRecords(got) != "pin: 2a until 2026-11-23T19:00:00Z" {
+		t.Errorf("records after the flush: %s", describeRecords(got))
 	}
 }

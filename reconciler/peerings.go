@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -12,6 +13,7 @@ import (
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/reconciler/incremental"
 	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // DefaultPeeringWorkers is how many peerings of a provider's round take their
@@ -44,8 +46,9 @@ type planned struct {
 // planChunk at a time, with one read of the round's CSRs for their consumers
 // alone (labelledCSRs); their documents are decoded again then, rather than
 // held from their plan through every chunk of the round (up to the round's
-// limit of them, megabytes). The records read for the steps are dropped once they
-// are done (dropShards). The results, and the round's writes to the branch (stage),
+// limit of them, megabytes), in the order of their records Secrets, each
+// chunk's records written once per Secret (stepRecorded). The records read
+// for the steps are dropped once they are done (dropShards). The results, and the round's writes to the branch (stage),
 // are in the order of the visit whatever order the steps ended in; a failure
 // of one peering never blocks the others.
 func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
@@ -77,6 +80,10 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 		signers[k] = consumers[pl.i]
 	}
 	s.issuance.expect(signers)
+	// In the order of their records Secrets: a chunk's records are written once per Secret (stepRecorded).
+	slices.SortStableFunc(signing, func(a, b planned) int {
+		return strings.Compare(vocabulary.RecordsSecretName(s.obj.Name, consumers[a.i]), vocabulary.RecordsSecretName(s.obj.Name, consumers[b.i]))
+	})
 	for start := 0; start < len(signing); start += planChunk {
 		chunk := signing[start:min(start+planChunk, len(signing))]
 		for k := range chunk {
@@ -85,7 +92,7 @@ func (s *session) provideAll(ctx context.Context, plan *providerPlan) []result {
 				chunk[k].p.done = &o // nothing signed; the next round plans it again
 			}
 		}
-		s.stepAll(ctx, chunk, consumers, results)
+		s.stepRecorded(ctx, chunk, consumers, results)
 		for k := range chunk {
 			chunk[k].p.pe, chunk[k].p.tenant = nil, nil
 		}
@@ -107,8 +114,44 @@ func stillHeldBack(consumer string, was gitpeerv1alpha1.PeeringStatus) result {
 func (s *session) stepAll(ctx context.Context, steps []planned, consumers []string, results []result) {
 	forEachAtOnce(len(steps), s.r.peeringWorkers, func(k int) {
 		pl := steps[k]
-		results[pl.i] = result{peer: consumers[pl.i], role: gitpeerv1alpha1.ProviderRole, o: s.provideRecovering(ctx, pl.p), heldBack: pl.p.heldBack}
+		results[pl.i] = result{peer: consumers[pl.i], role: gitpeerv1alpha1.ProviderRole, o: s.provideRecovering(ctx, consumers[pl.i], func() outcome {
+			return s.providerStep().provide(ctx, pl.p)
+		}), heldBack: pl.p.heldBack}
 	})
+	s.settle(steps, consumers, results)
+}
+
+// stepRecorded is stepAll for steps that sign: each step decides and stages
+// its records (stageRecordActions), the records Secrets are written once
+// each (flushRecords), then the steps whose records are durable apply the
+// rest of their plans. The steps of a signing chunk share records Secrets
+// (provideAll sorts them so): this spares a write per record.
+func (s *session) stepRecorded(ctx context.Context, steps []planned, consumers []string, results []result) {
+	decisions := make([]decision, len(steps))
+	forEachAtOnce(len(steps), s.r.peeringWorkers, func(k int) {
+		if o := s.provideRecovering(ctx, consumers[steps[k].i], func() outcome {
+			decisions[k] = s.providerStep().decide(ctx, steps[k].p)
+			s.providerStep().stageRecordActions(ctx, consumers[steps[k].i], &decisions[k])
+			return outcome{}
+		}); o.err != nil {
+			decisions[k].done = &o
+		}
+	})
+	failed := s.flushRecords(ctx, s.r.peeringWorkers)
+	forEachAtOnce(len(steps), s.r.peeringWorkers, func(k int) {
+		pl, d := steps[k], decisions[k]
+		if err := failed[consumers[pl.i]]; err != nil && d.done == nil {
+			d.done = &outcome{err: err}
+		}
+		results[pl.i] = result{peer: consumers[pl.i], role: gitpeerv1alpha1.ProviderRole, o: s.provideRecovering(ctx, consumers[pl.i], func() outcome {
+			return s.providerStep().apply(ctx, pl.p, d)
+		}), heldBack: pl.p.heldBack}
+	})
+	s.settle(steps, consumers, results)
+}
+
+// settle marks the results of steps settled or not, by their outcomes.
+func (s *session) settle(steps []planned, consumers []string, results []result) {
 	for _, pl := range steps {
 		o := results[pl.i].o
 		_, renews := s.roundReport().renewalOf(consumers[pl.i])
@@ -130,16 +173,17 @@ func inRoundOrder(steps []gitStep, consumers []string) {
 	slices.SortStableFunc(steps, func(a, b gitStep) int { return order[a.key] - order[b.key] })
 }
 
-// provideRecovering is provide, with a panic turned into the peering's
-// error: the other peerings of the round go on, and the agent does.
-func (s *session) provideRecovering(ctx context.Context, p providing) (o outcome) {
+// provideRecovering runs step, a part of consumer's step, with a panic
+// turned into the peering's error: the other peerings of the round go on,
+// and the agent does.
+func (s *session) provideRecovering(ctx context.Context, consumer string, step func() outcome) (o outcome) {
 	defer func() {
 		if r := recover(); r != nil {
-			log.FromContext(ctx).Error(fmt.Errorf("%v", r), "peering step panicked", "consumer", p.pe.Consumer, "stack", string(debug.Stack()))
+			log.FromContext(ctx).Error(fmt.Errorf("%v", r), "peering step panicked", "consumer", consumer, "stack", string(debug.Stack()))
 			o = outcome{err: fmt.Errorf("panic: %v [recovered]", r)}
 		}
 	}()
-	return s.providerStep().provide(ctx, p)
+	return step()
 }
 
 // forEachAtOnce calls do(i) for every i in [0, n), at most workers (at

@@ -79,7 +79,8 @@ func TestInRoundOrder(t *testing.T) {
 func TestProvideRecovering(t *testing.T) {
 	s := sessionOf(&PeeringRepositoryReconciler{}, &gitpeerv1alpha1.PeeringRepository{})
 	// Maintain without the Tenant it needs: a nil dereference.
-	o := s.provideRecovering(context.Background(), providing{pe: &protocol.Documents{Provider: "p", Consumer: "c"}, step: provider.Maintain})
+	p := providing{pe: &protocol.Documents{Provider: "p", Consumer: "c"}, step: provider.Maintain}
+	o := s.provideRecovering(context.Background(), "c", func() outcome { return s.providerStep().provide(context.Background(), p) })
 	if o.err == nil || !strings.Contains(o.err.Error(), "panic") {
 		t.Fatalf("outcome %+v, want the panic as its error", o)
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -52,18 +53,10 @@ type providing struct {
 }
 
 // provide takes the step planned for a peering (planProvide): the actions
-// that open it, then the step itself unless planning settled it. The peerings
-// of a round run it at once (provideAll).
+// that open it, then the step itself unless planning settled it (decide,
+// apply). The peerings of a round run it at once (provideAll).
 func (s providerStep) provide(ctx context.Context, p providing) outcome {
-	if len(p.opening) > 0 {
-		if o, _, stopped := s.applyProvider(ctx, p.pe, p.ns, p.tenant, provider.Plan{Actions: p.opening}); stopped {
-			return o
-		}
-	}
-	if p.done != nil {
-		return *p.done
-	}
-	return s.provideStep(ctx, p)
+	return s.apply(ctx, p, s.decide(ctx, p))
 }
 
 // issuedOutcome is the outcome of an issued peering holding cert, by the
@@ -107,17 +100,27 @@ func (s providerStep) ensureTenantNamespace(ctx context.Context, peer, ns string
 		Annotations: map[string]string{vocabulary.ModeAnnotation: s.modeName()}}})
 }
 
-// putNonce stores nonce in the consumer's liqo-nonce Secret, created if absent.
-func (s providerStep) putNonce(ctx context.Context, consumer, ns, nonce string) error {
+// putNonce stores a.Nonce in the consumer's liqo-nonce Secret, created if
+// absent. When the step found none it tries a create first: Secrets are not
+// cached, and reading it first would cost each new request a read that
+// finds nothing.
+func (s providerStep) putNonce(ctx context.Context, consumer, ns string, a provider.PutNonceSecret) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}}
-	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error {
+	set := func() {
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.NonceSecretLabel, authv1beta1.TrueValue)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, authv1beta1.RemoteClusterIDLabel, consumer)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, vocabulary.ManagedByLabel, vocabulary.ManagedBy)
 		metav1.SetMetaDataLabel(&secret.ObjectMeta, vocabulary.OwnerLabel, string(s.obj.UID))
-		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(nonce)}
-		return nil
-	})
+		secret.Data = map[string][]byte{authv1beta1.NonceSecretField: []byte(a.Nonce)}
+	}
+	if !a.Exists {
+		set()
+		if err := s.r.Create(ctx, secret); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: authv1beta1.NonceSecretName}}
+	}
+	_, err := controllerutil.CreateOrUpdate(ctx, s.r.Client, secret, func() error { set(); return nil })
 	return err
 }
 

@@ -26,39 +26,98 @@ import (
 // and keep a certificate have their own planners (provider.PlanLiqoIssue,
 // provider.PlanLiqoMaintain) and reads (observeLiqo).
 
-// provideStep takes p's step: observe, plan, apply.
-func (s providerStep) provideStep(ctx context.Context, p providing) outcome {
+// decision is a peering's step observed and planned, not yet applied; done
+// when the step ended before a plan (its opening settled or stopped it, or a
+// read failed).
+type decision struct {
+	plan       provider.Plan
+	revocation *provider.RevocationSnapshot
+	done       *outcome
+}
+
+// decide applies the actions that open p's step, then observes and plans
+// the step unless planning settled it.
+func (s providerStep) decide(ctx context.Context, p providing) decision {
+	if len(p.opening) > 0 {
+		if o, _, stopped := s.applyProvider(ctx, p.pe, p.ns, p.tenant, provider.Plan{Actions: p.opening}); stopped {
+			return decision{done: &o}
+		}
+	}
+	if p.done != nil {
+		return decision{done: p.done}
+	}
 	now := s.r.Now()
 	snap, err := s.observeProvider(ctx, p, now)
 	if err != nil {
-		return outcome{err: err}
+		return decision{done: &outcome{err: err}}
 	}
-	var plan provider.Plan
+	plan, err := planStep(p.step, snap, now)
+	if err != nil {
+		return decision{done: &outcome{err: err}}
+	}
+	return decision{plan: plan, revocation: snap.Revocation}
+}
+
+// planStep is the planner of step, from snap.
+func planStep(step provider.Step, snap provider.Snapshot, now time.Time) (provider.Plan, error) {
 	switch {
-	case p.step == provider.FailClosed:
-		plan = provider.PlanFailClosed(snap)
-	case p.step == provider.SkipInvalid:
-		plan = provider.PlanSkip(snap)
-	case p.step == provider.Revoke:
-		plan = provider.PlanRevoke(snap, now)
-	case p.step == provider.OfferNonce:
-		plan = provider.PlanOffer(snap)
-	case p.step == provider.Issue && snap.Liqo:
-		plan = provider.PlanLiqoIssue(snap, now)
-	case p.step == provider.Issue:
-		plan = provider.PlanIssue(snap, now)
-	case p.step == provider.Maintain && snap.Liqo:
-		plan = provider.PlanLiqoMaintain(snap, now)
-	case p.step == provider.Maintain:
-		plan = provider.PlanMaintain(snap, now)
-	default:
-		return outcome{err: fmt.Errorf("step %s has no planner", p.step)}
+	case step == provider.FailClosed:
+		return provider.PlanFailClosed(snap), nil
+	case step == provider.SkipInvalid:
+		return provider.PlanSkip(snap), nil
+	case step == provider.Revoke:
+		return provider.PlanRevoke(snap, now), nil
+	case step == provider.OfferNonce:
+		return provider.PlanOffer(snap), nil
+	case step == provider.Issue && snap.Liqo:
+		return provider.PlanLiqoIssue(snap, now), nil
+	case step == provider.Issue:
+		return provider.PlanIssue(snap, now), nil
+	case step == provider.Maintain && snap.Liqo:
+		return provider.PlanLiqoMaintain(snap, now), nil
+	case step == provider.Maintain:
+		return provider.PlanMaintain(snap, now), nil
 	}
-	o, _, _ := s.applyProvider(ctx, p.pe, p.ns, p.tenant, plan)
-	if snap.Revocation != nil {
-		s.liqoProvider().keepWatched(*snap.Revocation, o.err)
+	return provider.Plan{}, fmt.Errorf("step %s has no planner", step)
+}
+
+// apply applies d, p's step as decide left it.
+func (s providerStep) apply(ctx context.Context, p providing, d decision) outcome {
+	if d.done != nil {
+		return *d.done
+	}
+	o, _, _ := s.applyProvider(ctx, p.pe, p.ns, p.tenant, d.plan)
+	if d.revocation != nil {
+		s.liqoProvider().keepWatched(*d.revocation, o.err)
 	}
 	return o
+}
+
+// stageRecordActions stages the records d's plan writes (its key pin and
+// certificates: stageRecords) and takes those actions out of the plan,
+// which flushRecords makes durable before apply runs the rest.
+func (s providerStep) stageRecordActions(ctx context.Context, consumer string, d *decision) {
+	if d.done != nil {
+		return
+	}
+	rest := d.plan.Actions[:0:0]
+	for _, a := range d.plan.Actions {
+		var err error
+		switch a := a.(type) {
+		case provider.RecordKeyPin:
+			err = s.stageRecords(ctx, consumer, keyPinned(a.Pin))
+		case provider.RecordSerial:
+			err = s.stageRecords(ctx, consumer, certificatesIssued(a.Certificate))
+		default:
+			rest = append(rest, a)
+			continue
+		}
+		if err != nil {
+			d.done = &outcome{err: err}
+			return
+		}
+	}
+	d.plan.Actions = rest
 }
 
 // observeProvider makes the reads of p's step beyond planProvide's (the
@@ -195,7 +254,7 @@ func (s providerStep) applyProvider(ctx context.Context, pe *protocol.Documents,
 		case provider.AdoptNamespace, provider.AdoptLiqoNamespace:
 			err = s.owning().adoptObserved(ctx, consumer, ns, a)
 		case provider.PutNonceSecret:
-			err = s.putNonce(ctx, consumer, ns, a.Nonce)
+			err = s.putNonce(ctx, consumer, ns, a)
 		case provider.CreateLiqoNonce:
 			err = s.liqoProvider().createLiqoNonce(ctx, consumer, ns)
 		case provider.RecordLiqoCertificates, provider.MarkRevoked, provider.DeleteReplicated, provider.DeleteOwned, provider.DeleteLiqoCaches, provider.DeleteSliceCaches:

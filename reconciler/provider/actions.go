@@ -39,8 +39,12 @@ type Action interface{ action() }
 // foreign one fails the peering.
 type EnsureNamespace struct{}
 
-// PutNonceSecret writes Nonce in the consumer's liqo-nonce Secret, created if absent.
-type PutNonceSecret struct{ Nonce string }
+// PutNonceSecret writes Nonce in the consumer's liqo-nonce Secret, created if
+// absent; Exists: the step read it (a rotation), else it found none.
+type PutNonceSecret struct {
+	Nonce  string
+	Exists bool
+}
 
 // CreateLiqoNonce creates the consumer's liqo-nonce Secret empty, for Liqo's
 // nonce creator to fill (Liqo mode).

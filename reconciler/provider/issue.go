@@ -139,7 +139,7 @@ func (p *Plan) maintain(s Snapshot, t issuedTenant, cert *x509.Certificate, fres
 				return Outcome{Err: fmt.Errorf("the nonce of %s must be rotated and the round drew no fresh one", pe.Consumer)}
 			}
 			nonce = s.FreshNonce
-			p.add(PutNonceSecret{Nonce: nonce})
+			p.add(PutNonceSecret{Nonce: nonce, Exists: ok})
 		}
 		doc, err := protocol.NonceDocument(pe.Provider, pe.Consumer, nonce)
 		if err != nil {

@@ -55,7 +55,7 @@ func TestPlanIssue(t *testing.T) {
 	foreign := ownCSR(sg, "planted", good, approved)
 	foreign.Spec.Username = "mallory"
 	const verified = "RecordKeyPin; ApplyTenant; Bind"
-	committed := "RecordSerial; StoreIssued; NoteRenewal; NoteCertificate; PutNonceSecret " + fresh + "; Stage " + vocabulary.ActionIssueIdentity + " [put provider-a/consumer-1/identity.yaml, put provider-a/consumer-1/nonce.yaml]"
+	committed := "RecordSerial; StoreIssued; NoteRenewal; NoteCertificate; PutNonceSecret " + fresh + " replacing; Stage " + vocabulary.ActionIssueIdentity + " [put provider-a/consumer-1/identity.yaml, put provider-a/consumer-1/nonce.yaml]"
 	for name, tc := range map[string]struct {
 		csrs    []*certificatesv1.CertificateSigningRequest
 		want    string
@@ -126,7 +126,7 @@ func TestPlanMaintain(t *testing.T) {
 		reason string
 	}{
 		"quiet round: identity.yaml only":      {Snapshot{Docs: pe, Tenant: tenant(valid), Quiet: true}, kept + identity + "]", gitpeerv1alpha1.PhaseIssued, ""},
-		"nonce used: rotated":                  {Snapshot{Docs: pe, Tenant: tenant(valid), Nonce: &nonce, FreshNonce: fresh}, kept + "PutNonceSecret " + fresh + "; " + identity + ", put provider-a/consumer-1/nonce.yaml]", gitpeerv1alpha1.PhaseIssued, ""},
+		"nonce used: rotated":                  {Snapshot{Docs: pe, Tenant: tenant(valid), Nonce: &nonce, FreshNonce: fresh}, kept + "PutNonceSecret " + fresh + " replacing; " + identity + ", put provider-a/consumer-1/nonce.yaml]", gitpeerv1alpha1.PhaseIssued, ""},
 		"nonce rotated already: kept":          {Snapshot{Docs: pe, Tenant: tenant(valid), Nonce: &rotated}, kept + identity + ", put provider-a/consumer-1/nonce.yaml]", gitpeerv1alpha1.PhaseIssued, ""},
 		"drained on the branch: set, unbound":  {Snapshot{Docs: &drained, Tenant: tenant(valid), Quiet: true, Bindings: []string{binding}}, "SetTenantCondition; " + kept + identity + "]", gitpeerv1alpha1.PhaseDrained, ""},
 		"renewal due: a CSR requested":         {Snapshot{Docs: pe, Tenant: tenant(due), Quiet: true}, "Bind; RecordSerial; QueueCSR; NoteCertificate", gitpeerv1alpha1.PhaseIssued, ""},

@@ -22,6 +22,9 @@ func summary(p Plan) string {
 			out = append(out, "Event "+a.Reason)
 		case PutNonceSecret:
 			out = append(out, "PutNonceSecret "+a.Nonce)
+			if a.Exists {
+				out[len(out)-1] += " replacing"
+			}
 		case Stage:
 			var files []string
 			for _, c := range a.Changes {
