@@ -5,18 +5,19 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // newCommit stores a commit of tree on parent (none when zero), authored and
 // committed by the agent and signed when a Signer is configured.
-func (r *Repo) newCommit(tree, parent plumbing.Hash, message string) (plumbing.Hash, error) {
+func (r *Repo) newCommit(s storer.EncodedObjectStorer, tree, parent plumbing.Hash, message string) (plumbing.Hash, error) {
 	sig := object.Signature{Name: r.cfg.AuthorName, Email: r.cfg.AuthorEmail, When: r.cfg.Now()}
 	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree}
 	if !parent.IsZero() {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}
 	if r.cfg.Signer != nil {
-		unsigned := r.storage.NewEncodedObject()
+		unsigned := s.NewEncodedObject()
 		if err := c.EncodeWithoutSignature(unsigned); err != nil {
 			return plumbing.ZeroHash, err
 		}
@@ -30,9 +31,9 @@ func (r *Repo) newCommit(tree, parent plumbing.Hash, message string) (plumbing.H
 		}
 		c.PGPSignature = string(signature)
 	}
-	obj := r.storage.NewEncodedObject()
+	obj := s.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.storage.SetEncodedObject(obj)
+	return s.SetEncodedObject(obj)
 }

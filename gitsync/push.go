@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -43,7 +44,7 @@ type refUpdate struct {
 // second per push even for a one-file write), it sends exactly objects
 // (see newObjects), whole (writePack): no delta search, which costs more
 // memory than it saves on a write's files (keys, certificates, signatures).
-func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (err error) {
+func (r *Repo) sendPack(ctx context.Context, s storer.EncodedObjectStorer, u refUpdate, objects objectSet) (err error) {
 	sess, adv, refs, err := r.openReceivePack(ctx)
 	if err != nil {
 		return err
@@ -70,7 +71,7 @@ func (r *Repo) sendPack(ctx context.Context, u refUpdate, objects objectSet) (er
 	req.Packfile = pack
 	encoded := make(chan error, 1)
 	go func() {
-		encoded <- w.CloseWithError(writePack(w, r.storage, objects.hashes()))
+		encoded <- w.CloseWithError(writePack(w, s, objects.hashes()))
 	}()
 	rs, err := sess.ReceivePack(ctx, req)
 	_ = pack.CloseWithError(io.ErrClosedPipe) // ends the encoder if the server stopped reading
@@ -144,11 +145,11 @@ func (o objectSet) hashes() []plumbing.Hash {
 // may list objects the remote holds elsewhere (sending them again is
 // harmless), never leaves out one it lacks, and costs reading the changed
 // directories only, whatever the size of the history.
-func (r *Repo) newObjects(commit plumbing.Hash, haves ...plumbing.Hash) (objectSet, error) {
+func newObjects(s storer.EncodedObjectStorer, commit plumbing.Hash, haves ...plumbing.Hash) (objectSet, error) {
 	if slices.Contains(haves, commit) {
 		return nil, nil
 	}
-	c, err := object.GetCommit(r.storage, commit)
+	c, err := object.GetCommit(s, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -157,14 +158,14 @@ func (r *Repo) newObjects(commit plumbing.Hash, haves ...plumbing.Hash) (objectS
 		if h.IsZero() {
 			continue
 		}
-		hc, err := object.GetCommit(r.storage, h)
+		hc, err := object.GetCommit(s, h)
 		if err != nil {
 			return nil, err
 		}
 		haveTrees = append(haveTrees, hc.TreeHash)
 	}
 	out := objectSet{commit: plumbing.CommitObject}
-	return out, r.newInTree(c.TreeHash, haveTrees, out)
+	return out, newInTree(s, c.TreeHash, haveTrees, out)
 }
 
 // newInTree adds to out the tree h and the objects under it that are not at
@@ -173,18 +174,18 @@ func (r *Repo) newObjects(commit plumbing.Hash, haves ...plumbing.Hash) (objectS
 // search in git's order (treeOrder), without an index: a directory of a
 // provider holds one entry per consumer. A tree out of order only makes an
 // entry not found, and sent again.
-func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out objectSet) error {
+func newInTree(s storer.EncodedObjectStorer, h plumbing.Hash, have []plumbing.Hash, out objectSet) error {
 	if _, done := out[h]; done || slices.Contains(have, h) {
 		return nil
 	}
 	out[h] = plumbing.TreeObject
-	t, err := object.GetTree(r.storage, h)
+	t, err := object.GetTree(s, h)
 	if err != nil {
 		return err
 	}
 	haveTrees := make([]*object.Tree, len(have))
 	for i, hh := range have {
-		if haveTrees[i], err = object.GetTree(r.storage, hh); err != nil {
+		if haveTrees[i], err = object.GetTree(s, hh); err != nil {
 			return err
 		}
 	}
@@ -207,7 +208,7 @@ func (r *Repo) newInTree(h plumbing.Hash, have []plumbing.Hash, out objectSet) e
 		switch {
 		case held:
 		case e.Mode == filemode.Dir:
-			if err := r.newInTree(e.Hash, subtrees, out); err != nil {
+			if err := newInTree(s, e.Hash, subtrees, out); err != nil {
 				return err
 			}
 		default:

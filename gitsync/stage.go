@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // stageMinChanges is the number of file changes from which a write stages
@@ -96,15 +97,15 @@ func unstagedRefs(advertised []plumbing.ReferenceName, own plumbing.ReferenceNam
 // A server that refuses the ref (some forges accept only branches and tags)
 // makes stage return zero and the Repo stop staging: its writes push the
 // branch alone. Transport failures are returned.
-func (r *Repo) stage(ctx context.Context, ref plumbing.ReferenceName, commit plumbing.Hash) (plumbing.Hash, error) {
+func (r *Repo) stage(ctx context.Context, s storer.EncodedObjectStorer, ref plumbing.ReferenceName, commit plumbing.Hash) (plumbing.Hash, error) {
 	if r.noStaging {
 		return plumbing.ZeroHash, nil
 	}
-	objects, err := r.newObjects(commit)
+	objects, err := newObjects(s, commit)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	err = r.sendPack(ctx, refUpdate{name: ref, to: commit}, objects)
+	err = r.sendPack(ctx, s, refUpdate{name: ref, to: commit}, objects)
 	switch {
 	case err == nil:
 		return commit, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // WriteResult reports what a write did.
@@ -62,7 +63,8 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ed := &treeEditor{s: r.storage}
+	objects := newPendingObjects(r.storage)
+	ed := &treeEditor{s: objects}
 	edits, err := ed.plan(r.cfg.Path, changes)
 	if err != nil {
 		return WriteResult{}, err
@@ -124,12 +126,17 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 		}
 		if staged.IsZero() && len(changes) >= stageMinChanges {
 			stagingRef = newStagingRef(branch, time.Now())
-			if staged, err = r.stage(ctx, stagingRef, commit); err != nil {
+			if staged, err = r.stage(ctx, objects, stagingRef, commit); err != nil {
 				return WriteResult{Attempts: attempt - 1}, err
 			}
 		}
-		if lastErr = r.push(ctx, branch, old, commit, staged); lastErr == nil {
-			return WriteResult{Commit: commit, Pushed: true, Attempts: attempt}, r.setLocalHead(branch, commit)
+		if lastErr = r.push(ctx, objects, branch, old, commit, staged); lastErr == nil {
+			res := WriteResult{Commit: commit, Pushed: true, Attempts: attempt}
+			if err := objects.keep(r.storage); err != nil {
+				// Pushed: the next poll fetches the commit into the clone.
+				return res, fmt.Errorf("gitsync: store the pushed commit %s in the clone: %w", commit, err)
+			}
+			return res, r.setLocalHead(branch, commit)
 		}
 		prev = h
 	}
@@ -185,7 +192,7 @@ func (r *Repo) prepare(ed *treeEditor, edits *editNode, h heads, review, text st
 	} else {
 		old = h.target
 	}
-	commit, err = r.newCommit(tree, base, text)
+	commit, err = r.newCommit(ed.s, tree, base, text)
 	return commit, old, err
 }
 
@@ -238,10 +245,10 @@ func (r *Repo) applyOn(ed *treeEditor, base plumbing.Hash, edits *editNode) (plu
 // push updates branch from old (zero: must not exist) to commit, sending
 // what neither commit's parent nor staged (zero if none) holds. A remote that
 // no longer has old refuses it.
-func (r *Repo) push(ctx context.Context, branch string, old, commit, staged plumbing.Hash) error {
-	objects, err := r.newObjects(commit, staged)
+func (r *Repo) push(ctx context.Context, s storer.EncodedObjectStorer, branch string, old, commit, staged plumbing.Hash) error {
+	objects, err := newObjects(s, commit, staged)
 	if err != nil {
 		return err
 	}
-	return r.sendPack(ctx, refUpdate{name: plumbing.NewBranchReferenceName(branch), to: commit, cas: true, from: old}, objects)
+	return r.sendPack(ctx, s, refUpdate{name: plumbing.NewBranchReferenceName(branch), to: commit, cas: true, from: old}, objects)
 }

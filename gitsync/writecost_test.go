@@ -1,6 +1,8 @@
 package gitsync_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/gitpeer/gitpeer/gitsync"
@@ -51,4 +53,45 @@ func TestRoundExchanges(t *testing.T) {
 	if ours.Attempts != 2 || git(t, f.repo.Dir, "rev-parse", "main^") != theirs.String() || git(t, f.repo.Dir, "rev-parse", "main") != ours.Commit.String() {
 		t.Fatalf("stale write: %+v, main^ %s, want on top of %s", ours, git(t, f.repo.Dir, "rev-parse", "main^"), theirs)
 	}
+}
+
+// A write creates its objects in memory and, once pushed, stores them in the
+// clone as one pack: no loose object (a file each, read back by the push and
+// the next rounds), and the clone reads the commit, builds the next write on
+// it and passes git's own check.
+func TestWriteKeepsOnePack(t *testing.T) {
+	f := newFixture(t, "onepack")
+	mustWrite(t, f.openHTTP(), "request", gitsync.Put("p/c/request.yaml", []byte("r")))
+	var dir string
+	agent := f.openHTTP(func(c *gitsync.Config) { dir = c.Dir })
+	mustPoll(t, agent)
+	packs := func() []string {
+		t.Helper()
+		names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	before := len(packs())
+	var changes []gitsync.FileChange
+	for i := range 100 {
+		changes = append(changes, gitsync.Put(fmt.Sprintf("p/c%03d/identity.yaml", i), fmt.Appendf(nil, "identity %d", i)))
+	}
+	first := mustWrite(t, agent, "identities", changes...)
+	loose, err := filepath.Glob(filepath.Join(dir, "objects", "[0-9a-f][0-9a-f]", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loose) != 0 || len(packs()) != before+1 {
+		t.Fatalf("after a write of 100 files: %d loose objects, %d packs (before %d); want none loose, one pack more", len(loose), len(packs()), before)
+	}
+	if got, err := agent.ReadFile(first.Commit, "p/c042/identity.yaml"); err != nil || string(got) != "identity 42" {
+		t.Fatalf("reading the written file from the clone: %q, %v", got, err)
+	}
+	second := mustWrite(t, agent, "nonce", gitsync.Put("p/c042/nonce.yaml", []byte("n")))
+	if second.Attempts != 1 || git(t, f.repo.Dir, "rev-parse", "main^") != first.Commit.String() {
+		t.Fatalf("second write %+v: want one attempt on top of %s", second, first.Commit)
+	}
+	git(t, dir, "--git-dir", dir, "fsck", "--no-dangling", "--strict")
 }
