@@ -109,19 +109,21 @@ func (s *recordStore) dropShards() {
 // it at once; update reports whether it changed anything.
 func (s *recordStore) updateRecords(ctx context.Context, consumer string, update func(*vocabulary.ConsumerRecords) bool) error {
 	return s.withRecordsSecret(ctx, consumer, func(sh *recordsShard) error {
-		current, err := vocabulary.DecodeRecords(sh.secret, consumer)
-		if err != nil {
+		if changed, err := s.changeRecords(sh, consumer, update); err != nil || !changed {
 			return err
 		}
-		if !update(&current) {
-			return nil
-		}
-		next := sh.secret.DeepCopy()
-		if err := s.setRecords(next, consumer, current); err != nil {
-			return err
-		}
-		return s.writeShard(ctx, sh, next)
+		return s.writeShard(ctx, sh, sh.secret) // a failure drops sh.secret: read again at the next use
 	})
+}
+
+// changeRecords applies update to consumer's records in the round's copy of
+// sh's Secret and reports whether it changed them.
+func (s *recordStore) changeRecords(sh *recordsShard, consumer string, update func(*vocabulary.ConsumerRecords) bool) (bool, error) {
+	current, err := vocabulary.DecodeRecords(sh.secret, consumer)
+	if err != nil || !update(&current) {
+		return false, err
+	}
+	return true, s.setRecords(sh.secret, consumer, current)
 }
 
 // setRecords stores the records of consumer in secret, without the expired certificates.
@@ -163,14 +165,7 @@ func (s *recordStore) writeShard(ctx context.Context, sh *recordsShard, secret *
 // it protects.
 func (s *recordStore) stageRecords(ctx context.Context, consumer string, update func(*vocabulary.ConsumerRecords) bool) error {
 	return s.withRecordsSecret(ctx, consumer, func(sh *recordsShard) error {
-		current, err := vocabulary.DecodeRecords(sh.secret, consumer)
-		if err != nil {
-			return err
-		}
-		if !update(&current) {
-			return nil
-		}
-		if err := s.setRecords(sh.secret, consumer, current); err != nil {
+		if changed, err := s.changeRecords(sh, consumer, update); err != nil || !changed {
 			return err
 		}
 		if sh.staged == nil {
