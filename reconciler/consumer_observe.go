@@ -10,13 +10,13 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler/consumer"
+	"github.com/gitpeer/gitpeer/reconciler/plan/consumer"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // consumerStep is the consumer's side of the round: its step for one
-// provider (consume: observe, plan in reconciler/consumer, apply in
+// provider (consume: observe, plan in reconciler/plan/consumer, apply in
 // consumer_apply.go), the pull request that proposes it (pullrequest.go) and
 // the providers' trust anchors (trust.go).
 type consumerStep struct{ *session }

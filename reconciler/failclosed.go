@@ -3,7 +3,7 @@ package reconciler
 import (
 	"context"
 
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/reconciler/plan/provider"
 )
 
 // recordSliceCertificates records the certificates Liqo issued for the

@@ -22,7 +22,7 @@ import (
 	"github.com/gitpeer/gitpeer/apis"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/examples/repofixture"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/reconciler/plan/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
+	"github.com/gitpeer/gitpeer/reconciler/plan/provider"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
 )
 
 // TestForEachAtOnce: every index is done once, by workers running at once and never more.

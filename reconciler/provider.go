@@ -18,14 +18,14 @@ import (
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/plan/provider"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 
 // providerStep is one peering's provider step: planProvide (planning.go)
 // observes and plans it, observeProvider and applyProvider (provider_apply.go) run it
-// as observe → plan (reconciler/provider) → apply, with the standalone
+// as observe → plan (reconciler/plan/provider) → apply, with the standalone
 // cluster writes it needs (tenant namespace, nonce, Tenant, bindings) and the
 // provider's terms.
 type providerStep struct{ *session }

@@ -14,7 +14,7 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/reconciler/compact"
-	"github.com/gitpeer/gitpeer/reconciler/incremental"
+	"github.com/gitpeer/gitpeer/reconciler/plan/incremental"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/apis"
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
-	"github.com/gitpeer/gitpeer/reconciler/consumer"
+	"github.com/gitpeer/gitpeer/reconciler/plan/consumer"
 )
 
 // TestSummarizeReady checks how Ready is derived from the other conditions

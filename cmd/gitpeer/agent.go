@@ -24,7 +24,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/agent"
 	"github.com/gitpeer/gitpeer/reconciler"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/reconciler/plan/provider"
 )
 
 // agentOptions are the flags of `gitpeer agent`.

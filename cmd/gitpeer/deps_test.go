@@ -42,15 +42,26 @@ func isGomega(pkg string) bool {
 	return pkg == "github.com/onsi/gomega" || strings.HasPrefix(pkg, "github.com/onsi/gomega/")
 }
 
-// TestLayout checks two rules of the layout: the subcommands' internals read
+// TestLayout checks three rules of the layout: the subcommands' internals read
 // and write gitpeer's names through package vocabulary, never through the
-// controller (package reconciler), and the sample generator of examples/ links
-// no test harness.
+// controller (package reconciler); the planners (reconciler/plan/...) import
+// no API client; and the sample generator of examples/ links no test harness.
 func TestLayout(t *testing.T) {
 	const controller = "github.com/gitpeer/gitpeer/reconciler"
 	for pkg, imports := range listDeps(t, "./internal/...") {
 		if strings.HasPrefix(pkg, "github.com/gitpeer/gitpeer/cmd/gitpeer/internal/") && slices.Contains(imports, controller) {
 			t.Errorf("%s imports the controller %s", pkg, controller)
+		}
+	}
+	// The planners are pure: no client of the API server in their own imports.
+	for pkg, imports := range listDeps(t, "github.com/gitpeer/gitpeer/reconciler/plan/...") {
+		if !strings.HasPrefix(pkg, controller+"/plan") {
+			continue
+		}
+		for _, imp := range imports {
+			if imp == "sigs.k8s.io/controller-runtime/pkg/client" || imp == "k8s.io/client-go/rest" || strings.HasPrefix(imp, "k8s.io/client-go/kubernetes") {
+				t.Errorf("the planner %s imports the API client %s", pkg, imp)
+			}
 		}
 	}
 	for pkg := range listDeps(t, "github.com/gitpeer/gitpeer/examples/gen") {

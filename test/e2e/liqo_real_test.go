@@ -23,8 +23,8 @@ import (
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
 	"github.com/gitpeer/gitpeer/crypto"
+	planner "github.com/gitpeer/gitpeer/reconciler/plan/provider"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
-	planner "github.com/gitpeer/gitpeer/reconciler/provider"
 	"github.com/gitpeer/gitpeer/test/liqo"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )

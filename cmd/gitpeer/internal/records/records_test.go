@@ -19,7 +19,7 @@ import (
 	"github.com/gitpeer/gitpeer/cmd/gitpeer/internal/printer"
 	"github.com/gitpeer/gitpeer/crypto"
 	"github.com/gitpeer/gitpeer/examples/repofixture"
-	"github.com/gitpeer/gitpeer/reconciler/provider"
+	"github.com/gitpeer/gitpeer/reconciler/plan/provider"
 	"github.com/gitpeer/gitpeer/vocabulary"
 )
 

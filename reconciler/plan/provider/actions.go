@@ -7,8 +7,8 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/plan"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
@@ -23,13 +23,7 @@ type Plan struct {
 func (p *Plan) add(a ...Action) { p.Actions = append(p.Actions, a...) }
 
 // Outcome is the phase and message a peering reaches; Err fails it.
-type Outcome struct {
-	Phase   gitpeerv1alpha1.PeeringPhase
-	Message string
-	// Reason, when set, says why the peering needs attention (status.peerings[].reason).
-	Reason string
-	Err    error
-}
+type Outcome = plan.Outcome[string]
 
 // Action is one step of a Plan; the agent's applier knows each type.
 type Action interface{ action() }

@@ -5,13 +5,13 @@ import (
 	"time"
 
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
-	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconciler/plan"
 	"github.com/gitpeer/gitpeer/reconciler/protocol"
 )
 
-// Plan is what one round does for the consumer's peering with one provider:
-// the actions, in the order they are applied (the first that fails stops the
+// Plan is what one round does for the consumer side of one peering: the
+// actions, in the order they are applied (the first that fails stops the
 // rest), and the outcome the peering reaches when they all succeed.
 type Plan struct {
 	Actions []Action
@@ -21,13 +21,7 @@ type Plan struct {
 func (p *Plan) add(a ...Action) { p.Actions = append(p.Actions, a...) }
 
 // Outcome is the phase and message a peering reaches; Err fails it.
-type Outcome struct {
-	Phase   gitpeerv1alpha1.PeeringPhase
-	Message string
-	// Reason, when set, says why the peering needs attention (status.peerings[].reason).
-	Reason EventReason
-	Err    error
-}
+type Outcome = plan.Outcome[EventReason]
 
 // Action is one step of a Plan; the agent's applier knows each type.
 type Action interface{ action() }
