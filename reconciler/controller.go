@@ -131,9 +131,8 @@ func cachedObjects() []client.Object {
 
 // startInformers registers the informers of cachedObjects with mgr's cache.
 // The manager starts them and waits for them to sync before it starts the
-// controller, so no round waits for an informer to start and fill (measured:
-// ~0.1 s per kind, ~1.1 s for the first Tenant or Identity informer of a new
-// cluster), and they sync in parallel.
+// controller, so no round waits for an informer to start and fill, and they
+// sync in parallel.
 func startInformers(mgr ctrl.Manager) error {
 	for _, obj := range cachedObjects() {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {

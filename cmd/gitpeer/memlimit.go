@@ -31,9 +31,8 @@ const memoryLimitFloor = 0.5
 // sets GOMEMLIMIT (Go applies that itself). It returns 0 when the agent sets
 // none, and where the limit comes from for the log.
 //
-// At 10,000 peerings ~42 MiB of the 58 MiB binary are resident: with 90% of a
-// 160Mi container (144 MiB) the heap could grow past what the container
-// holds with them, so the kernel would evict the agent's code to make room.
+// Why the binary counts: at scale most of it is resident, so a heap allowed
+// 90% of the container would make the kernel evict the agent's code.
 func memoryLimit(flag string, cgroup memlimit.Provider, env func(string) string, binarySize int64) (int64, string, error) {
 	if flag != "auto" {
 		q, err := resource.ParseQuantity(flag)
