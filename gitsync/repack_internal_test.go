@@ -1,0 +1,155 @@
+package gitsync
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// runGit runs the git CLI in dir with a fixed identity and no user config.
+func runGit(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// packedRepo returns the .git directory of a repository of n commits, each
+// in a pack of its own.
+func packedRepo(t testing.TB, n int) string {
+	dir := t.TempDir()
+	runGit(t, dir, "init", "-q")
+	for i := range n {
+		name := fmt.Sprintf("d%d/f.yaml", i)
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), fmt.Appendf(nil, "file %d", i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runGit(t, dir, "add", ".")
+		runGit(t, dir, "commit", "-q", "-m", name)
+		runGit(t, dir, "repack", "-q") // the new objects in a pack of their own
+	}
+	return filepath.Join(dir, ".git")
+}
+
+// failingFS fails the writes to its temporary files past budget bytes, as a
+// full disk would.
+type failingFS struct {
+	billy.Filesystem
+	budget int
+}
+
+func (fs *failingFS) TempFile(dir, prefix string) (billy.File, error) {
+	f, err := fs.Filesystem.TempFile(dir, prefix)
+	return &failingFile{File: f, fs: fs}, err
+}
+
+type failingFile struct {
+	billy.File
+	fs *failingFS
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (f *failingFile) Write(p []byte) (int, error) {
+	if f.fs.budget >= 0 && len(p) > f.fs.budget {
+		return 0, errDiskFull
+	}
+	f.fs.budget -= len(p)
+	return f.File.Write(p)
+}
+
+// readAll reads every object the clone's refs reach through st and returns
+// their hashes, sorted.
+func readAll(t *testing.T, st *filesystem.Storage) []plumbing.Hash {
+	t.Helper()
+	objects, err := reachable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range objects {
+		if _, err := st.EncodedObject(plumbing.AnyObject, h); err != nil {
+			t.Fatalf("object %s: %v", h, err)
+		}
+	}
+	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return objects
+}
+
+// A repack that fails while writing its pack leaves the clone as it was:
+// every pack, no temporary file, every object readable through the same
+// storage and git's check passing; the next repack then makes one pack of
+// the same objects, readable through the same storage, and a repack of that
+// one pack keeps it.
+func TestRepackFailureLeavesCloneReadable(t *testing.T) {
+	dir := packedRepo(t, 5)
+	fs := &failingFS{Filesystem: osfs.New(dir), budget: 100}
+	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	t.Cleanup(func() { _ = st.Close() })
+	packs := func() []plumbing.Hash {
+		t.Helper()
+		hs, err := st.ObjectPacks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs
+	}
+	old := packs()
+	if len(old) != 5 {
+		t.Fatalf("%d packs, want 5", len(old))
+	}
+	want := readAll(t, st) // opens every pack
+
+	if err := repack(st, old); !errors.Is(err, errDiskFull) {
+		t.Fatalf("repack on a full disk: %v, want %v", err, errDiskFull)
+	}
+	left, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := packs(); len(left) != 0 || !slices.Equal(got, old) {
+		t.Fatalf("after a failed repack: packs %v, temporary files %v; want %v and none", got, left, old)
+	}
+	if got := readAll(t, st); !slices.Equal(got, want) {
+		t.Fatalf("after a failed repack the refs reach %d objects, want %d", len(got), len(want))
+	}
+	runGit(t, dir, "fsck", "--strict", "--no-dangling")
+
+	fs.budget = -1
+	if err := repack(st, old); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second repack writes the very pack it replaces
+		one := packs()
+		if len(one) != 1 {
+			t.Fatalf("after a repack: %d packs, want 1", len(one))
+		}
+		if got := readAll(t, st); !slices.Equal(got, want) {
+			t.Fatalf("after a repack the refs reach %d objects, want %d", len(got), len(want))
+		}
+		runGit(t, dir, "fsck", "--strict", "--no-dangling")
+		if err := repack(st, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
