@@ -15,3 +15,6 @@ func IndexPack(dir string, r io.Reader) error {
 	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
 	return packfile.UpdateObjectStorage(indexingStorage{st}, r)
 }
+
+// MaxPacks is the number of packs past which the clone is repacked.
+const MaxPacks = maxPacks

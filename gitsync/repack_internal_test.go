@@ -152,4 +152,3 @@ func TestRepackFailureLeavesCloneReadable(t *testing.T) {
 		}
 	}
 }
-
