@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -151,4 +152,90 @@ func TestRepackFailureLeavesCloneReadable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// newBlob holds in p a blob of content "blob i" and returns its hash.
+func newBlob(p *pendingObjects, i int) plumbing.Hash {
+	o := &plumbing.MemoryObject{}
+	o.SetType(plumbing.BlobObject)
+	_, _ = o.Write(fmt.Appendf(nil, "blob %d", i))
+	h, _ := p.SetEncodedObject(o)
+	return h
+}
+
+// packedStorage returns a clone's storage holding a pack of base blobs, as
+// a first fetch leaves it, then extra packs of one blob each, as writes and
+// fetches add them; each pack is read once, as rounds do. It returns the
+// storage and a blob of the base pack.
+func packedStorage(b *testing.B, base, extra int) (*filesystem.Storage, plumbing.Hash) {
+	st := filesystem.NewStorageWithOptions(osfs.New(b.TempDir()), cache.NewObjectLRU(objectCacheSize),
+		filesystem.Options{KeepDescriptors: true})
+	b.Cleanup(func() { _ = st.Close() })
+	if err := st.Init(); err != nil {
+		b.Fatal(err)
+	}
+	p := newPendingObjects(st)
+	var first plumbing.Hash
+	for i := range base {
+		first = newBlob(p, i)
+	}
+	if err := p.keep(st); err != nil {
+		b.Fatal(err)
+	}
+	read := []plumbing.Hash{first}
+	for i := range extra {
+		read = append(read, newBlob(p, base+i))
+		if err := p.keep(st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, h := range read {
+		if _, err := st.EncodedObject(plumbing.AnyObject, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st, first
+}
+
+// BenchmarkPackCount is what a small write costs the clone, by the number of
+// packs it holds: storing the write's pack of one blob (keep), then reading
+// an object of the base pack and looking up one the clone lacks (as a write
+// does for each object it creates), which searches every pack's index.
+// live-MiB is the heap in use after a collection at the end. The base pack's
+// 40,000 objects are about those of the 10,000-peering repository. Each
+// iteration adds a pack: run it with a fixed -benchtime such as 20x.
+func BenchmarkPackCount(b *testing.B) {
+	for _, packs := range []int{1, maxPacks, 10 * maxPacks} {
+		b.Run(fmt.Sprintf("packs=%d", packs), func(b *testing.B) {
+			before := liveHeapInternal()
+			st, first := packedStorage(b, 40000, packs-1)
+			absent := plumbing.ComputeHash(plumbing.BlobObject, []byte("absent"))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				p := newPendingObjects(st)
+				newBlob(p, -1-i)
+				if err := p.keep(st); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := st.EncodedObject(plumbing.AnyObject, first); err != nil {
+					b.Fatal(err)
+				}
+				if err := st.HasEncodedObject(absent); !errors.Is(err, plumbing.ErrObjectNotFound) {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(liveHeapInternal()-before)/(1<<20), "live-MiB")
+			runtime.KeepAlive(st)
+		})
+	}
+}
+
+// liveHeapInternal is the heap in use after a full collection.
+func liveHeapInternal() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
