@@ -52,11 +52,19 @@ func packedRepo(t testing.TB, n int) string {
 	return filepath.Join(dir, ".git")
 }
 
-// failingFS fails the writes to its temporary files past budget bytes, as a
-// full disk would.
+// failingFS fails the writes to its temporary files past budget bytes (none
+// when negative), as a full disk would, and every rename when noRename.
 type failingFS struct {
 	billy.Filesystem
-	budget int
+	budget   int
+	noRename bool
+}
+
+func (fs *failingFS) Rename(from, to string) error {
+	if fs.noRename {
+		return errDiskFull
+	}
+	return fs.Filesystem.Rename(from, to)
 }
 
 func (fs *failingFS) TempFile(dir, prefix string) (billy.File, error) {
@@ -238,4 +246,32 @@ func liveHeapInternal() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// A write's pack that cannot be stored leaves the clone as it was: its
+// objects are not found, the clone's are read.
+func TestKeepFailureLeavesCloneReadable(t *testing.T) {
+	dir := packedRepo(t, 1)
+	fs := &failingFS{Filesystem: osfs.New(dir), budget: -1, noRename: true}
+	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	t.Cleanup(func() { _ = st.Close() })
+	want := readAll(t, st)
+	p := newPendingObjects(st)
+	blob := newBlob(p, 0)
+	if err := p.keep(st); !errors.Is(err, errDiskFull) {
+		t.Fatalf("keep with no rename: %v, want %v", err, errDiskFull)
+	}
+	if err := st.HasEncodedObject(blob); !errors.Is(err, plumbing.ErrObjectNotFound) {
+		t.Fatalf("the blob of a pack not stored: %v, want %v", err, plumbing.ErrObjectNotFound)
+	}
+	if got := readAll(t, st); !slices.Equal(got, want) {
+		t.Fatalf("after a failed keep the refs reach %d objects, want %d", len(got), len(want))
+	}
+	fs.noRename = false
+	if err := p.keep(st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EncodedObject(plumbing.BlobObject, blob); err != nil {
+		t.Fatal(err)
+	}
 }
