@@ -534,3 +534,45 @@ func reportRetained(b *testing.B, before uint64) {
 		b.Error(err)
 	}
 }
+
+// BenchmarkRepack repacks the clone of the 10,000-peering repository into
+// one pack, as a write or fetch does once the clone holds more than
+// MaxPacks packs: the cost a bounded clone pays every MaxPacks writes and
+// fetches. pack-MiB is the size of the pack it writes (whole objects, no
+// deltas) over that of the pack the first fetch stored.
+func BenchmarkRepack(b *testing.B) {
+	br := getBench(b)
+	dir := filepath.Join(b.TempDir(), "clone")
+	agent := br.agent(b, dir)
+	mustPoll(b, agent)
+	packSize := func() float64 {
+		names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+		if err != nil || len(names) != 1 {
+			b.Fatalf("packs %v: %v", names, err)
+		}
+		fi, err := os.Stat(names[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(fi.Size()) / (1 << 20)
+	}
+	fetched := packSize()
+	var peak float64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		base := liveHeap()
+		stop := watchLiveHeap()
+		if err := agent.Repack(); err != nil {
+			b.Fatal(err)
+		}
+		peak = max(peak, stop()-float64(base))
+	}
+	b.StopTimer()
+	b.ReportMetric(peak/(1<<20), "peak-live-MiB")
+	b.ReportMetric(packSize(), "pack-MiB")
+	b.ReportMetric(fetched, "fetched-pack-MiB")
+	if _, err := agent.List(mustPoll(b, agent)); err != nil {
+		b.Fatal(err)
+	}
+}

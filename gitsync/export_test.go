@@ -18,3 +18,15 @@ func IndexPack(dir string, r io.Reader) error {
 
 // MaxPacks is the number of packs past which the clone is repacked.
 const MaxPacks = maxPacks
+
+// Repack repacks the clone into one pack, as a write or fetch does past
+// MaxPacks.
+func (r *Repo) Repack() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	packs, err := r.storage.ObjectPacks()
+	if err != nil {
+		return err
+	}
+	return repack(r.storage, packs)
+}
