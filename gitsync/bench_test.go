@@ -400,7 +400,7 @@ func cloneAndReadRequests(r *gitsync.Repo) error {
 // poll; retained-MiB is measured after the last one.
 func BenchmarkRetainedAfterPoll(b *testing.B) {
 	br := getBench(b)
-	before := liveHeap()
+	before := gitsync.LiveHeap()
 	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
 	head := mustPoll(b, agent)
 	l, err := agent.List(head)
@@ -429,7 +429,7 @@ func BenchmarkRetainedAfterPoll(b *testing.B) {
 // commits change the benchmark repository.
 func BenchmarkLargeWrite(b *testing.B) {
 	br := getBench(b)
-	before := liveHeap()
+	before := gitsync.LiveHeap()
 	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
 	mustPoll(b, agent)
 	var peak float64 // bytes over the live heap before a write
@@ -442,7 +442,7 @@ func BenchmarkLargeWrite(b *testing.B) {
 				changes = append(changes, gitsync.Put(peeringPath(p, c, "identity.yaml"), identityDoc()))
 			}
 		}
-		base := liveHeap()
+		base := gitsync.LiveHeap()
 		b.StartTimer()
 		stop := watchLiveHeap()
 		if res, err := agent.Write(context.Background(), message("identities"), changes); err != nil || !res.Pushed {
@@ -507,20 +507,12 @@ func identityDoc() []byte {
 	return []byte("apiVersion: gitpeer.io/v1alpha1\nkind: Identity\nspec:\n  certificate: " + base64.StdEncoding.EncodeToString(cert) + "\n")
 }
 
-// liveHeap returns the bytes of live heap objects after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // reportRetained reports, as retained-MiB, how much the live heap grew since
-// before (a liveHeap figure). With GITSYNC_HEAPPROFILE set to a directory,
+// before (a LiveHeap figure). With GITSYNC_HEAPPROFILE set to a directory,
 // it also writes the heap profile there, to see who retains it
 // (`go tool pprof -sample_index=inuse_space`).
 func reportRetained(b *testing.B, before uint64) {
-	after := liveHeap()
+	after := gitsync.LiveHeap()
 	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
 	dir := os.Getenv("GITSYNC_HEAPPROFILE")
 	if dir == "" {
@@ -561,7 +553,7 @@ func BenchmarkRepack(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		base := liveHeap()
+		base := gitsync.LiveHeap()
 		stop := watchLiveHeap()
 		if err := agent.Repack(); err != nil {
 			b.Fatal(err)

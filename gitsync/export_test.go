@@ -30,3 +30,9 @@ func (r *Repo) Repack() error {
 	}
 	return repack(r.storage, packs)
 }
+
+// RunGit runs the git CLI in dir as Mallory and returns its output, trimmed.
+var RunGit = runGit
+
+// LiveHeap returns the bytes of live heap objects after a full collection.
+var LiveHeap = liveHeap

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-billy/v5"
@@ -18,18 +19,19 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// runGit runs the git CLI in dir with a fixed identity and no user config.
+// runGit runs the git CLI in dir with a fixed identity and no user config,
+// and returns its output, trimmed: the external tests' git.
 func runGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Mallory", "GIT_AUTHOR_EMAIL=mallory@example.com",
+		"GIT_COMMITTER_NAME=Mallory", "GIT_COMMITTER_EMAIL=mallory@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return strings.TrimSpace(string(out))
 }
 
 // packedRepo returns the .git directory of a repository of n commits, each
@@ -215,7 +217,7 @@ func packedStorage(b *testing.B, base, extra int) (*filesystem.Storage, plumbing
 func BenchmarkPackCount(b *testing.B) {
 	for _, packs := range []int{1, maxPacks, 10 * maxPacks} {
 		b.Run(fmt.Sprintf("packs=%d", packs), func(b *testing.B) {
-			before := liveHeapInternal()
+			before := liveHeap()
 			st, first := packedStorage(b, 40000, packs-1)
 			absent := plumbing.ComputeHash(plumbing.BlobObject, []byte("absent"))
 			b.ReportAllocs()
@@ -234,14 +236,14 @@ func BenchmarkPackCount(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(liveHeapInternal()-before)/(1<<20), "live-MiB")
+			b.ReportMetric(float64(liveHeap()-before)/(1<<20), "live-MiB")
 			runtime.KeepAlive(st)
 		})
 	}
 }
 
-// liveHeapInternal is the heap in use after a full collection.
-func liveHeapInternal() uint64 {
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
