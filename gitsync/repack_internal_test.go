@@ -277,3 +277,31 @@ func TestKeepFailureLeavesCloneReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A repack keeps what the refs reach and drops the rest: a blob stored by
+// a write whose commit no ref holds is gone after it.
+func TestRepackDropsUnreachable(t *testing.T) {
+	dir := packedRepo(t, 2)
+	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	t.Cleanup(func() { _ = st.Close() })
+	want := readAll(t, st)
+	p := newPendingObjects(st)
+	stray := newBlob(p, 0)
+	if err := p.keep(st); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := st.ObjectPacks()
+	if err != nil || len(packs) != 3 {
+		t.Fatalf("packs %v, %v; want 3", packs, err)
+	}
+	if err := repack(st, packs); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.HasEncodedObject(stray); !errors.Is(err, plumbing.ErrObjectNotFound) {
+		t.Fatalf("unreachable blob after a repack: %v, want %v", err, plumbing.ErrObjectNotFound)
+	}
+	if got := readAll(t, st); !slices.Equal(got, want) {
+		t.Fatalf("after a repack the refs reach %d objects, want %d", len(got), len(want))
+	}
+	runGit(t, dir, "fsck", "--strict", "--no-dangling")
+}
