@@ -43,8 +43,8 @@ func (r *Repo) consolidate() error {
 // dropped) go with them. The new pack is written and indexed under temporary
 // names and only renamed into place once whole (packIndexer), so a failure
 // leaves the clone as it was, with at most a pack more. The old packs are
-// deleted only after the storage has read the new one's index, so every
-// object stays readable throughout.
+// deleted only once the new one is in place, so every object stays readable
+// throughout.
 func repack(st *filesystem.Storage, old []plumbing.Hash) error {
 	objects, err := reachable(st)
 	if err != nil {
