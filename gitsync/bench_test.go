@@ -400,7 +400,7 @@ func cloneAndReadRequests(r *gitsync.Repo) error {
 // poll; retained-MiB is measured after the last one.
 func BenchmarkRetainedAfterPoll(b *testing.B) {
 	br := getBench(b)
-	before := liveHeap()
+	before := gitsync.LiveHeap()
 	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
 	head := mustPoll(b, agent)
 	l, err := agent.List(head)
@@ -429,7 +429,7 @@ func BenchmarkRetainedAfterPoll(b *testing.B) {
 // commits change the benchmark repository.
 func BenchmarkLargeWrite(b *testing.B) {
 	br := getBench(b)
-	before := liveHeap()
+	before := gitsync.LiveHeap()
 	agent := br.agent(b, filepath.Join(b.TempDir(), "clone"))
 	mustPoll(b, agent)
 	var peak float64 // bytes over the live heap before a write
@@ -442,7 +442,7 @@ func BenchmarkLargeWrite(b *testing.B) {
 				changes = append(changes, gitsync.Put(peeringPath(p, c, "identity.yaml"), identityDoc()))
 			}
 		}
-		base := liveHeap()
+		base := gitsync.LiveHeap()
 		b.StartTimer()
 		stop := watchLiveHeap()
 		if res, err := agent.Write(context.Background(), message("identities"), changes); err != nil || !res.Pushed {
@@ -507,20 +507,12 @@ func identityDoc() []byte {
 	return []byte("apiVersion: gitpeer.io/v1alpha1\nkind: Identity\nspec:\n  certificate: " + base64.StdEncoding.EncodeToString(cert) + "\n")
 }
 
-// liveHeap returns the bytes of live heap objects after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // reportRetained reports, as retained-MiB, how much the live heap grew since
-// before (a liveHeap figure). With GITSYNC_HEAPPROFILE set to a directory,
+// before (a LiveHeap figure). With GITSYNC_HEAPPROFILE set to a directory,
 // it also writes the heap profile there, to see who retains it
 // (`go tool pprof -sample_index=inuse_space`).
 func reportRetained(b *testing.B, before uint64) {
-	after := liveHeap()
+	after := gitsync.LiveHeap()
 	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
 	dir := os.Getenv("GITSYNC_HEAPPROFILE")
 	if dir == "" {
@@ -532,5 +524,47 @@ func reportRetained(b *testing.B, before uint64) {
 	}
 	if err != nil {
 		b.Error(err)
+	}
+}
+
+// BenchmarkRepack repacks the clone of the 10,000-peering repository into
+// one pack, as a write or fetch does once the clone holds more than
+// MaxPacks packs: the cost a bounded clone pays every MaxPacks writes and
+// fetches. pack-MiB is the size of the pack it writes (whole objects, no
+// deltas) over that of the pack the first fetch stored.
+func BenchmarkRepack(b *testing.B) {
+	br := getBench(b)
+	dir := filepath.Join(b.TempDir(), "clone")
+	agent := br.agent(b, dir)
+	mustPoll(b, agent)
+	packSize := func() float64 {
+		names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+		if err != nil || len(names) != 1 {
+			b.Fatalf("packs %v: %v", names, err)
+		}
+		fi, err := os.Stat(names[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(fi.Size()) / (1 << 20)
+	}
+	fetched := packSize()
+	var peak float64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		base := gitsync.LiveHeap()
+		stop := watchLiveHeap()
+		if err := agent.Repack(); err != nil {
+			b.Fatal(err)
+		}
+		peak = max(peak, stop()-float64(base))
+	}
+	b.StopTimer()
+	b.ReportMetric(peak/(1<<20), "peak-live-MiB")
+	b.ReportMetric(packSize(), "pack-MiB")
+	b.ReportMetric(fetched, "fetched-pack-MiB")
+	if _, err := agent.List(mustPoll(b, agent)); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,15 +81,7 @@ func (f *fixture) openSSH(mod ...func(*gitsync.Config)) *gitsync.Repo {
 // git runs the git CLI in dir and returns its trimmed output.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Mallory", "GIT_AUTHOR_EMAIL=mallory@example.com",
-		"GIT_COMMITTER_NAME=Mallory", "GIT_COMMITTER_EMAIL=mallory@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gitsync.RunGit(t, dir, args...)
 }
 
 // cliClone clones the repository with the git CLI into a fresh work tree.

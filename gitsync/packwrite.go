@@ -29,7 +29,11 @@ func writePack(w io.Writer, s storer.EncodedObjectStorer, objects []plumbing.Has
 	if _, err := out.Write(head); err != nil {
 		return err
 	}
-	zw := zlib.NewWriter(out)
+	// BestSpeed: at the default level, every object's Reset clears about
+	// 640 KiB of match tables (BenchmarkRepack: 2.3 s at the default level,
+	// 1.7 s at BestSpeed, for a pack 5 % larger). A valid level makes no
+	// error.
+	zw, _ := zlib.NewWriterLevel(out, zlib.BestSpeed)
 	for _, h := range objects {
 		obj, err := s.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {

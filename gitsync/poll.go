@@ -72,8 +72,12 @@ func (r *Repo) fetch(ctx context.Context, branch string) error {
 		}
 	}
 	err = remote.FetchContext(ctx, opts)
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	if err != nil {
 		return classify("fetch "+r.cfg.URL, err)
 	}
-	return nil
+	// The fetch may have stored a pack.
+	return r.consolidate()
 }

@@ -136,7 +136,10 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 				// Pushed: the next poll fetches the commit into the clone.
 				return res, fmt.Errorf("gitsync: store the pushed commit %s in the clone: %w", commit, err)
 			}
-			return res, r.setLocalHead(branch, commit)
+			if err := r.setLocalHead(branch, commit); err != nil {
+				return res, err
+			}
+			return res, r.consolidate()
 		}
 		prev = h
 	}

@@ -65,14 +65,7 @@ func TestWriteKeepsOnePack(t *testing.T) {
 	var dir string
 	agent := f.openHTTP(func(c *gitsync.Config) { dir = c.Dir })
 	mustPoll(t, agent)
-	packs := func() []string {
-		t.Helper()
-		names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return names
-	}
+	packs := func() []string { return packsIn(t, dir) }
 	before := len(packs())
 	var changes []gitsync.FileChange
 	for i := range 100 {
@@ -94,4 +87,51 @@ func TestWriteKeepsOnePack(t *testing.T) {
 		t.Fatalf("second write %+v: want one attempt on top of %s", second, first.Commit)
 	}
 	git(t, dir, "--git-dir", dir, "fsck", "--no-dangling", "--strict")
+}
+
+// The clone's packs stay bounded: each write and each fetch adds one, and
+// past MaxPacks the next repacks the clone into one. Every file written
+// stays readable from the clone, which passes git's own check, shallow or
+// not.
+func TestPacksStayBounded(t *testing.T) {
+	for _, shallow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shallow=%v", shallow), func(t *testing.T) {
+			f := newFixture(t, "bounded")
+			other := f.openHTTP()
+			mustWrite(t, other, "first", gitsync.Put("p/first.yaml", []byte("0")))
+			mustWrite(t, other, "second", gitsync.Put("p/second.yaml", []byte("0")))
+			var dir string
+			agent := f.openHTTP(func(c *gitsync.Config) { dir, c.Shallow = c.Dir, shallow })
+			mustPoll(t, agent)
+			most, repacked := 0, false
+			var last gitsync.WriteResult
+			for i := range gitsync.MaxPacks {
+				mustWrite(t, other, "theirs", gitsync.Put(fmt.Sprintf("p/o%02d.yaml", i), []byte("o")))
+				mustPoll(t, agent) // a fetch: one pack
+				last = mustWrite(t, agent, "ours", gitsync.Put(fmt.Sprintf("p/a%02d.yaml", i), []byte("a")))
+				n := len(packsIn(t, dir))
+				repacked = repacked || n < most
+				most = max(most, n)
+			}
+			if most > gitsync.MaxPacks+1 || !repacked {
+				t.Fatalf("%d writes and fetches: at most %d packs, repacked %v; want at most %d, repacked", 2*gitsync.MaxPacks, most, repacked, gitsync.MaxPacks+1)
+			}
+			for _, name := range []string{"p/first.yaml", "p/o00.yaml", "p/a00.yaml", fmt.Sprintf("p/a%02d.yaml", gitsync.MaxPacks-1)} {
+				if _, err := agent.ReadFile(last.Commit, name); err != nil {
+					t.Fatalf("reading %s after the repacks: %v", name, err)
+				}
+			}
+			git(t, dir, "--git-dir", dir, "fsck", "--no-dangling", "--strict")
+		})
+	}
+}
+
+// packsIn lists the packs of the clone in dir.
+func packsIn(t testing.TB, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
