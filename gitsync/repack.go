@@ -25,16 +25,29 @@ const maxPacks = 50
 
 // consolidate repacks the clone when it holds more than maxPacks packs.
 // It runs with r.mu held, as every read of the clone does, so no reader
-// sees the packs change under it.
-func (r *Repo) consolidate() error {
+// sees the packs change under it. A failed repack fails neither the fetch
+// nor the write before it (the clone is whole, only its packs stay many):
+// it waits for RepackFailure.
+func (r *Repo) consolidate() {
 	packs, err := r.storage.ObjectPacks()
-	if err != nil || len(packs) <= maxPacks {
-		return err
+	if err == nil && len(packs) > maxPacks {
+		if err = repack(r.storage, packs); err != nil {
+			err = fmt.Errorf("gitsync: repack the clone's %d packs: %w", len(packs), err)
+		}
 	}
-	if err := repack(r.storage, packs); err != nil {
-		return fmt.Errorf("gitsync: repack the clone's %d packs: %w", len(packs), err)
+	if err != nil {
+		r.repackErr = err
 	}
-	return nil
+}
+
+// RepackFailure returns, once, the error of the clone's last failed repack
+// or pack listing since it was last called; nil if there was none.
+func (r *Repo) RepackFailure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.repackErr
+	r.repackErr = nil
+	return err
 }
 
 // repack writes the objects the clone's refs reach into one new pack, then

@@ -305,3 +305,22 @@ func TestRepackDropsUnreachable(t *testing.T) {
 	}
 	runGit(t, dir, "fsck", "--strict", "--no-dangling")
 }
+
+// A repack that fails past maxPacks fails nothing else: consolidate keeps
+// the packs and leaves the error for RepackFailure, which returns it once.
+func TestConsolidateFailureIsReportedOnce(t *testing.T) {
+	dir := packedRepo(t, maxPacks+1)
+	st := filesystem.NewStorageWithOptions(&failingFS{Filesystem: osfs.New(dir), budget: 100}, cache.NewObjectLRUDefault(), filesystem.Options{})
+	t.Cleanup(func() { _ = st.Close() })
+	r := &Repo{storage: st}
+	r.consolidate()
+	if err := r.RepackFailure(); !errors.Is(err, errDiskFull) {
+		t.Fatalf("RepackFailure after a failed repack: %v, want %v", err, errDiskFull)
+	}
+	if err := r.RepackFailure(); err != nil {
+		t.Fatalf("RepackFailure again: %v, want nil", err)
+	}
+	if packs, err := st.ObjectPacks(); err != nil || len(packs) != maxPacks+1 {
+		t.Fatalf("after a failed repack: %d packs (%v), want %d", len(packs), err, maxPacks+1)
+	}
+}

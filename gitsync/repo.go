@@ -37,6 +37,8 @@ type Repo struct {
 	last       commitTree // the commit rootTree read last
 	// noStaging is set once the remote refused a scratch ref (see stage).
 	noStaging bool
+	// repackErr is the last failed repack's error (consolidate, RepackFailure).
+	repackErr error
 }
 
 // commitTree is a commit and its tree.

@@ -139,7 +139,8 @@ func (r *Repo) write(ctx context.Context, msg CommitMessage, changes []FileChang
 			if err := r.setLocalHead(branch, commit); err != nil {
 				return res, err
 			}
-			return res, r.consolidate()
+			r.consolidate()
+			return res, nil
 		}
 		prev = h
 	}

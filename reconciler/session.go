@@ -184,6 +184,10 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.requestCertificates(ctx, results)
 	commitErr := s.branchIO().commitRound(ctx, results)
+	if err := s.repo.RepackFailure(); err != nil { // the round's poll and write went on
+		log.FromContext(ctx).Error(err, "consolidating the clone's packs")
+		s.r.event(s.obj, corev1.EventTypeWarning, vocabulary.ReasonRepackFailed, "%v", err)
+	}
 	s.roundReport().recordRoutine()
 	for _, res := range results {
 		s.roundReport().record(ctx, res.peer, res.role, res.o)

@@ -81,6 +81,9 @@ const (
 	// ReasonRecordsMigrated: gitpeer 0.1.0's single records Secret was moved
 	// to the sharded Secrets.
 	ReasonRecordsMigrated = "RecordsMigrated"
+	// ReasonRepackFailed: the clone's packs could not be consolidated into
+	// one; nothing else failed, but lookups slow down as packs accumulate.
+	ReasonRepackFailed = "RepackFailed"
 	// ReasonForeignCSR: a CSR labelled for a consumer that the agent did not
 	// request; it is never approved, nor deleted.
 	ReasonForeignCSR = "ForeignCSR"

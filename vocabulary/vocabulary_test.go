@@ -62,6 +62,7 @@ func TestWireVocabulary(t *testing.T) {
 		vocabulary.ReasonOrphaned:            "Orphaned",
 		vocabulary.ReasonRequestsDeferred:    "RequestsDeferred",
 		vocabulary.ReasonRecordsMigrated:     "RecordsMigrated",
+		vocabulary.ReasonRepackFailed:        "RepackFailed",
 		vocabulary.ReasonForeignCSR:          "ForeignCSR",
 		vocabulary.ReasonCSRFailed:           "CSRFailed",
 		vocabulary.ReasonCertificateRejected: "CertificateRejected",
