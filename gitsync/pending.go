@@ -71,10 +71,9 @@ func (p *pendingObjects) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 
 // keep stores the objects the write created in the clone st, as one pack,
 // and forgets them. The pack goes through go-git's own pack writer, which
-// adds the new pack's index to the storage alone: packIndexer's save makes
-// the storage read every pack's index again (Reindex), the clone's largest
-// first, which cost every small write 1.7 MB more on the 10,000-peering
-// clone, and more with each pack (BenchmarkPackCount, BenchmarkSmallWrite).
+// adds the new pack's index to the storage alone, where packIndexer's save
+// makes the storage read every pack's index again (Reindex), a cost that
+// grows with the clone (gitsync/BENCHMARKS.md).
 // A write's pack holds whole objects only, which go-git's parser indexes in
 // one pass.
 func (p *pendingObjects) keep(st *filesystem.Storage) (err error) {
