@@ -66,10 +66,7 @@ func (o options) wave() int {
 
 // signerQPS is the CSR signer's client limit: each certificate is one request.
 func (o options) signerQPS() int {
-	if o.ControllerManagerDefaultLimits {
-		return controlplane.DefaultControllerManagerQPS
-	}
-	return controlplane.ControllerManagerQPS
+	return controlplane.Options{ControllerManagerDefaultLimits: o.ControllerManagerDefaultLimits}.SignerQPS()
 }
 
 // result holds the figures of one run; its JSON is what the tables of docs/benchmarks.md are made from.
