@@ -12,12 +12,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gitpeer/gitpeer/apis"
 	authv1beta1 "github.com/gitpeer/gitpeer/apis/authentication/v1beta1"
@@ -116,6 +118,9 @@ type bench struct {
 // figures reached even when the run did not complete, with the reason in Outcome, and the
 // harness's log.
 func run(ctx context.Context, o options) (*result, string, error) {
+	// The watch's informer logs through controller-runtime, which otherwise warns with a stack
+	// trace that no logger was set; the benchmark prints its own progress.
+	ctrllog.SetLogger(logr.Discard())
 	res := &result{Consumers: o.Consumers, Workers: o.Workers, CPUs: runtime.NumCPU(),
 		SignerQPS: o.ControlPlane.SignerQPS(), SignerFloorSeconds: float64(o.Consumers) / float64(o.ControlPlane.SignerQPS())}
 	work, err := os.MkdirTemp("", "gitpeer-liqobench-")
