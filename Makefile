@@ -162,7 +162,7 @@ image: deps
 # and the agent's log beside it. More options: BENCH_SCALE_FLAGS (go run ./test/scale -h).
 N ?= 100
 BENCH_DIR := $(CURDIR)/.cache/bench
-.PHONY: bench bench-scale bench-idle bench-gitsync bench-controlplane
+.PHONY: bench bench-scale bench-idle bench-liqo bench-gitsync bench-controlplane
 bench-scale: linux-only $(TOOLS) build
 	@mkdir -p $(BENCH_DIR)
 	go run ./test/scale -n $(N) -agent bin/gitpeer -json $(BENCH_DIR)/scale-$(N).json \
@@ -179,6 +179,17 @@ bench-idle: linux-only $(TOOLS) build
 		-agent-log $(BENCH_DIR)/idle-$(IDLE_N)-agent.log -idle 6m -idle-interval 1m -timeout 60m \
 		-agent-flags --full-resync-period=3m $(BENCH_SCALE_FLAGS)
 
+# What Liqo's own tenant controller costs in the same place (test/liqobench, docs/benchmarks.md, issue
+# #27): Liqo's authentication module (LIQO_HARNESS, with GITPEER_LIQO_HARNESS and GITPEER_LIQO_SRC
+# exported above, as for `make test`) as provider on the same control plane, N Tenants applied at once
+# until every certificate is issued, against the CSR signer's floor. Not part of `make test` (which runs
+# it with 5). Writes .cache/bench/liqo-N.json and the harness's log beside it. More options:
+# BENCH_LIQO_FLAGS, e.g. -kcm-default-limits (go run ./test/liqobench -h).
+bench-liqo: linux-only $(TOOLS) $(LIQO_HARNESS)
+	@mkdir -p $(BENCH_DIR)
+	go run ./test/liqobench -n $(N) -json $(BENCH_DIR)/liqo-$(N).json \
+		-harness-log $(BENCH_DIR)/liqo-$(N)-harness.log $(BENCH_LIQO_FLAGS)
+
 # gitsync against the git command line (gitsync/BENCHMARKS.md).
 bench-gitsync:
 	go test ./gitsync/ -run '^$$' -bench . -benchtime 10x -benchmem
@@ -188,7 +199,7 @@ bench-controlplane: linux-only $(TOOLS)
 	go test ./test/controlplane/ -run '^$$' -bench Start -benchtime 3x
 
 # Every benchmark.
-bench: bench-gitsync bench-controlplane bench-scale
+bench: bench-gitsync bench-controlplane bench-scale bench-liqo
 
 # The whole handshake locally: two control planes, a Git server, two agents. It needs only the
 # control plane's binaries (TOOLS), not Gitea; with DEMO_FLAGS=--liqo also Liqo's authentication

@@ -98,6 +98,15 @@ type Options struct {
 	ControllerManagerDefaultLimits bool
 }
 
+// SignerQPS is the CSR signer's client limit under o: each certificate it
+// signs is one request, so N certificates take at least N / SignerQPS seconds.
+func (o Options) SignerQPS() int {
+	if o.ControllerManagerDefaultLimits {
+		return DefaultControllerManagerQPS
+	}
+	return ControllerManagerQPS
+}
+
 // Start runs a control plane until the test ends. Everything it started is
 // stopped and its directory removed when the test ends, also when the test
 // fails or panics. Component logs are printed only when the test failed.

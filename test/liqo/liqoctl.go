@@ -59,6 +59,15 @@ func GenerateTenant(ctx context.Context, c client.Client, key gocrypto.Signer, c
 	if err != nil {
 		return nil, err
 	}
+	return Tenant(key, consumer, signature)
+}
+
+// Tenant is the Tenant `liqoctl generate tenant` prints once it has the
+// signature of the provider's nonce by key, Liqo's key of consumer (Liqo
+// v1.2.0 A/forge/tenant.go TenantForRemoteCluster): no namespace, the
+// admin applies it in the tenant namespace. Without a consumer cluster,
+// crypto.SignNonce signs as its nonce signer would.
+func Tenant(key gocrypto.Signer, consumer string, signature []byte) (*authv1beta1.Tenant, error) {
 	pub, err := crypto.MarshalPublicKeyPEM(key.Public())
 	if err != nil {
 		return nil, err

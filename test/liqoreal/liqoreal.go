@@ -145,3 +145,9 @@ func (h *Harness) Stop() {
 
 // Log is the harness's output so far.
 func (h *Harness) Log() string { return h.proc.Log() }
+
+// PID is the harness process's ID, for its CPU time and memory in /proc.
+func (h *Harness) PID() int { return h.proc.PID() }
+
+// Exited reports whether the harness has ended, with its exit error.
+func (h *Harness) Exited() (bool, error) { return h.proc.Exited() }

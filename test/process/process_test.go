@@ -126,3 +126,24 @@ func TestHTTPReady(t *testing.T) {
 		t.Errorf("check with 200 = %v", err)
 	}
 }
+
+// TestProcReadings reads a child's CPU time and memory, and the machine's load, from /proc.
+func TestProcReadings(t *testing.T) {
+	p, err := process.Start("sleep", exec.Command("sleep", "60"), filepath.Join(t.TempDir(), "sleep.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	if cpu, err := process.CPUSeconds(p.PID()); err != nil || cpu < 0 {
+		t.Errorf("CPUSeconds = %v, %v", cpu, err)
+	}
+	if rss, peak, err := process.Memory(p.PID()); err != nil || rss <= 0 || peak < rss {
+		t.Errorf("Memory = %d, %d, %v; want 0 < RSS <= peak", rss, peak, err)
+	}
+	if l, err := process.LoadAverage(); err != nil || l < 0 {
+		t.Errorf("LoadAverage = %v, %v", l, err)
+	}
+	if _, err := process.CPUSeconds(-1); err == nil {
+		t.Error("CPUSeconds of no process: no error")
+	}
+}

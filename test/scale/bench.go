@@ -16,6 +16,7 @@ import (
 
 	gitpeerv1alpha1 "github.com/gitpeer/gitpeer/apis/gitpeer/v1alpha1"
 	"github.com/gitpeer/gitpeer/test/controlplane"
+	"github.com/gitpeer/gitpeer/test/process"
 )
 
 // options configure one run of the benchmark.
@@ -65,10 +66,7 @@ func (o options) wave() int {
 
 // signerQPS is the CSR signer's client limit: each certificate is one request.
 func (o options) signerQPS() int {
-	if o.ControllerManagerDefaultLimits {
-		return controlplane.DefaultControllerManagerQPS
-	}
-	return controlplane.ControllerManagerQPS
+	return controlplane.Options{ControllerManagerDefaultLimits: o.ControllerManagerDefaultLimits}.SignerQPS()
 }
 
 // result holds the figures of one run; its JSON is what the tables of docs/benchmarks.md are made from.
@@ -336,7 +334,7 @@ func (b *bench) sample(ctx context.Context, p progress, phase string, force bool
 	if size, err := b.e.objectSize(ctx); err == nil {
 		b.res.ObjectBytes, b.res.ObjectBytesMax = size, max(b.res.ObjectBytesMax, size)
 	}
-	if l, err := loadAverage(); err == nil {
+	if l, err := process.LoadAverage(); err == nil {
 		b.load, b.loads = b.load+l, b.loads+1
 	}
 	if !force && time.Since(b.lastLine) < b.o.ProgressEvery {
@@ -384,17 +382,6 @@ func (b *bench) finish(err error) {
 		r.Completed, r.Outcome = true, "every consumer has a valid identity"
 	}
 	r.Outcome = strings.TrimSpace(r.Outcome)
-}
-
-// loadAverage returns the machine's 1-minute load average.
-func loadAverage() (float64, error) {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, err
-	}
-	var l float64
-	_, err = fmt.Sscan(string(data), &l)
-	return l, err
 }
 
 func since(t time.Time) float64 { return time.Since(t).Seconds() }

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -23,6 +18,7 @@ import (
 	"github.com/gitpeer/gitpeer/test/controlplane"
 	"github.com/gitpeer/gitpeer/test/gitserver"
 	"github.com/gitpeer/gitpeer/test/installed"
+	"github.com/gitpeer/gitpeer/test/process"
 	"github.com/gitpeer/gitpeer/test/sandbox"
 )
 
@@ -152,28 +148,7 @@ func (e *env) readyMessage(ctx context.Context) string {
 }
 
 // memory returns the agent's resident set size now and at its peak (VmRSS, VmHWM), in bytes.
-func (e *env) memory() (rss, peak int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", e.agent.PID()))
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	lines := bufio.NewScanner(f)
-	for lines.Scan() {
-		name, value, _ := strings.Cut(lines.Text(), ":")
-		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		switch name {
-		case "VmRSS":
-			rss = kb << 10
-		case "VmHWM":
-			peak = kb << 10
-		}
-	}
-	if peak == 0 {
-		return 0, 0, errors.New("no VmHWM in /proc/<pid>/status")
-	}
-	return rss, peak, lines.Err()
-}
+func (e *env) memory() (rss, peak int64, err error) { return process.Memory(e.agent.PID()) }
 
 // agentCommits counts the commits on main the agent authored.
 func (e *env) agentCommits() (int, error) {

@@ -13,16 +13,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/gitpeer/gitpeer/test/benchreport"
 )
 
 func main() {
@@ -40,11 +39,9 @@ func main() {
 // parseFlags reads the options; N defaults to $N, then 100.
 func parseFlags(args []string) (o options, jsonPath, logPath string, err error) {
 	fs := flag.NewFlagSet("bench-scale", flag.ContinueOnError)
-	n := 100
-	if v := os.Getenv("N"); v != "" {
-		if n, err = strconv.Atoi(v); err != nil {
-			return o, "", "", fmt.Errorf("N=%q: %w", v, err)
-		}
+	n, err := benchreport.DefaultN()
+	if err != nil {
+		return o, "", "", err
 	}
 	var extra, pending string
 	fs.IntVar(&o.Consumers, "n", n, "number of simulated consumers (default $N, then 100)")
@@ -96,21 +93,15 @@ func benchmark(o options, jsonPath, logPath string) error {
 	}
 	fmt.Printf("bench-scale: %d consumers, agent flags %s, maxPendingRequests %d, signer %d QPS, interval %s\n",
 		o.Consumers, flagsString(o.AgentFlags), o.wave(), o.signerQPS(), o.Interval)
-	commit := sourceCommit()
+	commit := benchreport.Commit()
 	res, err := run(context.Background(), o)
 	if err != nil {
 		return err
 	}
 	res.Commit = commit
 	printTable(os.Stdout, res)
-	if jsonPath != "" {
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(jsonPath, append(data, '\n'), 0o644); err != nil {
-			return err
-		}
+	if err := benchreport.WriteJSON(jsonPath, res); err != nil {
+		return err
 	}
 	if !res.Completed {
 		return fmt.Errorf("not completed: %s", res.Outcome)
@@ -118,22 +109,10 @@ func benchmark(o options, jsonPath, logPath string) error {
 	return nil
 }
 
-// sourceCommit names the checked-out commit, with -dirty when the work tree has changes.
-func sourceCommit() string {
-	out, err := exec.Command("git", "describe", "--always", "--dirty", "--exclude=*").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // printTable prints the figures.
 func printTable(w io.Writer, r *result) {
-	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(name, format string, args ...any) {
-		fmt.Fprintf(t, "%s\t"+format+"\n", append([]any{name}, args...)...)
-	}
-	fmt.Fprintln(t)
+	t := benchreport.NewTable(w)
+	row := t.Row
 	row("commit", "%s", r.Commit)
 	row("consumers", "%d", r.Consumers)
 	row("outcome", "%s", r.Outcome)
