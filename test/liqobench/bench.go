@@ -130,7 +130,7 @@ func run(ctx context.Context, o options) (*result, string, error) {
 	defer os.RemoveAll(work)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	b := &bench{o: o, res: res, began: time.Now(), issued: &issuance{at: map[string]time.Time{}, certs: map[string][]byte{}}}
+	b := &bench{o: o, res: res, began: time.Now(), issued: &issuance{seen: map[string]issued{}}}
 	if b.cp, err = controlplane.NewWith(ctx, "", o.ControlPlane); err != nil {
 		return nil, "", err
 	}
@@ -356,8 +356,13 @@ func (b *bench) finish(err error) {
 type issuance struct {
 	mu    sync.Mutex
 	start time.Time
-	at    map[string]time.Time
-	certs map[string][]byte
+	seen  map[string]issued
+}
+
+// issued is a Tenant's certificate and when it was first seen.
+type issued struct {
+	at   time.Time
+	cert []byte
 }
 
 // watch starts an informer on the Tenants that records each issuance, and waits for its sync.
@@ -398,8 +403,8 @@ func (s *issuance) observe(obj any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, seen := s.at[t.Name]; !seen {
-		s.at[t.Name], s.certs[t.Name] = time.Now(), t.Status.AuthParams.SignedCRT
+	if _, seen := s.seen[t.Name]; !seen {
+		s.seen[t.Name] = issued{at: time.Now(), cert: t.Status.AuthParams.SignedCRT}
 	}
 }
 
@@ -407,14 +412,14 @@ func (s *issuance) observe(obj any) {
 func (s *issuance) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.at)
+	return len(s.seen)
 }
 
 // cert is the certificate issued for the Tenant name; nil when none was.
 func (s *issuance) cert(name string) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.certs[name]
+	return s.seen[name].cert
 }
 
 // span returns, in seconds from the start of the measured phase, when the first and the last
@@ -422,8 +427,8 @@ func (s *issuance) cert(name string) []byte {
 func (s *issuance) span() (first, last float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, at := range s.at {
-		d := at.Sub(s.start).Seconds()
+	for _, i := range s.seen {
+		d := i.at.Sub(s.start).Seconds()
 		if first == 0 || d < first {
 			first = d
 		}
